@@ -1,0 +1,299 @@
+//! `perfexpert info TRACE [--json]`: what a trace holds.
+
+use crate::model::*;
+use rayon::prelude::*;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+#[derive(Debug, Serialize)]
+pub struct Info {
+    pub path: String,
+    pub format: &'static str,
+    pub format_version: String,
+    pub creator: String,
+    pub machine: String,
+    pub timer_resolution: u64,
+    pub global_offset: u64,
+    pub trace_length: u64,
+    pub first_timestamp: Option<u64>,
+    pub last_timestamp: Option<u64>,
+    /// Seconds from the first to the last event.
+    pub duration_s: f64,
+    /// Every event record, counted as the official reader counts them.
+    pub events: u64,
+    /// Per kind, named as otf2-print names them.
+    pub events_per_kind: BTreeMap<&'static str, u64>,
+    /// Per location, keyed by the location's id in the trace.
+    pub events_per_location: BTreeMap<String, u64>,
+    pub system_tree: Vec<SystemTreeNode>,
+    pub location_groups: Vec<LocationGroup>,
+    pub locations: Vec<LocationInfo>,
+    pub regions: Vec<RegionInfo>,
+    pub communicators: Vec<CommInfo>,
+    pub metrics: Vec<Metric>,
+    pub definitions: BTreeMap<String, u64>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LocationInfo {
+    pub id: u64,
+    pub name: String,
+    pub kind: LocationKind,
+    pub group: Option<String>,
+    pub rank: Option<u32>,
+    pub events: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RegionInfo {
+    pub id: u64,
+    pub name: String,
+    pub role: RegionRole,
+    pub paradigm: Paradigm,
+    pub source_file: String,
+    pub begin_line: u32,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CommInfo {
+    pub id: u64,
+    pub name: String,
+    pub paradigm: Paradigm,
+    pub size: Option<usize>,
+}
+
+impl Info {
+    pub fn of(trace: &Trace) -> Info {
+        let d = &trace.defs;
+        let per_kind: Vec<[u64; 256]> = trace
+            .events
+            .par_iter()
+            .map(|e| {
+                let mut c = [0u64; 256];
+                for &k in &e.kind {
+                    c[k as usize] += 1;
+                }
+                c
+            })
+            .collect();
+        let mut events_per_kind = BTreeMap::new();
+        for k in EventKind::ALL {
+            let n: u64 = per_kind.iter().map(|c| c[k as usize]).sum();
+            if n > 0 {
+                events_per_kind.insert(k.print_name(), n);
+            }
+        }
+        let span = trace.time_span();
+        Info {
+            path: trace.path.display().to_string(),
+            format: trace.origin.format,
+            format_version: trace.origin.format_version.clone(),
+            creator: trace.origin.creator.clone(),
+            machine: trace.origin.machine.clone(),
+            timer_resolution: trace.timer_resolution,
+            global_offset: trace.global_offset,
+            trace_length: trace.trace_length,
+            first_timestamp: span.map(|s| s.0),
+            last_timestamp: span.map(|s| s.1),
+            duration_s: span.map_or(0.0, |(a, b)| {
+                b.saturating_sub(a) as f64 / trace.timer_resolution.max(1) as f64
+            }),
+            events: trace.event_count(),
+            events_per_kind,
+            events_per_location: d
+                .locations
+                .iter()
+                .zip(&trace.events)
+                .map(|(l, e)| (l.id.to_string(), e.len() as u64))
+                .collect(),
+            system_tree: d.system_tree.clone(),
+            location_groups: d.location_groups.clone(),
+            locations: d
+                .locations
+                .iter()
+                .zip(&trace.events)
+                .map(|(l, e)| LocationInfo {
+                    id: l.id,
+                    name: l.name.clone(),
+                    kind: l.kind,
+                    group: l.group.map(|g| d.location_groups[g].name.clone()),
+                    rank: l.rank,
+                    events: e.len() as u64,
+                })
+                .collect(),
+            regions: d
+                .regions
+                .iter()
+                .map(|r| RegionInfo {
+                    id: r.id,
+                    name: r.name.clone(),
+                    role: r.role,
+                    paradigm: r.paradigm,
+                    source_file: r.source_file.clone(),
+                    begin_line: r.begin_line,
+                })
+                .collect(),
+            communicators: d
+                .comms
+                .iter()
+                .map(|c| CommInfo {
+                    id: c.id,
+                    name: c.name.clone(),
+                    paradigm: c.paradigm,
+                    size: c.size(),
+                })
+                .collect(),
+            metrics: d.metrics.clone(),
+            definitions: d.record_counts.clone(),
+            warnings: trace.warnings.iter().map(|w| w.to_string()).collect(),
+        }
+    }
+
+    pub fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        writeln!(out, "trace       {}", self.path)?;
+        writeln!(
+            out,
+            "format      {} {}{}",
+            self.format,
+            self.format_version,
+            if self.creator.is_empty() {
+                String::new()
+            } else {
+                format!(", written by {}", self.creator)
+            }
+        )?;
+        writeln!(
+            out,
+            "clock       {} ticks/s, duration {:.6} s",
+            self.timer_resolution, self.duration_s
+        )?;
+        writeln!(
+            out,
+            "events      {} in {} locations",
+            self.events,
+            self.locations.len()
+        )?;
+        for (k, n) in &self.events_per_kind {
+            writeln!(out, "  {k:<32} {n:>12}")?;
+        }
+        writeln!(out, "\nsystem tree")?;
+        let mut children: BTreeMap<Option<usize>, Vec<usize>> = BTreeMap::new();
+        for (i, n) in self.system_tree.iter().enumerate() {
+            children.entry(n.parent).or_default().push(i);
+        }
+        let mut lg_by_node: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for (i, g) in self.location_groups.iter().enumerate() {
+            if let Some(p) = g.system_tree_parent {
+                lg_by_node.entry(p).or_default().push(i);
+            }
+        }
+        let mut stack: Vec<(usize, usize)> = children
+            .get(&None)
+            .map(|v| v.iter().rev().map(|&i| (i, 1)).collect())
+            .unwrap_or_default();
+        while let Some((i, depth)) = stack.pop() {
+            let n = &self.system_tree[i];
+            writeln!(out, "{:w$}{} {}", "", n.class, n.name, w = depth * 2)?;
+            for &g in lg_by_node.get(&i).map(Vec::as_slice).unwrap_or(&[]) {
+                let lg = &self.location_groups[g];
+                let locs = self
+                    .locations
+                    .iter()
+                    .filter(|l| l.group.as_deref() == Some(lg.name.as_str()))
+                    .count();
+                writeln!(
+                    out,
+                    "{:w$}{} ({locs} location{})",
+                    "",
+                    lg.name,
+                    if locs == 1 { "" } else { "s" },
+                    w = depth * 2 + 2
+                )?;
+            }
+            if depth < 64 {
+                for &c in children
+                    .get(&Some(i))
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[])
+                    .iter()
+                    .rev()
+                {
+                    stack.push((c, depth + 1));
+                }
+            }
+        }
+        writeln!(out, "\nlocations")?;
+        writeln!(
+            out,
+            "  {:>20}  {:<20} {:<18} {:>6} {:>12}",
+            "id", "name", "kind", "rank", "events"
+        )?;
+        const SHOWN: usize = 64;
+        for l in self.locations.iter().take(SHOWN) {
+            writeln!(
+                out,
+                "  {:>20}  {:<20} {:<18} {:>6} {:>12}",
+                l.id,
+                truncate(&l.name, 20),
+                format!("{:?}", l.kind),
+                l.rank.map_or("-".to_string(), |r| r.to_string()),
+                l.events
+            )?;
+        }
+        if self.locations.len() > SHOWN {
+            writeln!(
+                out,
+                "  ... {} more (see --json)",
+                self.locations.len() - SHOWN
+            )?;
+        }
+        writeln!(out, "\nregions     {}", self.regions.len())?;
+        writeln!(out, "communicators")?;
+        for c in &self.communicators {
+            writeln!(
+                out,
+                "  {:<32} {:<8} {}",
+                truncate(&c.name, 32),
+                c.paradigm.name(),
+                c.size.map_or("? ranks".into(), |s| format!("{s} ranks"))
+            )?;
+        }
+        if !self.metrics.is_empty() {
+            writeln!(out, "metrics     {}", self.metrics.len())?;
+        }
+        for w in &self.warnings {
+            writeln!(out, "warning: {w}")?;
+        }
+        Ok(())
+    }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n - 1).collect();
+        t.push('…');
+        t
+    }
+}
+
+pub fn run(path: &Path, json: bool, out: &mut dyn Write) -> crate::Result<()> {
+    let trace = crate::open(path)?;
+    let info = Info::of(&trace);
+    let res = if json {
+        serde_json::to_writer_pretty(&mut *out, &info)
+            .map_err(std::io::Error::other)
+            .and_then(|_| writeln!(out))
+    } else {
+        info.write_text(out)
+    };
+    match res {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(crate::Error::Usage(format!("cannot write the output: {e}"))),
+    }
+}

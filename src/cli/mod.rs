@@ -1,0 +1,37 @@
+//! The command line: one module per subcommand. `main.rs` parses, this runs.
+
+pub mod info;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "perfexpert",
+    version,
+    about = "Finds why a parallel program is slow, from its event trace (OTF2)"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Describe a trace: format, producer, clock, system tree, locations, regions,
+    /// communicators and event counts.
+    Info {
+        /// The trace: an OTF2 anchor file (traces.otf2) or the directory that holds it.
+        trace: PathBuf,
+        /// Print the description as JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Run a parsed command, writing to `out`.
+pub fn run(cli: Cli, out: &mut dyn std::io::Write) -> crate::Result<()> {
+    match cli.command {
+        Command::Info { trace, json } => info::run(&trace, json, out),
+    }
+}

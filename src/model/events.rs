@@ -1,0 +1,406 @@
+//! Per-location event columns (struct of arrays).
+//!
+//! Every event costs 13 bytes in the three core columns (`time` u64, `kind` u8, `arg` u32).
+//! Enter/Leave keep their region in `arg`; point-to-point and collective events keep a
+//! 16/17-byte payload in their own columns, so no Enter/Leave/Send/Recv/collective event
+//! takes more than 30 bytes. Every other kind keeps its fields, in record order, as u64
+//! words in `extra` (`arg` is the offset of a length word followed by the fields).
+
+use super::defs::{CommIdx, RegionIdx};
+use super::event_kind::EventKind;
+
+/// A column of byte counts: u32 each, with the rare larger value kept aside.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ByteColumn {
+    small: Vec<u32>,
+    /// (index, value) for values that do not fit in 32 bits, in index order.
+    large: Vec<(u32, u64)>,
+}
+
+impl ByteColumn {
+    pub fn with_capacity(n: usize) -> ByteColumn {
+        ByteColumn {
+            small: Vec::with_capacity(n),
+            large: Vec::new(),
+        }
+    }
+
+    #[inline]
+    pub fn push(&mut self, v: u64) {
+        if v < u32::MAX as u64 {
+            self.small.push(v as u32);
+        } else {
+            self.large.push((self.small.len() as u32, v));
+            self.small.push(u32::MAX);
+        }
+    }
+
+    #[inline]
+    pub fn get(&self, i: usize) -> u64 {
+        match self.small[i] {
+            u32::MAX => match self.large.binary_search_by_key(&(i as u32), |&(k, _)| k) {
+                Ok(k) => self.large[k].1,
+                Err(_) => u32::MAX as u64,
+            },
+            v => v as u64,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.small.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.small.is_empty()
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.small.capacity() * 4 + self.large.capacity() * 16
+    }
+
+    fn shrink_to_fit(&mut self) {
+        self.small.shrink_to_fit();
+        self.large.shrink_to_fit();
+    }
+}
+
+/// Point-to-point message payloads (MpiSend, MpiRecv, MpiIsend, MpiIrecv).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MsgColumns {
+    /// The peer's rank in `comm` (receiver of a send, sender of a receive).
+    pub peer: Vec<u32>,
+    pub comm: Vec<CommIdx>,
+    pub tag: Vec<u32>,
+    pub bytes: ByteColumn,
+    /// (message index, request id) of the non-blocking ones, in index order.
+    pub request: Vec<(u32, u64)>,
+}
+
+/// Collective-operation payloads (MpiCollectiveEnd, NonBlockingCollectiveComplete).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CollColumns {
+    /// `OTF2_CollectiveOp`.
+    pub op: Vec<u8>,
+    pub comm: Vec<CommIdx>,
+    /// Rank of the root in `comm`, or one of the `CollectiveRoot` specials (u32::MAX = none).
+    pub root: Vec<u32>,
+    pub sent: ByteColumn,
+    pub received: ByteColumn,
+    /// (collective index, request id) of the non-blocking ones, in index order.
+    pub request: Vec<(u32, u64)>,
+}
+
+/// One attribute attached to an event (formats.md A.6): key, `OTF2_Type`, raw value bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Attribute {
+    pub key: u32,
+    pub ty: u8,
+    pub value: u64,
+}
+
+/// A point-to-point message as one event sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Msg {
+    pub peer: u32,
+    pub comm: CommIdx,
+    pub tag: u32,
+    pub bytes: u64,
+    pub request: Option<u64>,
+}
+
+/// A collective operation's end as one member sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Coll {
+    pub op: u8,
+    pub comm: CommIdx,
+    pub root: u32,
+    pub sent: u64,
+    pub received: u64,
+    pub request: Option<u64>,
+}
+
+/// The events of one location.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Events {
+    /// Clock-corrected timestamps in ticks (non-decreasing in a well-formed trace).
+    pub time: Vec<u64>,
+    pub kind: Vec<EventKind>,
+    /// Region (Enter/Leave), payload index (messages, collectives), `extra` offset (others),
+    /// or the raw record type (Unknown).
+    pub arg: Vec<u32>,
+    pub msg: MsgColumns,
+    pub coll: CollColumns,
+    pub extra: Vec<u64>,
+    /// (event index, start in `attributes`) for events that carry attributes, in index order.
+    pub attribute_index: Vec<(u32, u32)>,
+    pub attributes: Vec<Attribute>,
+}
+
+impl Events {
+    pub fn with_capacity(n: usize) -> Events {
+        Events {
+            time: Vec::with_capacity(n),
+            kind: Vec::with_capacity(n),
+            arg: Vec::with_capacity(n),
+            ..Events::default()
+        }
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.time.len()
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.time.is_empty()
+    }
+
+    #[inline]
+    pub fn push_region(&mut self, time: u64, kind: EventKind, region: RegionIdx) {
+        self.time.push(time);
+        self.kind.push(kind);
+        self.arg.push(region);
+    }
+
+    #[inline]
+    pub fn push_msg(&mut self, time: u64, kind: EventKind, m: Msg) {
+        let i = self.msg.peer.len() as u32;
+        self.msg.peer.push(m.peer);
+        self.msg.comm.push(m.comm);
+        self.msg.tag.push(m.tag);
+        self.msg.bytes.push(m.bytes);
+        if let Some(r) = m.request {
+            self.msg.request.push((i, r));
+        }
+        self.time.push(time);
+        self.kind.push(kind);
+        self.arg.push(i);
+    }
+
+    #[inline]
+    pub fn push_coll(&mut self, time: u64, kind: EventKind, c: Coll) {
+        let i = self.coll.op.len() as u32;
+        self.coll.op.push(c.op);
+        self.coll.comm.push(c.comm);
+        self.coll.root.push(c.root);
+        self.coll.sent.push(c.sent);
+        self.coll.received.push(c.received);
+        if let Some(r) = c.request {
+            self.coll.request.push((i, r));
+        }
+        self.time.push(time);
+        self.kind.push(kind);
+        self.arg.push(i);
+    }
+
+    /// Push an event whose fields go to `extra`; returns false if `extra` outgrew 32-bit offsets.
+    #[inline]
+    pub fn push_extra(&mut self, time: u64, kind: EventKind, fields: &[u64]) -> bool {
+        let Ok(off) = u32::try_from(self.extra.len()) else {
+            return false;
+        };
+        self.extra.push(fields.len() as u64);
+        self.extra.extend_from_slice(fields);
+        self.time.push(time);
+        self.kind.push(kind);
+        self.arg.push(off);
+        true
+    }
+
+    #[inline]
+    pub fn push_unknown(&mut self, time: u64, record_type: u8) {
+        self.time.push(time);
+        self.kind.push(EventKind::Unknown);
+        self.arg.push(record_type as u32);
+    }
+
+    /// Attach attributes to the event about to be pushed next.
+    pub fn attach_attributes(&mut self, attrs: &[Attribute]) {
+        if attrs.is_empty() {
+            return;
+        }
+        self.attribute_index
+            .push((self.time.len() as u32, self.attributes.len() as u32));
+        self.attributes.extend_from_slice(attrs);
+    }
+
+    /// The region of an Enter or Leave event.
+    #[inline]
+    pub fn region(&self, i: usize) -> Option<RegionIdx> {
+        matches!(self.kind[i], EventKind::Enter | EventKind::Leave).then(|| self.arg[i])
+    }
+
+    /// The message of a point-to-point event.
+    pub fn msg(&self, i: usize) -> Option<Msg> {
+        if !matches!(
+            self.kind[i],
+            EventKind::MpiSend | EventKind::MpiRecv | EventKind::MpiIsend | EventKind::MpiIrecv
+        ) {
+            return None;
+        }
+        let k = self.arg[i] as usize;
+        let m = &self.msg;
+        Some(Msg {
+            peer: m.peer[k],
+            comm: m.comm[k],
+            tag: m.tag[k],
+            bytes: m.bytes.get(k),
+            request: lookup(&m.request, k),
+        })
+    }
+
+    /// The collective operation of an MpiCollectiveEnd or NonBlockingCollectiveComplete event.
+    pub fn coll(&self, i: usize) -> Option<Coll> {
+        if !matches!(
+            self.kind[i],
+            EventKind::MpiCollectiveEnd | EventKind::NonBlockingCollectiveComplete
+        ) {
+            return None;
+        }
+        let k = self.arg[i] as usize;
+        let c = &self.coll;
+        Some(Coll {
+            op: c.op[k],
+            comm: c.comm[k],
+            root: c.root[k],
+            sent: c.sent.get(k),
+            received: c.received.get(k),
+            request: lookup(&c.request, k),
+        })
+    }
+
+    /// The fields of an event of any other kind, in record order (formats.md A.10.1),
+    /// mapped to global ids; array fields are preceded by their count.
+    pub fn fields(&self, i: usize) -> &[u64] {
+        match self.kind[i] {
+            EventKind::Enter
+            | EventKind::Leave
+            | EventKind::MpiSend
+            | EventKind::MpiRecv
+            | EventKind::MpiIsend
+            | EventKind::MpiIrecv
+            | EventKind::MpiCollectiveEnd
+            | EventKind::NonBlockingCollectiveComplete
+            | EventKind::Unknown => &[],
+            _ => {
+                let off = self.arg[i] as usize;
+                let n = self.extra.get(off).copied().unwrap_or(0) as usize;
+                self.extra.get(off + 1..off + 1 + n).unwrap_or(&[])
+            }
+        }
+    }
+
+    /// The attributes attached to event `i`.
+    pub fn attributes_of(&self, i: usize) -> &[Attribute] {
+        let Ok(k) = self
+            .attribute_index
+            .binary_search_by_key(&(i as u32), |&(e, _)| e)
+        else {
+            return &[];
+        };
+        let start = self.attribute_index[k].1 as usize;
+        let end = self
+            .attribute_index
+            .get(k + 1)
+            .map_or(self.attributes.len(), |&(_, s)| s as usize);
+        &self.attributes[start..end]
+    }
+
+    /// Bytes of heap memory these columns hold.
+    pub fn heap_bytes(&self) -> usize {
+        self.time.capacity() * 8
+            + self.kind.capacity()
+            + self.arg.capacity() * 4
+            + self.msg.peer.capacity() * 12
+            + self.msg.bytes.heap_bytes()
+            + self.msg.request.capacity() * 16
+            + self.coll.op.capacity() * 9
+            + self.coll.sent.heap_bytes()
+            + self.coll.received.heap_bytes()
+            + self.coll.request.capacity() * 16
+            + self.extra.capacity() * 8
+            + self.attribute_index.capacity() * 8
+            + self.attributes.capacity() * std::mem::size_of::<Attribute>()
+    }
+
+    pub fn shrink_to_fit(&mut self) {
+        self.time.shrink_to_fit();
+        self.kind.shrink_to_fit();
+        self.arg.shrink_to_fit();
+        self.msg.peer.shrink_to_fit();
+        self.msg.comm.shrink_to_fit();
+        self.msg.tag.shrink_to_fit();
+        self.msg.bytes.shrink_to_fit();
+        self.msg.request.shrink_to_fit();
+        self.coll.op.shrink_to_fit();
+        self.coll.comm.shrink_to_fit();
+        self.coll.root.shrink_to_fit();
+        self.coll.sent.shrink_to_fit();
+        self.coll.received.shrink_to_fit();
+        self.coll.request.shrink_to_fit();
+        self.extra.shrink_to_fit();
+    }
+}
+
+fn lookup(pairs: &[(u32, u64)], k: usize) -> Option<u64> {
+    pairs
+        .binary_search_by_key(&(k as u32), |&(i, _)| i)
+        .ok()
+        .map(|j| pairs[j].1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_column_keeps_large_values() {
+        let mut c = ByteColumn::default();
+        c.push(5);
+        c.push(u64::MAX);
+        c.push(u32::MAX as u64);
+        c.push(7);
+        assert_eq!(
+            (0..4).map(|i| c.get(i)).collect::<Vec<_>>(),
+            vec![5, u64::MAX, u32::MAX as u64, 7]
+        );
+    }
+
+    #[test]
+    fn payloads_round_trip() {
+        let mut e = Events::default();
+        e.push_region(1, EventKind::Enter, 3);
+        let m = Msg {
+            peer: 1,
+            comm: 0,
+            tag: 9,
+            bytes: 1 << 40,
+            request: Some(77),
+        };
+        e.push_msg(2, EventKind::MpiIsend, m);
+        e.attach_attributes(&[Attribute {
+            key: 2,
+            ty: 4,
+            value: 9,
+        }]);
+        assert!(e.push_extra(3, EventKind::ProgramEnd, &[5]));
+        e.push_region(4, EventKind::Leave, 3);
+        assert_eq!(e.region(0), Some(3));
+        assert_eq!(e.msg(1), Some(m));
+        assert_eq!(e.fields(2), &[5]);
+        assert_eq!(e.attributes_of(2).len(), 1);
+        assert!(e.attributes_of(1).is_empty());
+        assert_eq!(e.region(3), Some(3));
+    }
+
+    #[test]
+    fn core_columns_are_thirteen_bytes_per_event() {
+        assert_eq!(
+            std::mem::size_of::<u64>()
+                + std::mem::size_of::<EventKind>()
+                + std::mem::size_of::<u32>(),
+            13
+        );
+    }
+}

@@ -1,0 +1,70 @@
+//! The event model every reader fills and every analysis reads (ARCHITECTURE.md).
+
+pub mod defs;
+pub mod event_kind;
+pub mod events;
+
+pub use defs::*;
+pub use event_kind::EventKind;
+pub use events::{Attribute, Coll, Events, Msg};
+
+use crate::error::Warning;
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// Which file format a trace came from, with what the format says of its producer.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Origin {
+    /// "OTF2", "OTF", "Paje".
+    pub format: &'static str,
+    /// Format version as written ("2.3.0").
+    pub format_version: String,
+    /// The program that wrote the trace ("Score-P 7.1"), if known.
+    pub creator: String,
+    pub machine: String,
+    pub description: String,
+    /// Key/value properties the format records (OTF2 anchor properties).
+    pub properties: Vec<(String, String)>,
+}
+
+/// A whole trace: definitions plus the events of every location.
+#[derive(Clone, Debug)]
+pub struct Trace {
+    /// The file the user named.
+    pub path: PathBuf,
+    pub origin: Origin,
+    /// Clock ticks per second.
+    pub timer_resolution: u64,
+    /// The first tick of the trace (OTF2 ClockProperties.global_offset).
+    pub global_offset: u64,
+    /// The trace length in ticks as the definitions declare it.
+    pub trace_length: u64,
+    pub defs: Definitions,
+    /// `events[l]` are the events of `defs.locations[l]`.
+    pub events: Vec<Events>,
+    /// Problems that did not stop the reading.
+    pub warnings: Vec<Warning>,
+}
+
+impl Trace {
+    pub fn event_count(&self) -> u64 {
+        self.events.iter().map(|e| e.len() as u64).sum()
+    }
+
+    /// (first, last) timestamp over all locations, in ticks.
+    pub fn time_span(&self) -> Option<(u64, u64)> {
+        let first = self.events.iter().filter_map(|e| e.time.first()).min()?;
+        let last = self.events.iter().filter_map(|e| e.time.last()).max()?;
+        Some((*first, *last))
+    }
+
+    /// Seconds since the start of the trace for a tick value.
+    pub fn seconds(&self, tick: u64) -> f64 {
+        tick.saturating_sub(self.global_offset) as f64 / self.timer_resolution.max(1) as f64
+    }
+
+    /// Bytes of heap memory the event columns hold.
+    pub fn event_heap_bytes(&self) -> usize {
+        self.events.iter().map(Events::heap_bytes).sum()
+    }
+}
