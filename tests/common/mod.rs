@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod otf2_builder;
+
 use std::path::{Path, PathBuf};
 
 /// `../shared` beside the project (or `$PERFEXPERT_SHARED`), if it is there. Tests that need

@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# Read-throughput benchmark: perfexpert vs. the C library libotf2.
+#
+#   usage (from the project root):  bash bench/run.sh
+#   environment:
+#     BENCH_QUICK=1   skip the big (>= 50 M events) trace
+#     BENCH_RUNS=N    timed runs per measurement, best (lowest wall time) kept; default 3
+#     BENCH_GEN=PATH  trace generator; default ../shared/bench/gen_pingpong_trace.py
+#
+# It builds the release binary, generates Score-P-like MPI ping-pong traces
+# (cached in bench/out/, which git ignores), and for each trace measures
+#   - `perfexpert info --json TRACE` with the default thread count and with
+#     RAYON_NUM_THREADS=1 (wall time, peak RSS),
+#   - bench/otf2_read_baseline.c: libotf2's global event reader with empty
+#     (counting) callbacks,
+# then prints one Markdown table. Page cache is warm (best of N runs).
+set -euo pipefail
+shopt -s inherit_errexit
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+[[ -f Cargo.toml && -d bench ]] || { echo "bench/run.sh: cannot find the project root" >&2; exit 1; }
+
+OUT=bench/out
+RUNS=${BENCH_RUNS:-3}
+GEN=${BENCH_GEN:-../shared/bench/gen_pingpong_trace.py}
+mkdir -p "$OUT/traces"
+
+log() { echo "[bench] $*" >&2; }
+
+SUDO=""
+[[ $(id -u) -eq 0 ]] || SUDO="sudo"
+apt_updated=0
+apt_install() {
+    if [[ $apt_updated -eq 0 ]]; then $SUDO apt-get update -qq; apt_updated=1; fi
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >/dev/null
+}
+
+# ---- tools ------------------------------------------------------------------
+if [[ ! -x /usr/bin/time ]]; then log "installing GNU time"; apt_install time; fi
+if [[ ! -f /usr/include/otf2/otf2.h ]]; then log "installing libotf2-trace-dev"; apt_install libotf2-trace-dev; fi
+
+log "building perfexpert (release)"
+cargo build --release -q
+PERFEXPERT=target/release/perfexpert
+
+log "building the libotf2 baseline"
+BASELINE=$OUT/otf2_read_baseline
+gcc -O2 bench/otf2_read_baseline.c -lotf2 -o "$BASELINE"
+
+# ---- a Python with the otf2 package, for the trace generator -----------------
+find_python() {
+    local py=""
+    if [[ -f tools/venv.sh ]]; then
+        py=$(bash tools/venv.sh | tail -n 1) || py=""
+        if [[ -n $py ]] && "$py" -c 'import otf2' 2>/dev/null; then echo "$py"; return; fi
+        log "tools/venv.sh gave no Python with the otf2 package; using $OUT/venv"
+    fi
+    py=$OUT/venv/bin/python
+    if ! { [[ -x $py ]] && "$py" -c 'import otf2' 2>/dev/null; }; then
+        log "creating $OUT/venv with otf2==3.2"
+        python3 -m venv "$OUT/venv" >&2
+        "$py" -m pip install -q otf2==3.2 >&2
+    fi
+    echo "$py"
+}
+
+# ---- traces -----------------------------------------------------------------
+# name RANKS ITERATIONS; events = RANKS * (5 * ITERATIONS + 2)
+TRACES=("16 150000" "4 600000")
+if [[ ${BENCH_QUICK:-0} == 1 ]]; then
+    log "BENCH_QUICK=1: skipping the big trace (16 x 650000, 52 M events)"
+else
+    TRACES+=("16 650000")
+fi
+
+PY=""
+gen_trace() { # RANKS ITERS -> sets TRACE to the anchor file path, or to "" if skipped
+    local ranks=$1 iters=$2 dir=$OUT/traces/pingpong_${1}x${2}
+    TRACE=""
+    if [[ ! -f $dir/traces.otf2 ]]; then
+        [[ -f $GEN ]] || { echo "bench/run.sh: trace generator $GEN not found" >&2; exit 1; }
+        local events=$((ranks * (5 * iters + 2)))
+        # ~13 bytes per event on disk; want twice that free, plus 1 GB
+        local need_kb=$((events * 26 / 1024 + 1024 * 1024))
+        local free_kb
+        free_kb=$(df -Pk "$OUT" | awk 'NR == 2 { print $4 }')
+        if ((free_kb < need_kb)); then
+            log "not enough disk for ${ranks}x${iters} (need $((need_kb / 1024)) MB, have $((free_kb / 1024)) MB); skipped"
+            return 0
+        fi
+        [[ -n $PY ]] || PY=$(find_python)
+        log "generating ${ranks}x${iters} ($events events) ..."
+        rm -rf "$dir.tmp" "$dir"
+        local t0=$SECONDS
+        if ! "$PY" "$GEN" "$ranks" "$iters" "$dir.tmp" >&2; then
+            echo "bench/run.sh: generating ${ranks}x${iters} failed" >&2
+            exit 1
+        fi
+        mv "$dir.tmp" "$dir"
+        log "  done in $((SECONDS - t0)) s"
+    fi
+    TRACE=$dir/traces.otf2
+}
+
+# ---- measuring --------------------------------------------------------------
+now() { date +%s.%N; }
+# measure OUTFILE CMD... : runs CMD RUNS times (stdout to OUTFILE);
+# sets M_WALL (lowest wall time, s) and M_RSS_KB (highest peak RSS, kB).
+measure() {
+    local outfile=$1; shift
+    local tfile=$OUT/time.txt i t0 t1 wall rss
+    M_WALL="" M_RSS_KB=0
+    for ((i = 0; i < RUNS; i++)); do
+        t0=$(now)
+        /usr/bin/time -v -o "$tfile" "$@" >"$outfile"
+        t1=$(now)
+        wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+        rss=$(awk -F': *' '/Maximum resident set size/ { print $2 }' "$tfile")
+        if [[ -z $M_WALL ]] || awk -v a="$wall" -v b="$M_WALL" 'BEGIN { exit !(a < b) }'; then M_WALL=$wall; fi
+        if ((rss > M_RSS_KB)); then M_RSS_KB=$rss; fi
+    done
+}
+calc() { awk "BEGIN { printf \"$1\", $2 }"; }
+
+NPROC=$(nproc)
+ROWS=()
+MISMATCH=0
+for spec in "${TRACES[@]}"; do
+    read -r ranks iters <<<"$spec"
+    gen_trace "$ranks" "$iters"
+    [[ -n $TRACE ]] || continue
+    trace=$TRACE
+    name="pingpong ${ranks}x${iters}"
+    size_mb=$(du -sk "$(dirname "$trace")" | awk '{ printf "%.0f", $1 / 1024 }')
+    gen_events=$((ranks * (5 * iters + 2)))
+
+    log "$name: perfexpert ($NPROC threads)"
+    measure "$OUT/info.json" "$PERFEXPERT" info --json "$trace"
+    pe_wall=$M_WALL pe_rss=$M_RSS_KB
+    pe_events=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["events"])' "$OUT/info.json")
+
+    log "$name: perfexpert (1 thread)"
+    measure /dev/null env RAYON_NUM_THREADS=1 "$PERFEXPERT" info --json "$trace"
+    pe1_wall=$M_WALL
+
+    log "$name: libotf2 baseline"
+    measure "$OUT/baseline.txt" "$BASELINE" "$trace"
+    c_wall=$M_WALL c_rss=$M_RSS_KB
+    c_events=$(sed -n 's/.*events=\([0-9]*\).*/\1/p' "$OUT/baseline.txt")
+    c_read=$(sed -n 's/.*read_seconds=\([0-9.]*\).*/\1/p' "$OUT/baseline.txt")
+
+    if [[ $pe_events != "$c_events" || $pe_events != "$gen_events" ]]; then
+        MISMATCH=1
+        echo "!!!!!!!! WARNING: EVENT COUNTS DISAGREE on $name: perfexpert=$pe_events libotf2=$c_events generator=$gen_events !!!!!!!!"
+    fi
+
+    ROWS+=("| $name | $pe_events | $size_mb | $pe_wall | $(calc '%.1f M' "$pe_events / $pe_wall / 1e6") \
+| $(calc '%.0f' "$pe_rss / 1024") | $(calc '%.1f' "$pe_rss * 1024 / $pe_events") | $pe1_wall \
+| $c_wall | $c_read | $(calc '%.0f' "$c_rss / 1024") | $(calc '%.1fx' "$c_wall / $pe_wall") \
+| $(calc '%.1fx' "$c_wall / $pe1_wall") |")
+done
+
+# ---- report -----------------------------------------------------------------
+echo
+echo "## perfexpert vs libotf2: read throughput"
+echo
+echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+echo "- perfexpert: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- src Cargo.toml Cargo.lock 2>/dev/null || echo ' + uncommitted changes'), \`perfexpert info --json\`"
+echo "- libotf2: $(dpkg-query -W -f '${Version}' libotf2-trace-dev 2>/dev/null || echo '?'), global event reader, counting callbacks (bench/otf2_read_baseline.c, gcc -O2)"
+echo "- nproc: $NPROC; CPU: $(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
+echo "- wall times: best of $RUNS, whole process, warm page cache; RSS: highest peak RSS of the runs"
+echo
+echo "| trace | events | trace MB | perfexpert s ($NPROC thr) | events/s | peak RSS MB | RSS bytes/event | perfexpert s (1 thr) | libotf2 s | libotf2 read-only s | libotf2 peak RSS MB | speed-up vs libotf2 | speed-up (1 thr) |"
+echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+printf '%s\n' "${ROWS[@]}"
+echo
+if [[ $MISMATCH == 1 ]]; then
+    echo "!!!!!!!! WARNING: perfexpert and libotf2 do not agree on the event count of some trace (see above) !!!!!!!!"
+else
+    echo "Event counts: perfexpert, libotf2 and the generator agree on every trace."
+fi

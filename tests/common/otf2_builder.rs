@@ -1,0 +1,358 @@
+//! A byte-level OTF2 archive writer for tests (formats.md §A): small archives with exactly
+//! the records a test needs, in either byte order, with any chunk size, version or oddity
+//! (unknown records, sparse location ids, mapping tables, clock offsets, attributes).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// A record stream being written: chunked, in one byte order.
+pub struct Stream {
+    pub big: bool,
+    pub chunk_size: usize,
+    chunks: Vec<Vec<u8>>,
+    cur: Vec<u8>,
+}
+
+impl Stream {
+    pub fn new(big: bool, chunk_size: usize) -> Stream {
+        let mut s = Stream {
+            big,
+            chunk_size,
+            chunks: Vec::new(),
+            cur: Vec::new(),
+        };
+        s.open_chunk();
+        s
+    }
+
+    fn open_chunk(&mut self) {
+        self.cur.clear();
+        self.cur.push(0x03);
+        self.cur.push(if self.big { 0x23 } else { 0x42 });
+        self.cur.extend_from_slice(&[0u8; 16]);
+    }
+
+    /// Append one item (a record with everything it needs); starts a new chunk when full.
+    pub fn item(&mut self, bytes: &[u8]) {
+        // keep room for END_OF_CHUNK / END_OF_FILE + END_OF_BUFFER
+        if self.cur.len() + bytes.len() + 2 > self.chunk_size {
+            self.cur.push(0x00);
+            let mut c = std::mem::take(&mut self.cur);
+            c.resize(self.chunk_size, 0);
+            self.chunks.push(c);
+            self.open_chunk();
+        }
+        self.cur.extend_from_slice(bytes);
+    }
+
+    pub fn finish(mut self) -> Vec<u8> {
+        self.cur.push(0x02);
+        self.cur.push(0x01);
+        let mut out: Vec<u8> = self.chunks.concat();
+        out.extend_from_slice(&self.cur);
+        out
+    }
+}
+
+/// Encoders for the primitives of A.4 in one byte order.
+#[derive(Clone, Copy)]
+pub struct Enc {
+    pub big: bool,
+}
+
+impl Enc {
+    pub fn u64f(&self, v: u64) -> Vec<u8> {
+        if self.big {
+            v.to_be_bytes().to_vec()
+        } else {
+            v.to_le_bytes().to_vec()
+        }
+    }
+
+    pub fn u32f(&self, v: u32) -> Vec<u8> {
+        if self.big {
+            v.to_be_bytes().to_vec()
+        } else {
+            v.to_le_bytes().to_vec()
+        }
+    }
+
+    /// Compressed integer with the minimal size (A.4).
+    pub fn c(&self, v: u64) -> Vec<u8> {
+        if v == 0 {
+            return vec![0];
+        }
+        if v == u64::MAX {
+            return vec![0xff];
+        }
+        let n = 8 - (v.leading_zeros() / 8) as usize;
+        let mut out = vec![n as u8];
+        let le = v.to_le_bytes();
+        if self.big {
+            out.extend(le[..n].iter().rev());
+        } else {
+            out.extend_from_slice(&le[..n]);
+        }
+        out
+    }
+
+    pub fn c32(&self, v: u32) -> Vec<u8> {
+        if v == u32::MAX {
+            vec![0xff]
+        } else {
+            self.c(v as u64)
+        }
+    }
+
+    /// A length-prefixed record (A.7).
+    pub fn record(&self, id: u8, payload: &[u8]) -> Vec<u8> {
+        let mut out = vec![id];
+        if payload.len() < 255 {
+            out.push(payload.len() as u8);
+        } else {
+            out.push(0xff);
+            out.extend(self.u64f(payload.len() as u64));
+        }
+        out.extend_from_slice(payload);
+        out
+    }
+
+    pub fn timestamp(&self, t: u64) -> Vec<u8> {
+        let mut out = vec![0x05];
+        out.extend(self.u64f(t));
+        out
+    }
+}
+
+/// Concatenate byte pieces.
+pub fn cat(parts: &[&[u8]]) -> Vec<u8> {
+    parts.concat()
+}
+
+/// One location of a test archive.
+pub struct Loc {
+    pub id: u64,
+    pub events: Vec<u8>,
+    pub event_count: u64,
+    pub local_defs: Option<Vec<u8>>,
+}
+
+/// A test archive: global definitions (as ready-made records) and locations.
+pub struct Archive {
+    pub enc: Enc,
+    pub version: (u8, u8, u8),
+    pub chunk_size: usize,
+    pub defs: Vec<Vec<u8>>,
+    pub locs: Vec<Loc>,
+    pub name: String,
+}
+
+impl Archive {
+    pub fn new(big: bool) -> Archive {
+        Archive {
+            enc: Enc { big },
+            version: (3, 0, 0),
+            chunk_size: 1 << 16,
+            defs: Vec::new(),
+            locs: Vec::new(),
+            name: "traces".into(),
+        }
+    }
+
+    pub fn def(&mut self, id: u8, payload: Vec<u8>) {
+        let r = self.enc.record(id, &payload);
+        self.defs.push(r);
+    }
+
+    pub fn string(&mut self, id: u32, s: &str) {
+        let mut p = self.enc.c32(id);
+        p.extend_from_slice(s.as_bytes());
+        p.push(0);
+        self.def(10, p);
+    }
+
+    pub fn clock(&mut self, resolution: u64, offset: u64, length: u64) {
+        let e = self.enc;
+        self.def(5, cat(&[&e.c(resolution), &e.c(offset), &e.c(length)]));
+    }
+
+    /// Region (A.9, 1.1+ layout): name/canonical string ids, role, paradigm.
+    pub fn region(&mut self, id: u32, name: u32, role: u8, paradigm: u8) {
+        let e = self.enc;
+        let p = cat(&[
+            &e.c32(id),
+            &e.c32(name),
+            &e.c32(u32::MAX), // description
+            &[0],             // deprecated region type
+            &e.c32(u32::MAX), // source file
+            &e.c32(0),
+            &e.c32(0),
+            &e.c32(name), // canonical name
+            &[role, paradigm],
+            &e.c32(0),
+        ]);
+        self.def(15, p);
+    }
+
+    pub fn system_tree_node(&mut self, id: u32, name: u32, class: u32, parent: u32) {
+        let e = self.enc;
+        self.def(
+            12,
+            cat(&[&e.c32(id), &e.c32(name), &e.c32(class), &e.c32(parent)]),
+        );
+    }
+
+    pub fn location_group(&mut self, id: u32, name: u32, parent: u32) {
+        let e = self.enc;
+        self.def(
+            13,
+            cat(&[
+                &e.c32(id),
+                &e.c32(name),
+                &[1],
+                &e.c32(parent),
+                &e.c32(u32::MAX),
+            ]),
+        );
+    }
+
+    pub fn location(&mut self, id: u64, name: u32, events: u64, group: u32) {
+        let e = self.enc;
+        self.def(
+            14,
+            cat(&[&e.c(id), &e.c32(name), &[1], &e.c(events), &e.c32(group)]),
+        );
+    }
+
+    /// Group (1.2+ layout).
+    pub fn group(&mut self, id: u32, name: u32, kind: u8, paradigm: u8, members: &[u64]) {
+        let e = self.enc;
+        let mut p = cat(&[&e.c32(id), &e.c32(name), &[0], &e.c32(members.len() as u32)]);
+        for &m in members {
+            p.extend(e.c(m));
+        }
+        p.extend_from_slice(&[kind, paradigm]);
+        p.extend(e.c32(0));
+        self.def(18, p);
+    }
+
+    pub fn comm(&mut self, id: u32, name: u32, group: u32) {
+        let e = self.enc;
+        self.def(
+            22,
+            cat(&[
+                &e.c32(id),
+                &e.c32(name),
+                &e.c32(group),
+                &e.c32(u32::MAX),
+                &e.c32(0),
+            ]),
+        );
+    }
+
+    /// Write the archive into `dir`; returns the anchor path.
+    pub fn write(&self, dir: &Path) -> PathBuf {
+        let e = self.enc;
+        let mut defs = Stream::new(e.big, self.chunk_size);
+        for d in &self.defs {
+            defs.item(d);
+        }
+        std::fs::write(dir.join(format!("{}.def", self.name)), defs.finish()).unwrap();
+        let locdir = dir.join(&self.name);
+        std::fs::create_dir_all(&locdir).unwrap();
+        for l in &self.locs {
+            std::fs::write(locdir.join(format!("{}.evt", l.id)), &l.events).unwrap();
+            if let Some(d) = &l.local_defs {
+                std::fs::write(locdir.join(format!("{}.def", l.id)), d).unwrap();
+            }
+        }
+        let mut a = vec![0x03, if e.big { 0x23 } else { 0x42 }];
+        a.extend_from_slice(b"OTF2\0");
+        a.extend_from_slice(&[3, 2, self.version.0, self.version.1, self.version.2]);
+        a.extend(e.u64f(self.chunk_size as u64));
+        a.extend(e.u64f(self.chunk_size as u64));
+        a.extend_from_slice(&[1, 1]);
+        a.extend(e.u64f(self.locs.len() as u64));
+        a.extend(e.u64f(self.defs.len() as u64));
+        a.extend_from_slice(b"testmachine\0perfexpert tests\0\0");
+        a.extend(e.u32f(1));
+        a.extend_from_slice(b"OTF2::TEST\0true\0");
+        a.extend(e.u64f(42));
+        a.extend(e.u32f(0));
+        a.extend(e.u32f(0));
+        a.extend_from_slice(&[0x02, 0x01]);
+        let anchor = dir.join(format!("{}.otf2", self.name));
+        std::fs::write(&anchor, a).unwrap();
+        anchor
+    }
+}
+
+/// A two-rank MPI archive with typical Score-P definitions; `events(enc, rank)` gives each
+/// location's event stream and count.
+pub fn mpi_archive(
+    big: bool,
+    loc_ids: [u64; 2],
+    events: impl Fn(Enc, usize) -> (Vec<u8>, u64),
+) -> Archive {
+    let mut a = Archive::new(big);
+    let e = a.enc;
+    for (i, s) in [
+        "",
+        "machine",
+        "node",
+        "main",
+        "MPI_Send",
+        "MPI_Recv",
+        "MPI Rank 0",
+        "MPI Rank 1",
+        "Master thread",
+        "MPI_COMM_WORLD",
+        "mynode",
+    ]
+    .iter()
+    .enumerate()
+    {
+        a.string(i as u32, s);
+    }
+    a.clock(1_000_000_000, 1000, 100_000);
+    a.system_tree_node(0, 1, 1, u32::MAX);
+    a.system_tree_node(1, 10, 2, 0);
+    a.location_group(0, 6, 1);
+    a.location_group(1, 7, 1);
+    a.region(0, 3, 1, 1);
+    a.region(1, 4, 28, 4);
+    a.region(2, 5, 28, 4);
+    a.group(0, 0, 4, 4, &loc_ids);
+    a.group(1, 0, 5, 4, &[0, 1]);
+    a.comm(0, 9, 1);
+    for (r, &id) in loc_ids.iter().enumerate() {
+        let (ev, n) = events(e, r);
+        a.location(id, 8, n, r as u32);
+        a.locs.push(Loc {
+            id,
+            events: ev,
+            event_count: n,
+            local_defs: None,
+        });
+    }
+    a
+}
+
+/// Rank 0 sends one message to rank 1: Enter main, Enter MPI_Send/Recv, Send/Recv, Leave, Leave.
+pub fn ping(e: Enc, rank: usize, chunk_size: usize) -> (Vec<u8>, u64) {
+    let mut s = Stream::new(e.big, chunk_size);
+    let t0 = 1000 + rank as u64 * 7;
+    s.item(&e.timestamp(t0));
+    s.item(&[0x0c, 0x00]); // Enter main (region 0)
+    s.item(&e.timestamp(t0 + 100));
+    let mpi_region = if rank == 0 { 1 } else { 2 };
+    s.item(&cat(&[&[0x0c], &e.c32(mpi_region)]));
+    let payload = cat(&[&e.c32(1 - rank as u32), &e.c32(0), &e.c32(7), &e.c(64)]);
+    s.item(&e.timestamp(t0 + 150));
+    s.item(&e.record(if rank == 0 { 14 } else { 18 }, &payload));
+    s.item(&e.timestamp(t0 + 200));
+    s.item(&cat(&[&[0x0d], &e.c32(mpi_region)]));
+    s.item(&e.timestamp(t0 + 300));
+    s.item(&[0x0d, 0x00]);
+    (s.finish(), 5)
+}
