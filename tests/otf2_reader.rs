@@ -12,7 +12,10 @@ fn read(a: &Archive) -> Trace {
     perfexpert::open(&anchor).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn summary(t: &Trace) -> Vec<(u64, Vec<(u64, EventKind, String)>)> {
+/// Per location: its id and (time, kind, region name or payload) of each event.
+type Summary = Vec<(u64, Vec<(u64, EventKind, String)>)>;
+
+fn summary(t: &Trace) -> Summary {
     t.defs
         .locations
         .iter()
