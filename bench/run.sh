@@ -104,21 +104,25 @@ gen_trace() { # RANKS ITERS -> sets TRACE to the anchor file path, or to "" if s
 
 # ---- measuring --------------------------------------------------------------
 now() { date +%s.%N; }
-# measure OUTFILE CMD... : runs CMD RUNS times (stdout to OUTFILE);
-# sets M_WALL (lowest wall time, s) and M_RSS_KB (highest peak RSS, kB).
+# measure OUTFILE CMD... : runs CMD RUNS times; sets M_WALL (lowest wall time, s)
+# and M_RSS_KB (highest peak RSS, kB); OUTFILE gets the stdout of the fastest run.
 measure() {
     local outfile=$1; shift
     local tfile=$OUT/time.txt i t0 t1 wall rss
     M_WALL="" M_RSS_KB=0
     for ((i = 0; i < RUNS; i++)); do
         t0=$(now)
-        /usr/bin/time -v -o "$tfile" "$@" >"$outfile"
+        /usr/bin/time -v -o "$tfile" "$@" >"$outfile.run"
         t1=$(now)
         wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
         rss=$(awk -F': *' '/Maximum resident set size/ { print $2 }' "$tfile")
-        if [[ -z $M_WALL ]] || awk -v a="$wall" -v b="$M_WALL" 'BEGIN { exit !(a < b) }'; then M_WALL=$wall; fi
+        if [[ -z $M_WALL ]] || awk -v a="$wall" -v b="$M_WALL" 'BEGIN { exit !(a < b) }'; then
+            M_WALL=$wall
+            mv "$outfile.run" "$outfile"
+        fi
         if ((rss > M_RSS_KB)); then M_RSS_KB=$rss; fi
     done
+    rm -f "$outfile.run"
 }
 calc() { awk "BEGIN { printf \"$1\", $2 }"; }
 
@@ -140,7 +144,7 @@ for spec in "${TRACES[@]}"; do
     pe_events=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["events"])' "$OUT/info.json")
 
     log "$name: perfexpert (1 thread)"
-    measure /dev/null env RAYON_NUM_THREADS=1 "$PERFEXPERT" info --json "$trace"
+    measure "$OUT/info1.json" env RAYON_NUM_THREADS=1 "$PERFEXPERT" info --json "$trace"
     pe1_wall=$M_WALL
 
     log "$name: libotf2 baseline"

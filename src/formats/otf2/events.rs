@@ -116,9 +116,9 @@ pub fn decode_events(
         let big = chunk_header(data, chunk_start)?;
         let chunk_end = chunk_start.saturating_add(chunk_size).min(data.len());
         let last_chunk = chunk_end == data.len();
-        let mut c = Cursor::new(&data[..chunk_end], chunk_start + CHUNK_HEADER_LEN, big);
+        let mut c = Cursor::new(data, chunk_start + CHUNK_HEADER_LEN, big).limited(chunk_end);
         loop {
-            let Some(&t) = c.buf.get(c.pos) else {
+            let Some(&t) = c.buf[..c.end].get(c.pos) else {
                 if last_chunk {
                     return derr(
                         c.pos,
@@ -242,7 +242,7 @@ pub fn decode_events(
 fn record<'a>(c: &mut Cursor<'a>) -> DResult<Cursor<'a>> {
     let len = c.record_length()?;
     let end = c.pos + len;
-    let r = Cursor::new(&c.buf[..end], c.pos, c.big_endian);
+    let r = c.limited(end);
     c.pos = end;
     Ok(r)
 }

@@ -42,7 +42,7 @@ fn absent(rec: &RecordSpec, f: &FieldSpec, c: &Cursor) -> bool {
 
 /// The element count of an array field, checked against the bytes left (each element ≥ 1 byte).
 fn array_count(c: &Cursor, count: u64) -> DResult<usize> {
-    let left = c.buf.len().saturating_sub(c.pos) as u64;
+    let left = c.end.saturating_sub(c.pos) as u64;
     if count > left {
         return derr(
             c.pos,

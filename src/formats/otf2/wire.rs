@@ -141,11 +141,14 @@ pub fn derr<T>(offset: usize, what: impl Into<String>) -> DResult<T> {
     })
 }
 
-/// A position in a byte slice with the byte order of the file.
+/// A position in a byte slice with the byte order of the file. Reads stop at `end` (the end
+/// of a record or chunk); `buf` may go further, so that the compressed-integer fast path can
+/// load 8 bytes at once.
 #[derive(Clone, Copy)]
 pub struct Cursor<'a> {
     pub buf: &'a [u8],
     pub pos: usize,
+    pub end: usize,
     pub big_endian: bool,
 }
 
@@ -154,18 +157,28 @@ impl<'a> Cursor<'a> {
         Cursor {
             buf,
             pos,
+            end: buf.len(),
             big_endian,
+        }
+    }
+
+    /// The same bytes, read up to `end` only.
+    #[inline]
+    pub fn limited(&self, end: usize) -> Cursor<'a> {
+        Cursor {
+            end: end.min(self.end),
+            ..*self
         }
     }
 
     #[inline]
     pub fn at_end(&self) -> bool {
-        self.pos >= self.buf.len()
+        self.pos >= self.end
     }
 
     #[inline]
     pub fn u8(&mut self) -> DResult<u8> {
-        match self.buf.get(self.pos) {
+        match self.buf[..self.end].get(self.pos) {
             Some(&b) => {
                 self.pos += 1;
                 Ok(b)
@@ -176,7 +189,7 @@ impl<'a> Cursor<'a> {
 
     #[inline]
     fn take<const N: usize>(&mut self) -> DResult<[u8; N]> {
-        match self.buf.get(self.pos..self.pos + N) {
+        match self.buf[..self.end].get(self.pos..self.pos + N) {
             Some(s) => {
                 self.pos += N;
                 let mut a = [0u8; N];
@@ -221,8 +234,30 @@ impl<'a> Cursor<'a> {
     }
 
     /// A compressed unsigned integer of at most `max` bytes (A.4).
-    #[inline]
+    #[inline(always)]
     fn compressed(&mut self, max: u8, all_ones: u64) -> DResult<u64> {
+        // Fast path: little endian with 8 bytes to spare: one unaligned load and a mask.
+        if !self.big_endian {
+            if let Some(w) = self.buf.get(self.pos..self.pos + 9) {
+                let n = w[0];
+                if n <= max && self.pos + 1 + (n as usize) <= self.end {
+                    let mut a = [0u8; 8];
+                    a.copy_from_slice(&w[1..9]);
+                    let v = u64::from_le_bytes(a);
+                    self.pos += 1 + n as usize;
+                    return Ok(if n == 0 {
+                        0
+                    } else {
+                        v & (u64::MAX >> (64 - 8 * n as u32))
+                    });
+                }
+            }
+        }
+        self.compressed_slow(max, all_ones)
+    }
+
+    #[inline(never)]
+    fn compressed_slow(&mut self, max: u8, all_ones: u64) -> DResult<u64> {
         let start = self.pos;
         let n = self.u8()?;
         match n {
@@ -230,7 +265,7 @@ impl<'a> Cursor<'a> {
             0xff => Ok(all_ones),
             n if n <= max => {
                 let n = n as usize;
-                let Some(bytes) = self.buf.get(self.pos..self.pos + n) else {
+                let Some(bytes) = self.buf[..self.end].get(self.pos..self.pos + n) else {
                     return derr(
                         start,
                         format!("unexpected end of data in a {n}-byte compressed integer"),
@@ -273,7 +308,7 @@ impl<'a> Cursor<'a> {
 
     /// A NUL-terminated string, decoded lossily as UTF-8.
     pub fn string(&mut self) -> DResult<String> {
-        let rest = &self.buf[self.pos.min(self.buf.len())..];
+        let rest = &self.buf[self.pos.min(self.end)..self.end];
         match rest.iter().position(|&b| b == 0) {
             Some(n) => {
                 let s = String::from_utf8_lossy(&rest[..n]).into_owned();
@@ -291,12 +326,12 @@ impl<'a> Cursor<'a> {
         let l = self.u8()?;
         let len = if l == 0xff { self.u64f()? } else { l as u64 };
         let end = (self.pos as u64).saturating_add(len);
-        if end > self.buf.len() as u64 {
+        if end > self.end as u64 {
             return derr(
                 start,
                 format!(
                     "record length {len} runs past the end of its chunk ({} bytes left)",
-                    self.buf.len() - self.pos
+                    self.end - self.pos
                 ),
             );
         }
@@ -383,8 +418,7 @@ pub fn for_each_def_record<'a>(
         }
         let big = chunk_header(data, chunk_start)?;
         let chunk_end = chunk_start.saturating_add(chunk_size).min(data.len());
-        let chunk = &data[..chunk_end];
-        let mut c = Cursor::new(chunk, chunk_start + CHUNK_HEADER_LEN, big);
+        let mut c = Cursor::new(data, chunk_start + CHUNK_HEADER_LEN, big).limited(chunk_end);
         loop {
             if c.at_end() {
                 if chunk_end == data.len() {
@@ -403,7 +437,7 @@ pub fn for_each_def_record<'a>(
                 CHUNK_HEADER => return derr(offset, "chunk header in the middle of a chunk"),
                 _ => {
                     let len = c.record_length()?;
-                    let payload = Cursor::new(&chunk[..c.pos + len], c.pos, big);
+                    let payload = c.limited(c.pos + len);
                     c.pos += len;
                     f(DefRecord {
                         id,
@@ -434,6 +468,22 @@ mod tests {
             assert_eq!(Cursor::new(bytes, 0, false).u64c().unwrap(), *want);
         }
         assert_eq!(Cursor::new(&[0xff], 0, false).u32c().unwrap(), u32::MAX);
+    }
+
+    #[test]
+    fn fast_and_slow_paths_agree() {
+        // the same values with and without 8 bytes of slack after them
+        for v in [0u64, 1, 0xff, 0x100, 0xdead_beef, u64::MAX - 1, 1 << 56] {
+            let n = 8 - (v.leading_zeros() / 8) as usize;
+            let mut b = vec![n as u8];
+            b.extend_from_slice(&v.to_le_bytes()[..n]);
+            let tight = Cursor::new(&b, 0, false).u64c().unwrap();
+            b.extend_from_slice(&[0xaa; 9]);
+            let mut c = Cursor::new(&b, 0, false);
+            assert_eq!((tight, c.u64c().unwrap(), c.pos), (v, v, n + 1));
+        }
+        let mut c = Cursor::new(&[0x05, 1, 2, 3, 4, 5, 6, 7, 8, 9], 0, false);
+        assert!(c.u32c().is_err());
     }
 
     #[test]
