@@ -1,1 +1,48 @@
-fn main() {}
+//! Read throughput: `cargo bench --bench read`.
+//!
+//! Reads the NPB LU class S trace shipped in testdata/ (158 k events) and, when
+//! `bench/run.sh` has generated it, the 12 M-event ping-pong trace of the performance issue
+//! (bench/out/traces/pingpong_16x150000). For events/s and peak RSS side by side with
+//! libotf2, run `bash bench/run.sh`.
+
+use std::path::{Path, PathBuf};
+
+fn main() {
+    divan::main();
+}
+
+fn trace(rel: &str) -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!("skipped: {rel} is absent (bash bench/run.sh generates it)");
+        None
+    }
+}
+
+fn read(path: &Path) -> u64 {
+    perfexpert::open(path)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .event_count()
+}
+
+#[divan::bench(sample_count = 20)]
+fn npb_lu_s(b: divan::Bencher) {
+    let Some(p) = trace("testdata/scorep/npb_lu_S/traces.otf2") else {
+        return;
+    };
+    let n = read(&p);
+    b.counter(divan::counter::ItemsCount::new(n))
+        .bench(|| read(&p));
+}
+
+#[divan::bench(sample_count = 5)]
+fn pingpong_12m(b: divan::Bencher) {
+    let Some(p) = trace("bench/out/traces/pingpong_16x150000/traces.otf2") else {
+        return;
+    };
+    let n = read(&p);
+    b.counter(divan::counter::ItemsCount::new(n))
+        .bench(|| read(&p));
+}

@@ -29,7 +29,9 @@ pub(crate) fn map_file(path: &Path) -> Result<Option<memmap2::Mmap>> {
     }
     // SAFETY: the trace files are only read; a concurrent writer truncating them is outside
     // what a trace reader can defend against (as for every mmap-based reader).
-    let m = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| Error::io(path, "cannot map", e))?;
+    // populate: fault the pages in with one call instead of one fault per 4 KiB page
+    let m = unsafe { memmap2::MmapOptions::new().populate().map(&f) }
+        .map_err(|e| Error::io(path, "cannot map", e))?;
     Ok(Some(m))
 }
 
@@ -200,6 +202,28 @@ pub fn read(anchor_path: &Path) -> Result<Trace> {
     })
 }
 
+/// Ask the kernel for transparent huge pages under a large column: filling 200 MB of columns
+/// otherwise costs one page fault per 4 KiB (a quarter of the read time, measured with perf).
+fn advise_huge_pages<T>(v: &Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let bytes = v.capacity() * std::mem::size_of::<T>();
+        if bytes < 2 * HUGE {
+            return;
+        }
+        let start = (v.as_ptr() as usize).next_multiple_of(HUGE);
+        let end = (v.as_ptr() as usize + bytes) & !(HUGE - 1);
+        if end > start {
+            // SAFETY: the range lies inside the vector's own allocation; MADV_HUGEPAGE only
+            // changes how the kernel backs it, never its content. Failure is harmless.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+}
+
 /// For each undefined id of a location, its index among all undefined ids of the trace.
 fn placeholder_targets(local: &[u64], all: &mut Vec<u64>) -> Vec<u32> {
     local
@@ -274,6 +298,9 @@ fn read_location(
     // The declared count is a capacity hint only; a writer that crashed leaves it wrong.
     let hint = declared.min(data.len() as u64 / 2) as usize;
     let mut events = Events::with_capacity(hint);
+    advise_huge_pages(&events.time);
+    advise_huge_pages(&events.arg);
+    advise_huge_pages(&events.kind);
     let region_global = |id: u64| g.regions.get(id);
     let comm_global = |id: u64| g.comms.get(id);
     let mut cx = events::LocationContext {
