@@ -356,3 +356,26 @@ fn read_location(
         warnings,
     })
 }
+
+/// Decode one file's bytes as every OTF2 file kind (anchor, global definitions, local
+/// definitions, events) without touching the file system: the entry point of the fuzz
+/// targets in fuzz/. Errors are expected; panics are bugs.
+pub fn decode_any(data: &[u8]) {
+    let _ = Anchor::parse(data);
+    // Small chunk sizes reach the chunk-boundary logic with small inputs.
+    let chunk = 18 + data.first().map_or(0, |&b| b as usize) * 4;
+    let _ = defs::read_global_defs(data, chunk, wire::Version::new(3, 0));
+    let _ = local::read_local_defs(data, chunk);
+    let g = defs::GlobalDefs::default();
+    let local = local::LocalDefs::default();
+    let none = |_: u64| None;
+    let mut cx = events::LocationContext {
+        local: &local,
+        regions: events::Resolver::new(&g.regions, 0, 0, None),
+        comms: events::Resolver::new(&g.comms, 0, 0, None),
+        region_global: &none,
+        comm_global: &none,
+    };
+    let mut ev = Events::default();
+    let _ = events::decode_events(data, chunk, &mut cx, &mut ev);
+}
