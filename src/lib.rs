@@ -2,6 +2,15 @@
 //!
 //! The library is the product; the `perfexpert` binary is a thin command line over it.
 //! See ARCHITECTURE.md for the map of modules and the data that flows between them.
+//!
+//! ```
+//! // Read a Score-P trace shipped in testdata/ and count its events per location.
+//! let trace = perfexpert::open("testdata/scorep/ls/traces.otf2".as_ref())?;
+//! assert_eq!(trace.event_count(), 92);
+//! let per_location: Vec<usize> = trace.events.iter().map(|e| e.len()).collect();
+//! assert_eq!(per_location, [23, 23, 23, 23]); // as otf2-print counts them
+//! # Ok::<(), perfexpert::Error>(())
+//! ```
 
 pub mod cli;
 pub mod error;

@@ -27,14 +27,20 @@ type Counts = (BTreeMap<String, u64>, BTreeMap<String, u64>);
 
 fn otf2_print(anchor: &Path) -> Counts {
     let out = Command::new("otf2-print").arg(anchor).output().unwrap();
-    assert!(out.status.success(), "otf2-print failed on {}", anchor.display());
+    assert!(
+        out.status.success(),
+        "otf2-print failed on {}",
+        anchor.display()
+    );
     let mut kinds = BTreeMap::new();
     let mut locs = BTreeMap::new();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         let is_event = f.len() >= 3
             && f[0].starts_with(|c: char| c.is_ascii_uppercase())
-            && f[0].chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+            && f[0]
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
             && f[1].chars().all(|c| c.is_ascii_digit())
             && f[2].chars().all(|c| c.is_ascii_digit());
         if is_event {
@@ -46,8 +52,17 @@ fn otf2_print(anchor: &Path) -> Counts {
 }
 
 fn ours(anchor: &Path) -> Counts {
-    let out = common::bin().arg("info").arg("--json").arg(anchor).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = common::bin()
+        .arg("info")
+        .arg("--json")
+        .arg(anchor)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let map = |k: &str| -> BTreeMap<String, u64> {
         v[k].as_object()
@@ -62,7 +77,11 @@ fn ours(anchor: &Path) -> Counts {
 
 #[test]
 fn otf2_print_counts_what_we_count() {
-    if Command::new("otf2-print").arg("--version").output().is_err() {
+    if Command::new("otf2-print")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
         assert!(
             std::env::var_os("CI").is_none(),
             "otf2-print is missing in CI: .ci/run installs otf2-tools"
@@ -73,7 +92,11 @@ fn otf2_print_counts_what_we_count() {
     let mut all = Vec::new();
     anchors(&common::testdata(""), &mut all);
     all.sort();
-    assert!(all.len() >= 11, "found {} OTF2 traces in testdata", all.len());
+    assert!(
+        all.len() >= 11,
+        "found {} OTF2 traces in testdata",
+        all.len()
+    );
     for a in &all {
         assert_eq!(ours(a), otf2_print(a), "{}", a.display());
     }

@@ -35,9 +35,21 @@ fn compare(ours: &[RecordSpec], theirs: &Value) {
         assert_eq!(o.fields.len(), tf.len(), "{}", o.name);
         for (of, f) in o.fields.iter().zip(tf) {
             assert_eq!(of.name, f["name"].as_str().unwrap(), "{}", o.name);
-            assert_eq!(of.wire, wire(f["type"].as_str().unwrap()), "{}.{}", o.name, of.name);
+            assert_eq!(
+                of.wire,
+                wire(f["type"].as_str().unwrap()),
+                "{}.{}",
+                o.name,
+                of.name
+            );
             let since = format!("{}.{}", of.since.major, of.since.minor);
-            assert_eq!(since, f["since"].as_str().unwrap(), "{}.{}", o.name, of.name);
+            assert_eq!(
+                since,
+                f["since"].as_str().unwrap(),
+                "{}.{}",
+                o.name,
+                of.name
+            );
             assert_eq!(of.mapped_by.is_some(), f.get("mapped_by").is_some());
             assert_eq!(of.count_field.is_some(), f.get("count_field").is_some());
         }
@@ -58,12 +70,21 @@ fn generated_tables_match_the_spec() {
         let k = EventKind::from_otf2_id(e["id"].as_u64().unwrap() as u8).unwrap();
         assert_eq!(k.name(), e["name"].as_str().unwrap());
     }
-    assert_eq!(EventKind::ALL.len(), spec["events"].as_array().unwrap().len() + 1);
+    assert_eq!(
+        EventKind::ALL.len(),
+        spec["events"].as_array().unwrap().len() + 1
+    );
 }
 
 #[test]
 fn print_names_follow_otf2_print() {
     assert_eq!(EventKind::MpiIrecvRequest.print_name(), "MPI_IRECV_REQUEST");
-    assert_eq!(EventKind::ParameterUnsignedInt.print_name(), "PARAMETER_UINT64");
-    assert_eq!(EventKind::MpiCollectiveBegin.print_name(), "MPI_COLLECTIVE_BEGIN");
+    assert_eq!(
+        EventKind::ParameterUnsignedInt.print_name(),
+        "PARAMETER_UINT64"
+    );
+    assert_eq!(
+        EventKind::MpiCollectiveBegin.print_name(),
+        "MPI_COLLECTIVE_BEGIN"
+    );
 }
