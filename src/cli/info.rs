@@ -43,6 +43,8 @@ pub struct LocationInfo {
     pub name: String,
     pub kind: LocationKind,
     pub group: Option<String>,
+    #[serde(skip)]
+    pub group_index: Option<usize>,
     pub rank: Option<u32>,
     pub events: u64,
 }
@@ -120,6 +122,7 @@ impl Info {
                     name: l.name.clone(),
                     kind: l.kind,
                     group: l.group.map(|g| d.location_groups[g].name.clone()),
+                    group_index: l.group,
                     rank: l.rank,
                     events: e.len() as u64,
                 })
@@ -202,7 +205,7 @@ impl Info {
                 let locs = self
                     .locations
                     .iter()
-                    .filter(|l| l.group.as_deref() == Some(lg.name.as_str()))
+                    .filter(|l| l.group_index == Some(g))
                     .count();
                 writeln!(
                     out,
