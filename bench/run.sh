@@ -20,6 +20,7 @@ shopt -s inherit_errexit
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 [[ -f Cargo.toml && -d bench ]] || { echo "bench/run.sh: cannot find the project root" >&2; exit 1; }
 
+START_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 OUT=bench/out
 RUNS=${BENCH_RUNS:-3}
 GEN=${BENCH_GEN:-../shared/bench/gen_pingpong_trace.py}
@@ -168,7 +169,7 @@ done
 echo
 echo "## perfexpert vs libotf2: read throughput"
 echo
-echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+echo "- date: $START_DATE"
 echo "- perfexpert: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- src Cargo.toml Cargo.lock 2>/dev/null || echo ' + uncommitted changes'), \`perfexpert info --json\`"
 echo "- libotf2: $(dpkg-query -W -f '${Version}' libotf2-trace-dev 2>/dev/null || echo '?'), global event reader, counting callbacks (bench/otf2_read_baseline.c, gcc -O2)"
 echo "- nproc: $NPROC; CPU: $(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
