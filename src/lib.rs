@@ -16,6 +16,7 @@ pub mod cli;
 pub mod error;
 pub mod formats;
 pub mod model;
+pub mod replay;
 
 pub use error::{Error, Result};
 pub use formats::open;

@@ -1,0 +1,184 @@
+//! The global call tree (patterns.md §3.1): call paths merged over all locations, numbered
+//! in depth-first pre-order with children in order of first appearance.
+
+use crate::model::RegionIdx;
+use std::collections::HashMap;
+
+/// Index of a call path in `CallTree::nodes` (= its id in every output, §3.1.5).
+pub type CnodeIdx = u32;
+
+pub const NO_CNODE: CnodeIdx = u32::MAX;
+
+/// The region a call path calls: a trace region, or the artificial root of §3.1.4.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Callee {
+    Region(RegionIdx),
+    /// Created when the locations do not share one bottom region (§3.1.4).
+    ArtificialRoot,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallNode {
+    pub parent: Option<CnodeIdx>,
+    pub callee: Callee,
+    pub depth: u32,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CallTree {
+    pub nodes: Vec<CallNode>,
+    pub children: Vec<Vec<CnodeIdx>>,
+}
+
+impl CallTree {
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The call path as callees from the root down.
+    pub fn path(&self, c: CnodeIdx) -> Vec<Callee> {
+        let mut out = Vec::new();
+        let mut cur = Some(c);
+        while let Some(i) = cur {
+            let n = &self.nodes[i as usize];
+            out.push(n.callee);
+            cur = n.parent;
+        }
+        out.reverse();
+        out
+    }
+}
+
+/// The call paths one location creates, before merging.
+#[derive(Clone, Debug, Default)]
+pub struct LocalTree {
+    /// (parent local id or NO_CNODE, region)
+    pub nodes: Vec<(CnodeIdx, RegionIdx)>,
+    /// Timestamp of the first ENTER of each local call path.
+    pub first: Vec<u64>,
+    index: HashMap<(CnodeIdx, RegionIdx), CnodeIdx>,
+}
+
+impl LocalTree {
+    #[inline]
+    pub fn child(&mut self, parent: CnodeIdx, region: RegionIdx, t: u64) -> CnodeIdx {
+        let n = self.nodes.len() as CnodeIdx;
+        *self.index.entry((parent, region)).or_insert_with(|| {
+            self.nodes.push((parent, region));
+            self.first.push(t);
+            n
+        })
+    }
+}
+
+/// Merge the locations' trees. `loc_ids` are the locations' ids in the trace and `region_ids`
+/// the regions' ids (tie-breakers of §3.1.5). Returns the tree and, per location, the map
+/// from local to global call-path ids.
+pub fn merge(
+    locals: &[LocalTree],
+    loc_ids: &[u64],
+    region_ids: &[u64],
+) -> (CallTree, Vec<Vec<CnodeIdx>>) {
+    // Provisional global nodes keyed by (provisional parent, callee).
+    struct Prov {
+        parent: Option<usize>,
+        callee: Callee,
+        first: (u64, u64, u64),
+        children: Vec<usize>,
+    }
+    let mut prov: Vec<Prov> = Vec::new();
+    let mut index: HashMap<(Option<usize>, Callee), usize> = HashMap::new();
+    let mut roots: Vec<usize> = Vec::new();
+    let mut maps: Vec<Vec<usize>> = Vec::with_capacity(locals.len());
+    for (l, lt) in locals.iter().enumerate() {
+        let mut map = Vec::with_capacity(lt.nodes.len());
+        for (k, &(parent, region)) in lt.nodes.iter().enumerate() {
+            // a local node's parent always precedes it
+            let gp = (parent != NO_CNODE).then(|| map[parent as usize]);
+            let callee = Callee::Region(region);
+            let key = (
+                lt.first[k],
+                loc_ids[l],
+                region_ids.get(region as usize).copied().unwrap_or(u64::MAX),
+            );
+            let g = match index.get(&(gp, callee)) {
+                Some(&g) => {
+                    if key < prov[g].first {
+                        prov[g].first = key;
+                    }
+                    g
+                }
+                None => {
+                    let g = prov.len();
+                    prov.push(Prov {
+                        parent: gp,
+                        callee,
+                        first: key,
+                        children: Vec::new(),
+                    });
+                    index.insert((gp, callee), g);
+                    match gp {
+                        Some(p) => prov[p].children.push(g),
+                        None => roots.push(g),
+                    }
+                    g
+                }
+            };
+            map.push(g);
+        }
+        maps.push(map);
+    }
+    // §3.1.4: exactly one root; otherwise an artificial one above the real roots.
+    let artificial = roots.len() > 1;
+    if artificial {
+        let a = prov.len();
+        let first = roots
+            .iter()
+            .map(|&r| prov[r].first)
+            .min()
+            .unwrap_or((0, 0, 0));
+        prov.push(Prov {
+            parent: None,
+            callee: Callee::ArtificialRoot,
+            first,
+            children: roots.clone(),
+        });
+        for &r in &roots {
+            prov[r].parent = Some(a);
+        }
+        roots = vec![a];
+    }
+    // Depth-first pre-order, children by first appearance (§3.1.5).
+    let mut final_id = vec![NO_CNODE; prov.len()];
+    let mut tree = CallTree::default();
+    let mut stack: Vec<(usize, u32)> = roots.iter().rev().map(|&r| (r, 0)).collect();
+    while let Some((p, depth)) = stack.pop() {
+        let id = tree.nodes.len() as CnodeIdx;
+        final_id[p] = id;
+        tree.nodes.push(CallNode {
+            parent: prov[p].parent.map(|q| final_id[q]),
+            callee: prov[p].callee,
+            depth,
+        });
+        let mut kids = prov[p].children.clone();
+        kids.sort_by_key(|&k| prov[k].first);
+        for &k in kids.iter().rev() {
+            stack.push((k, depth + 1));
+        }
+    }
+    tree.children = vec![Vec::new(); tree.nodes.len()];
+    for (i, n) in tree.nodes.iter().enumerate() {
+        if let Some(p) = n.parent {
+            tree.children[p as usize].push(i as CnodeIdx);
+        }
+    }
+    let maps = maps
+        .into_iter()
+        .map(|m| m.into_iter().map(|g| final_id[g]).collect())
+        .collect();
+    (tree, maps)
+}

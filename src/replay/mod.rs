@@ -1,0 +1,186 @@
+//! The EARL-style replay (patterns.md §5): call stacks and the global call tree, enter/exit
+//! pairing (`enterptr`/`exitptr`), exclusive time and visits (§3), repairs of unbalanced
+//! streams (§3.4). Pass A of §5.5 runs in parallel over locations.
+
+pub mod calltree;
+
+use crate::model::{EventKind, Events, RegionIdx, Trace};
+use calltree::{CallTree, CnodeIdx, LocalTree, NO_CNODE};
+use rayon::prelude::*;
+
+/// No event (an absent pointer).
+pub const NONE: u32 = u32::MAX;
+
+/// What pass A leaves for one location.
+#[derive(Clone, Debug, Default)]
+pub struct LocationState {
+    /// `cnode[i]`: the call path of the region instance enclosing event `i` (for an ENTER the
+    /// call path it opens, for a LEAVE the one it closes); `NO_CNODE` outside any region.
+    pub cnode: Vec<CnodeIdx>,
+    /// `enterptr[i]`: the ENTER of that instance (`NONE` outside any region).
+    pub enterptr: Vec<u32>,
+    /// `exitptr[i]` for an ENTER: its LEAVE (`NONE` if the stream ended or was repaired
+    /// without one; then the instance closed at the time given by `repaired_exit`).
+    pub exitptr: Vec<u32>,
+    /// Exclusive time per call path in ticks (indexed by global call path).
+    pub time: Vec<u64>,
+    pub visits: Vec<u64>,
+    /// Instances closed by a repair (§3.4), per call path.
+    pub repairs: Vec<u64>,
+    /// Events whose timestamp went backwards and was clamped (§3.4.5).
+    pub clamped: u64,
+}
+
+/// The replay state over the whole trace.
+#[derive(Clone, Debug, Default)]
+pub struct Replay {
+    pub tree: CallTree,
+    pub locations: Vec<LocationState>,
+}
+
+struct PassA {
+    local: LocalTree,
+    state: LocationState,
+    /// Per local call path (before merging).
+    time: Vec<u64>,
+    visits: Vec<u64>,
+    repairs: Vec<u64>,
+}
+
+fn pass_a(ev: &Events) -> PassA {
+    let n = ev.len();
+    let mut local = LocalTree::default();
+    let mut cnode = vec![NO_CNODE; n];
+    let mut enterptr = vec![NONE; n];
+    let mut exitptr = vec![NONE; n];
+    let (mut time, mut visits, mut repairs): (Vec<u64>, Vec<u64>, Vec<u64>) = Default::default();
+    // (region, local call path, index of the ENTER)
+    let mut stack: Vec<(RegionIdx, CnodeIdx, u32)> = Vec::new();
+    let mut last_t = ev.time.first().copied().unwrap_or(0);
+    let mut clamped = 0;
+    for i in 0..n {
+        let mut t = ev.time[i];
+        if t < last_t {
+            t = last_t;
+            clamped += 1;
+        }
+        if let Some(&(_, c, _)) = stack.last() {
+            time[c as usize] += t - last_t;
+        }
+        last_t = t;
+        match ev.kind[i] {
+            EventKind::Enter => {
+                let region = ev.arg[i];
+                let parent = stack.last().map_or(NO_CNODE, |s| s.1);
+                let c = local.child(parent, region, t);
+                if c as usize == time.len() {
+                    time.push(0);
+                    visits.push(0);
+                    repairs.push(0);
+                }
+                visits[c as usize] += 1;
+                stack.push((region, c, i as u32));
+                cnode[i] = c;
+                enterptr[i] = i as u32;
+            }
+            EventKind::Leave => {
+                let region = ev.arg[i];
+                match stack.iter().rposition(|s| s.0 == region) {
+                    Some(k) => {
+                        // §3.4.2: instances above the one left are closed here too
+                        while stack.len() > k + 1 {
+                            if let Some((_, c, _)) = stack.pop() {
+                                repairs[c as usize] += 1;
+                            }
+                        }
+                        if let Some((_, c, e)) = stack.pop() {
+                            cnode[i] = c;
+                            enterptr[i] = e;
+                            exitptr[e as usize] = i as u32;
+                        }
+                    }
+                    None => {
+                        // §3.4.3: a LEAVE of a region not on the stack is ignored
+                        if let Some(&(_, c, e)) = stack.last() {
+                            cnode[i] = c;
+                            enterptr[i] = e;
+                            repairs[c as usize] += 1;
+                        }
+                    }
+                }
+            }
+            _ => {
+                if let Some(&(_, c, e)) = stack.last() {
+                    cnode[i] = c;
+                    enterptr[i] = e;
+                }
+            }
+        }
+    }
+    // §3.4.4: instances still open at the end close at the last event.
+    for (_, c, _) in stack.drain(..) {
+        repairs[c as usize] += 1;
+    }
+    PassA {
+        local,
+        state: LocationState {
+            cnode,
+            enterptr,
+            exitptr,
+            clamped,
+            ..Default::default()
+        },
+        time,
+        visits,
+        repairs,
+    }
+}
+
+impl Replay {
+    /// Pass A of §5.5 over every location, then the call-tree merge.
+    pub fn new(trace: &Trace) -> Replay {
+        let parts: Vec<PassA> = trace.events.par_iter().map(pass_a).collect();
+        let locals: Vec<LocalTree> = parts.iter().map(|p| p.local.clone()).collect();
+        let loc_ids: Vec<u64> = trace.defs.locations.iter().map(|l| l.id).collect();
+        let region_ids: Vec<u64> = trace.defs.regions.iter().map(|r| r.id).collect();
+        let (tree, maps) = calltree::merge(&locals, &loc_ids, &region_ids);
+        let ncn = tree.len();
+        let locations = parts
+            .into_par_iter()
+            .zip(maps.par_iter())
+            .map(|(p, map)| {
+                let mut s = p.state;
+                for c in s.cnode.iter_mut() {
+                    if *c != NO_CNODE {
+                        *c = map[*c as usize];
+                    }
+                }
+                let scatter = |v: &[u64]| {
+                    let mut out = vec![0u64; ncn];
+                    for (k, &x) in v.iter().enumerate() {
+                        out[map[k] as usize] += x;
+                    }
+                    out
+                };
+                s.time = scatter(&p.time);
+                s.visits = scatter(&p.visits);
+                s.repairs = scatter(&p.repairs);
+                s
+            })
+            .collect();
+        Replay { tree, locations }
+    }
+
+    /// The call path as region names joined by `/` (as Cube tools print it).
+    pub fn path_name(&self, trace: &Trace, c: CnodeIdx) -> String {
+        self.tree
+            .path(c)
+            .iter()
+            .map(|callee| match callee {
+                calltree::Callee::Region(r) => trace.defs.regions[*r as usize].name.as_str(),
+                calltree::Callee::ArtificialRoot => "program",
+            })
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+}
