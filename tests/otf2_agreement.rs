@@ -92,6 +92,20 @@ fn check(dir: &Path) -> Vec<String> {
 }
 
 #[test]
+fn generated_fixtures_agree_with_the_official_reader() {
+    let mut dirs: Vec<_> = std::fs::read_dir(common::testdata("generated"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("expected.json").exists())
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 5, "found {} generated fixtures", dirs.len());
+    let bad: Vec<String> = dirs.iter().flat_map(|d| check(d)).collect();
+    assert!(bad.is_empty(), "disagreements:\n{}", bad.join("\n"));
+}
+
+#[test]
 fn every_otf2_trace_agrees_with_the_official_reader() {
     let Some(shared) = common::shared() else {
         return;
