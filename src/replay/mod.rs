@@ -3,6 +3,8 @@
 //! streams (§3.4). Pass A of §5.5 runs in parallel over locations.
 
 pub mod calltree;
+pub mod collectives;
+pub mod matching;
 
 use crate::model::{EventKind, Events, RegionIdx, Trace};
 use calltree::{CallTree, CnodeIdx, LocalTree, NO_CNODE};
@@ -36,6 +38,12 @@ pub struct LocationState {
 pub struct Replay {
     pub tree: CallTree,
     pub locations: Vec<LocationState>,
+    /// Per location, indexed like `Events::msg`: `sendptr`/`recvptr` and request links.
+    pub msg_links: Vec<matching::MsgLinks>,
+    pub matching: matching::MatchStats,
+    /// Collective-operation instances (§5.4).
+    pub instances: Vec<collectives::Instance>,
+    pub collectives: collectives::CollStats,
 }
 
 struct PassA {
@@ -168,7 +176,24 @@ impl Replay {
                 s
             })
             .collect();
-        Replay { tree, locations }
+        let locations: Vec<LocationState> = locations;
+        let in_mpi = |l: usize, i: usize| {
+            let e = locations[l].enterptr[i];
+            e != NONE && {
+                let r = trace.events[l].arg[e as usize];
+                trace.defs.regions[r as usize].paradigm == crate::model::Paradigm::MPI
+            }
+        };
+        let (msg_links, matching) = matching::match_messages(trace, &in_mpi);
+        let (instances, collectives) = collectives::instances(trace);
+        Replay {
+            tree,
+            locations,
+            msg_links,
+            matching,
+            instances,
+            collectives,
+        }
     }
 
     /// The call path as region names joined by `/` (as Cube tools print it).

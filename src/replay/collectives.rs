@@ -1,0 +1,99 @@
+//! Collective-operation instances (patterns.md §5.4): the k-th COLL_END on a communicator on
+//! each of its members forms instance k.
+
+use super::matching::EventRef;
+use crate::model::{CommIdx, EventKind, Trace};
+use std::collections::HashMap;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Instance {
+    pub comm: CommIdx,
+    /// Sequence number on its communicator (0-based).
+    pub seq: u32,
+    /// The COLL_END event of each member, in communicator rank order.
+    pub members: Vec<EventRef>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CollStats {
+    pub instances: u64,
+    /// Instances some member never reached (truncated traces), skipped by the patterns.
+    pub incomplete: u64,
+    /// COLL_END records on communicators without a member list.
+    pub unresolved: u64,
+}
+
+/// Group the MPI collective operations (blocking: MpiCollectiveEnd) into instances.
+pub fn instances(trace: &Trace) -> (Vec<Instance>, CollStats) {
+    // per (comm, location): the COLL_END events in trace order
+    let mut seqs: HashMap<(CommIdx, u32), Vec<u32>> = HashMap::new();
+    let mut stats = CollStats::default();
+    for (l, ev) in trace.events.iter().enumerate() {
+        for i in 0..ev.len() {
+            if ev.kind[i] == EventKind::MpiCollectiveEnd {
+                let comm = ev.coll.comm[ev.arg[i] as usize];
+                seqs.entry((comm, l as u32)).or_default().push(i as u32);
+            }
+        }
+    }
+    let mut comms: Vec<CommIdx> = seqs.keys().map(|k| k.0).collect();
+    comms.sort_unstable();
+    comms.dedup();
+    let mut out = Vec::new();
+    for comm in comms {
+        let c = &trace.defs.comms[comm as usize];
+        let members: Vec<u32> = match &c.ranks {
+            crate::model::CommRanks::Locations(v) => {
+                v.iter().map(|x| x.unwrap_or(u32::MAX)).collect()
+            }
+            crate::model::CommRanks::SelfOnly => {
+                // every caller forms its own size-1 instances
+                let mut callers: Vec<u32> =
+                    seqs.keys().filter(|k| k.0 == comm).map(|k| k.1).collect();
+                callers.sort_unstable();
+                for l in callers {
+                    for (k, &e) in seqs[&(comm, l)].iter().enumerate() {
+                        out.push(Instance {
+                            comm,
+                            seq: k as u32,
+                            members: vec![EventRef { loc: l, event: e }],
+                        });
+                        stats.instances += 1;
+                    }
+                }
+                continue;
+            }
+            crate::model::CommRanks::Unknown => {
+                stats.unresolved += seqs
+                    .iter()
+                    .filter(|(k, _)| k.0 == comm)
+                    .map(|(_, v)| v.len() as u64)
+                    .sum::<u64>();
+                continue;
+            }
+        };
+        let lists: Vec<&[u32]> = members
+            .iter()
+            .map(|&l| seqs.get(&(comm, l)).map_or(&[][..], |v| v.as_slice()))
+            .collect();
+        let longest = lists.iter().map(|v| v.len()).max().unwrap_or(0);
+        let complete = lists.iter().map(|v| v.len()).min().unwrap_or(0);
+        for k in 0..longest {
+            if k >= complete {
+                stats.incomplete += 1;
+                continue;
+            }
+            out.push(Instance {
+                comm,
+                seq: k as u32,
+                members: members
+                    .iter()
+                    .zip(&lists)
+                    .map(|(&loc, v)| EventRef { loc, event: v[k] })
+                    .collect(),
+            });
+            stats.instances += 1;
+        }
+    }
+    (out, stats)
+}
