@@ -12,11 +12,13 @@
 //! # Ok::<(), perfexpert::Error>(())
 //! ```
 
+pub mod analysis;
 pub mod cli;
 pub mod error;
 pub mod formats;
 pub mod model;
 pub mod replay;
+pub mod rules;
 
 pub use error::{Error, Result};
 pub use formats::open;

@@ -1,0 +1,312 @@
+//! Evaluation of compiled rule expressions against the replay state.
+
+use crate::model::{EventKind, Trace};
+use crate::replay::{Replay, NONE};
+use crate::rules::compile::{Agg, BinOp, Expr, Field, Func, Value};
+
+/// One member of a collective (or world-call) instance.
+#[derive(Clone, Copy, Debug)]
+pub struct Member {
+    pub loc: u32,
+    pub event: u32,
+    pub begin: f64,
+    pub end: f64,
+    pub sent: f64,
+    pub recv: f64,
+    pub rank: u32,
+}
+
+/// Interned strings of each region: name, paradigm, role, class, mode.
+pub type RegionStrings = Vec<[u32; 5]>;
+
+/// Everything an expression can read.
+pub struct Ctx<'a> {
+    pub trace: &'a Trace,
+    pub replay: &'a Replay,
+    pub regions: &'a RegionStrings,
+    pub kind_names: &'a [u32; 256],
+    pub regexes: &'a [regex::Regex],
+    pub strings: &'a [String],
+    pub members: &'a [Member],
+    /// Per member, its per-member bindings.
+    pub member_vals: &'a [Vec<Value>],
+    /// Queued instances of other rules (their environments).
+    pub items: &'a [Vec<Value>],
+    /// had(rule, event): groups with a positive candidate, per rule: sorted (loc, event).
+    pub had: &'a [Vec<(u32, u32)>],
+    /// metric(id) at the current (call path, location) (derived rules).
+    pub metric: &'a dyn Fn(u16) -> f64,
+}
+
+impl Ctx<'_> {
+    #[inline]
+    pub fn seconds(&self, loc: u32, ev: u32) -> f64 {
+        let t = self.trace.events[loc as usize].time[ev as usize];
+        (t as f64 - self.trace.global_offset as f64) / self.trace.timer_resolution as f64
+    }
+
+    fn enter_of(&self, loc: u32, ev: u32) -> Value {
+        let e = self.replay.locations[loc as usize].enterptr[ev as usize];
+        if e == NONE {
+            Value::None
+        } else {
+            Value::Event(loc, e)
+        }
+    }
+
+    fn field(&self, v: Value, f: Field) -> Value {
+        match (v, f) {
+            (Value::Event(l, i), _) => self.event_field(l, i, f),
+            (Value::Region(r), _) => {
+                let s = &self.regions[r as usize];
+                let k = match f {
+                    Field::RegionName => 0,
+                    Field::RegionParadigm => 1,
+                    Field::RegionRole => 2,
+                    Field::RegionClass => 3,
+                    Field::RegionMode => 4,
+                    _ => return Value::None,
+                };
+                Value::Str(s[k])
+            }
+            (Value::Member(m), _) => {
+                let mb = &self.members[m as usize];
+                match f {
+                    Field::MemberBegin => Value::Num(mb.begin),
+                    Field::MemberEnd => Value::Num(mb.end),
+                    Field::MemberSent => Value::Num(mb.sent),
+                    Field::MemberRecv => Value::Num(mb.recv),
+                    Field::MemberRank => Value::Num(mb.rank as f64),
+                    Field::MemberEvent => Value::Event(mb.loc, mb.event),
+                    Field::MemberLet(s) => self.member_vals[m as usize][s as usize],
+                    _ => Value::None,
+                }
+            }
+            (Value::Item(k), Field::ItemSlot(s)) => self.items[k as usize][s as usize],
+            _ => Value::None,
+        }
+    }
+
+    fn event_field(&self, l: u32, i: u32, f: Field) -> Value {
+        let ev = &self.trace.events[l as usize];
+        let st = &self.replay.locations[l as usize];
+        match f {
+            Field::Time => Value::Num(self.seconds(l, i)),
+            Field::Enter => self.enter_of(l, i),
+            Field::Leave => {
+                let e = st.enterptr[i as usize];
+                if e == NONE {
+                    return Value::None;
+                }
+                match st.exitptr[e as usize] {
+                    NONE => Value::None,
+                    x => Value::Event(l, x),
+                }
+            }
+            Field::Call => {
+                let e = st.enterptr[i as usize];
+                if e == NONE {
+                    Value::None
+                } else {
+                    Value::Region(ev.arg[e as usize])
+                }
+            }
+            Field::Bytes => ev
+                .msg(i as usize)
+                .map_or(Value::None, |m| Value::Num(m.bytes as f64)),
+            Field::Tag => ev
+                .msg(i as usize)
+                .map_or(Value::None, |m| Value::Num(m.tag as f64)),
+            Field::Rank => self.trace.defs.locations[l as usize]
+                .rank
+                .map_or(Value::None, |r| Value::Num(r as f64)),
+            Field::Kind => Value::Str(self.kind_names[ev.kind[i as usize] as usize]),
+            Field::Send | Field::Recv => {
+                let k = ev.kind[i as usize];
+                let is_send = matches!(k, EventKind::MpiSend | EventKind::MpiIsend);
+                let is_recv = matches!(k, EventKind::MpiRecv | EventKind::MpiIrecv);
+                if (f == Field::Send && !is_recv) || (f == Field::Recv && !is_send) {
+                    return Value::None;
+                }
+                let p = self.replay.msg_links[l as usize].partner[ev.arg[i as usize] as usize];
+                if p.is_some() {
+                    Value::Event(p.loc, p.event)
+                } else {
+                    Value::None
+                }
+            }
+            Field::Sent => ev
+                .coll(i as usize)
+                .map_or(Value::None, |c| Value::Num(c.sent as f64)),
+            Field::Received => ev
+                .coll(i as usize)
+                .map_or(Value::None, |c| Value::Num(c.received as f64)),
+            _ => Value::None,
+        }
+    }
+
+    /// Evaluate `e` in `env`. Absent values (`None`) propagate; comparisons with them are false.
+    pub fn eval(&self, e: &Expr, env: &mut [Value]) -> Value {
+        match e {
+            Expr::Const(v) => *v,
+            Expr::Slot(s) => env[*s as usize],
+            Expr::Field(b, f) => {
+                let v = self.eval(b, env);
+                self.field(v, *f)
+            }
+            Expr::Not(x) => match self.eval(x, env) {
+                Value::Bool(b) => Value::Bool(!b),
+                _ => Value::None,
+            },
+            Expr::Neg(x) => match self.eval(x, env) {
+                Value::Num(v) => Value::Num(-v),
+                _ => Value::None,
+            },
+            Expr::If(c, a, b) => match self.eval(c, env) {
+                Value::Bool(true) => self.eval(a, env),
+                Value::Bool(false) => self.eval(b, env),
+                _ => Value::None,
+            },
+            Expr::In(x, list) => {
+                let v = self.eval(x, env);
+                if v == Value::None {
+                    return Value::None;
+                }
+                Value::Bool(list.contains(&v))
+            }
+            Expr::Bin(op, a, b) => self.binary(*op, a, b, env),
+            Expr::Call(f, args) => self.call(*f, args, env),
+            Expr::Agg {
+                op,
+                slot,
+                cond,
+                body,
+            } => self.aggregate(*op, *slot, cond.as_deref(), body, env),
+        }
+    }
+
+    fn binary(&self, op: BinOp, a: &Expr, b: &Expr, env: &mut [Value]) -> Value {
+        // short-circuit logic
+        if op == BinOp::And || op == BinOp::Or {
+            let x = self.eval(a, env);
+            match (op, x) {
+                (BinOp::And, Value::Bool(false)) => return Value::Bool(false),
+                (BinOp::Or, Value::Bool(true)) => return Value::Bool(true),
+                (_, Value::Bool(_)) => {}
+                _ => return Value::None,
+            }
+            return match self.eval(b, env) {
+                Value::Bool(y) => Value::Bool(y),
+                _ => Value::None,
+            };
+        }
+        let x = self.eval(a, env);
+        let y = self.eval(b, env);
+        if x == Value::None || y == Value::None {
+            return match op {
+                BinOp::Eq => Value::Bool(x == y),
+                BinOp::Ne => Value::Bool(x != y),
+                _ => Value::None,
+            };
+        }
+        match op {
+            BinOp::Eq => return Value::Bool(x == y),
+            BinOp::Ne => return Value::Bool(x != y),
+            _ => {}
+        }
+        let (x, y) = (x.num(), y.num());
+        match op {
+            BinOp::Add => Value::Num(x + y),
+            BinOp::Sub => Value::Num(x - y),
+            BinOp::Mul => Value::Num(x * y),
+            BinOp::Div => Value::Num(x / y),
+            BinOp::Lt => Value::Bool(x < y),
+            BinOp::Le => Value::Bool(x <= y),
+            BinOp::Gt => Value::Bool(x > y),
+            BinOp::Ge => Value::Bool(x >= y),
+            _ => Value::None,
+        }
+    }
+
+    fn call(&self, f: Func, args: &[Expr], env: &mut [Value]) -> Value {
+        let num = |k: usize, env: &mut [Value]| self.eval(&args[k], env);
+        match f {
+            Func::Pos => match num(0, env) {
+                Value::Num(v) => Value::Num(v.max(0.0)),
+                _ => Value::None,
+            },
+            Func::Abs => match num(0, env) {
+                Value::Num(v) => Value::Num(v.abs()),
+                _ => Value::None,
+            },
+            Func::Min | Func::Max => match (num(0, env), num(1, env)) {
+                (Value::Num(a), Value::Num(b)) => {
+                    Value::Num(if f == Func::Min { a.min(b) } else { a.max(b) })
+                }
+                _ => Value::None,
+            },
+            Func::Matches(k) => match num(0, env) {
+                Value::Str(s) => Value::Bool(self.regexes[k].is_match(&self.strings[s as usize])),
+                _ => Value::None,
+            },
+            Func::Exists => Value::Bool(num(0, env) != Value::None),
+            Func::Had(r) => match num(0, env) {
+                Value::Event(l, i) => {
+                    Value::Bool(self.had[r as usize].binary_search(&(l, i)).is_ok())
+                }
+                _ => Value::Bool(false),
+            },
+            Func::Metric(m) => Value::Num((self.metric)(m)),
+        }
+    }
+
+    fn aggregate(
+        &self,
+        op: Agg,
+        slot: u16,
+        cond: Option<&Expr>,
+        body: &Expr,
+        env: &mut [Value],
+    ) -> Value {
+        let mut best: Option<(f64, u32)> = None;
+        let (mut sum, mut count) = (0.0, 0u32);
+        let (mut any, mut all) = (false, true);
+        for m in 0..self.members.len() as u32 {
+            env[slot as usize] = Value::Member(m);
+            if let Some(c) = cond {
+                if !self.eval(c, env).bool() {
+                    continue;
+                }
+            }
+            let v = self.eval(body, env);
+            match op {
+                Agg::Count => count += v.bool() as u32,
+                Agg::Any => any |= v.bool(),
+                Agg::All => all &= v.bool(),
+                Agg::Sum => sum += v.num(),
+                Agg::Max | Agg::ArgMax => {
+                    let x = v.num();
+                    // ties: the lowest rank (members are in rank order) wins
+                    if best.is_none_or(|(b, _)| x > b) {
+                        best = Some((x, self.members[m as usize].rank));
+                    }
+                }
+                Agg::Min => {
+                    let x = v.num();
+                    if best.is_none_or(|(b, _)| x < b) {
+                        best = Some((x, self.members[m as usize].rank));
+                    }
+                }
+            }
+        }
+        match op {
+            Agg::Count => Value::Num(count as f64),
+            Agg::Any => Value::Bool(any),
+            Agg::All => Value::Bool(all),
+            Agg::Sum => Value::Num(sum),
+            Agg::Max => Value::Num(best.map_or(f64::NEG_INFINITY, |b| b.0)),
+            Agg::Min => Value::Num(best.map_or(f64::INFINITY, |b| b.0)),
+            Agg::ArgMax => best.map_or(Value::Num(-1.0), |b| Value::Num(b.1 as f64)),
+        }
+    }
+}

@@ -1,0 +1,854 @@
+//! Runs the compiled rules over the replay and fills the metric × call path × location cube
+//! (patterns.md §4, §5.5), then the sums and derived metrics (§1), in dependency order.
+//! The engine knows triggers (receive, send, collective, ...), not patterns.
+
+pub mod classify;
+pub mod eval;
+
+use crate::model::{EventKind, Paradigm, Trace};
+use crate::replay::calltree::NO_CNODE;
+use crate::replay::{Replay, NONE};
+use crate::rules::compile::Value;
+use crate::rules::{Let, Rule, RuleSet, Trigger};
+use eval::{Ctx, Member, RegionStrings};
+use rayon::prelude::*;
+use std::collections::{HashMap, VecDeque};
+
+/// One value a rule instance adds to the cube.
+#[derive(Clone, Copy, Debug)]
+struct Contribution {
+    rule: u16,
+    cnode: u32,
+    loc: u32,
+    value: f64,
+    /// Touched by a clock-condition violation (§6.2).
+    cc: bool,
+}
+
+/// Per finding (metric, call path): instances and their clock-touched share (§6.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct FindingStats {
+    pub n: u64,
+    pub sev_cc: f64,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Violations {
+    pub p2p: u64,
+    pub collective: u64,
+}
+
+/// The analysed trace: every metric's values per call path and location.
+pub struct Analysis {
+    /// Metric ids in report order (depth-first over the metric tree), omitted ones left out.
+    pub order: Vec<usize>,
+    /// `values[rule][cnode * nloc + loc]` (exclusive in call paths, inclusive in metrics).
+    pub values: Vec<Vec<f64>>,
+    pub stats: Vec<HashMap<u32, FindingStats>>,
+    pub violations: Violations,
+    pub nloc: usize,
+    pub ncnode: usize,
+    pub rules: RuleSet,
+}
+
+impl Analysis {
+    #[inline]
+    pub fn value(&self, rule: usize, cnode: u32, loc: u32) -> f64 {
+        self.values[rule][cnode as usize * self.nloc + loc as usize]
+    }
+}
+
+struct Setup<'a> {
+    trace: &'a Trace,
+    replay: &'a Replay,
+    rs: &'a RuleSet,
+    strings: Vec<String>,
+    regions: RegionStrings,
+    kind_names: [u32; 256],
+    /// Rules fed by each rule's instances (`on = "rule"`), and queue consumers.
+    fed: Vec<Vec<usize>>,
+    queued: Vec<Vec<usize>>,
+}
+
+/// Mutable state of one location's pass over receive or send triggers.
+#[derive(Default)]
+struct LocPass {
+    out: Vec<Contribution>,
+    /// Per rule: open groups, key event → (best severity, env, clock-touched).
+    groups: HashMap<(usize, u32), (f64, Vec<Value>, bool)>,
+    /// Per queue-consuming rule: the queued instances of its feeder.
+    queues: HashMap<usize, VecDeque<Vec<Value>>>,
+    had: Vec<(usize, u32, u32)>,
+    p2p_violations: u64,
+}
+
+impl Setup<'_> {
+    fn ctx<'b>(
+        &'b self,
+        members: &'b [Member],
+        member_vals: &'b [Vec<Value>],
+        items: &'b [Vec<Value>],
+        had: &'b [Vec<(u32, u32)>],
+        metric: &'b dyn Fn(u16) -> f64,
+    ) -> Ctx<'b> {
+        Ctx {
+            trace: self.trace,
+            replay: self.replay,
+            regions: &self.regions,
+            kind_names: &self.kind_names,
+            regexes: &self.rs.regexes,
+            strings: &self.strings,
+            members,
+            member_vals,
+            items,
+            had,
+            metric,
+        }
+    }
+
+    fn cnode_of(&self, v: Value) -> Option<(u32, u32)> {
+        match v {
+            Value::Event(l, i) => {
+                let c = self.replay.locations[l as usize].cnode[i as usize];
+                (c != NO_CNODE).then_some((c, l))
+            }
+            _ => None,
+        }
+    }
+
+    /// Evaluate the instance-level lets and `when` of a non-collective rule; false = skip.
+    fn prelude(&self, rule: &Rule, ctx: &Ctx, env: &mut [Value]) -> bool {
+        for l in &rule.lets {
+            if let Let::Inst(s, e) = l {
+                env[*s as usize] = ctx.eval(e, env);
+            }
+        }
+        rule.when.as_ref().is_none_or(|w| ctx.eval(w, env).bool())
+    }
+
+    /// Fire a point-to-point style rule (receive/send/event/rule triggers) in `env`.
+    fn fire(&self, k: usize, env: &mut [Value], pass: &mut LocPass, had: &[Vec<(u32, u32)>]) {
+        let rule = &self.rs.rules[k];
+        let none = |_: u16| 0.0;
+        let ctx = self.ctx(&[], &[], &[], had, &none);
+        if !self.prelude(rule, &ctx, env) {
+            return;
+        }
+        let Some(sev_e) = &rule.severity else { return };
+        let sev = ctx.eval(sev_e, env).num();
+        let cc = rule
+            .violation
+            .as_ref()
+            .is_some_and(|v| ctx.eval(v, env).bool());
+        if let Some(g) = &rule.group {
+            if g.when.as_ref().is_none_or(|w| ctx.eval(w, env).bool()) {
+                if let Value::Event(_, key) = ctx.eval(&g.by, env) {
+                    let slot = pass.groups.entry((k, key)).or_insert((
+                        f64::NEG_INFINITY,
+                        Vec::new(),
+                        false,
+                    ));
+                    if sev > slot.0 {
+                        *slot = (sev, env.to_vec(), cc);
+                    }
+                }
+                return;
+            }
+        }
+        self.emit(k, sev, cc, env, pass, had);
+    }
+
+    /// Record one instance of rule `k` and feed the rules that consume its instances.
+    fn emit(
+        &self,
+        k: usize,
+        sev: f64,
+        cc: bool,
+        env: &mut [Value],
+        pass: &mut LocPass,
+        had: &[Vec<(u32, u32)>],
+    ) {
+        if sev.is_nan() || sev <= 0.0 {
+            return; // §4.1.1
+        }
+        let rule = &self.rs.rules[k];
+        let none = |_: u16| 0.0;
+        let ctx = self.ctx(&[], &[], &[], had, &none);
+        let Some(at_e) = &rule.at else { return };
+        let at = ctx.eval(at_e, env);
+        let Some((cnode, loc)) = self.cnode_of(at) else {
+            return;
+        };
+        pass.out.push(Contribution {
+            rule: k as u16,
+            cnode,
+            loc,
+            value: sev,
+            cc,
+        });
+        env[rule.at_slot as usize] = at;
+        env[rule.value_slot as usize] = Value::Num(sev);
+        for &f in &self.fed[k] {
+            let mut e2 = env.to_vec();
+            e2.resize(self.rs.rules[f].slots as usize, Value::None);
+            self.fire(f, &mut e2, pass, had);
+        }
+        for &q in &self.queued[k] {
+            let size = self.rs.rules[q].queue.as_ref().map_or(0, |q| q.size);
+            let qu = pass.queues.entry(q).or_default();
+            if qu.len() >= size {
+                qu.pop_front();
+            }
+            qu.push_back(env.to_vec());
+        }
+    }
+
+    /// Give queue consumers their chance at the current trigger (e.g. wrong-order late sender).
+    fn consume(&self, k: usize, env: &[Value], pass: &mut LocPass, had: &[Vec<(u32, u32)>]) {
+        let rule = &self.rs.rules[k];
+        let Some(q) = &rule.queue else { return };
+        let Some(mut items) = pass.queues.remove(&k) else {
+            return;
+        };
+        let items_v: Vec<Vec<Value>> = items.drain(..).collect();
+        let none = |_: u16| 0.0;
+        let mut keep = VecDeque::new();
+        let mut taken = Vec::new();
+        {
+            let ctx = self.ctx(&[], &[], &items_v, had, &none);
+            for (i, item) in items_v.iter().enumerate() {
+                let mut e = env.to_vec();
+                e.resize(rule.slots as usize, Value::None);
+                e[q.slot as usize] = Value::Item(i as u32);
+                if ctx.eval(&q.take, &mut e).bool() {
+                    taken.push((i, e));
+                } else {
+                    keep.push_back(item.clone());
+                }
+            }
+        }
+        for (i, mut e) in taken {
+            let ctx = self.ctx(&[], &[], &items_v, had, &none);
+            if !self.prelude(rule, &ctx, &mut e) {
+                continue;
+            }
+            let Some(sev_e) = &rule.severity else {
+                continue;
+            };
+            let sev = ctx.eval(sev_e, &mut e).num();
+            let cc = rule
+                .violation
+                .as_ref()
+                .is_some_and(|v| ctx.eval(v, &mut e).bool());
+            // resolve B.* now: the emitted instance must not refer to the queue any more
+            let at = rule.at.as_ref().map(|a| ctx.eval(a, &mut e));
+            let _ = i;
+            if sev.is_nan() || sev <= 0.0 {
+                continue;
+            }
+            let Some((cnode, loc)) = at.and_then(|a| self.cnode_of(a)) else {
+                continue;
+            };
+            pass.out.push(Contribution {
+                rule: k as u16,
+                cnode,
+                loc,
+                value: sev,
+                cc,
+            });
+            e[rule.at_slot as usize] = at.unwrap_or(Value::None);
+            e[rule.value_slot as usize] = Value::Num(sev);
+            for &f in &self.fed[k] {
+                let mut e2 = e.clone();
+                e2.resize(self.rs.rules[f].slots as usize, Value::None);
+                // fed rules read B.* through the queue: evaluate with the same items
+                let ctx2 = self.ctx(&[], &[], &items_v, had, &none);
+                let fr = &self.rs.rules[f];
+                if !self.prelude(fr, &ctx2, &mut e2) {
+                    continue;
+                }
+                let Some(se) = &fr.severity else { continue };
+                let s2 = ctx2.eval(se, &mut e2).num();
+                if s2.is_nan() || s2 <= 0.0 {
+                    continue;
+                }
+                let Some(ae) = &fr.at else { continue };
+                let Some((c2, l2)) = self.cnode_of(ctx2.eval(ae, &mut e2)) else {
+                    continue;
+                };
+                pass.out.push(Contribution {
+                    rule: f as u16,
+                    cnode: c2,
+                    loc: l2,
+                    value: s2,
+                    cc,
+                });
+            }
+        }
+        pass.queues.insert(k, keep);
+    }
+
+    /// Close the groups whose key call ends at event `i` of location `l` (or all, at the end).
+    fn flush_groups(&self, l: u32, i: Option<u32>, pass: &mut LocPass, had: &[Vec<(u32, u32)>]) {
+        let st = &self.replay.locations[l as usize];
+        let mut closing: Vec<(usize, u32)> = pass
+            .groups
+            .keys()
+            .filter(|(_, key)| i.is_none_or(|i| st.exitptr[*key as usize] == i))
+            .copied()
+            .collect();
+        closing.sort_unstable();
+        for key in closing {
+            if let Some((sev, mut env, cc)) = pass.groups.remove(&key) {
+                if sev > 0.0 {
+                    pass.had.push((key.0, l, key.1));
+                }
+                self.emit(key.0, sev, cc, &mut env, pass, had);
+            }
+        }
+    }
+}
+
+/// Run every rule over the replay.
+pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
+    let mut interner = rs.interner.clone();
+    let regions: RegionStrings = trace
+        .defs
+        .regions
+        .iter()
+        .map(|r| {
+            let (class, mode) = classify::classify(r);
+            [
+                interner.intern(&r.name),
+                interner.intern(r.paradigm.name()),
+                interner.intern(r.role.name()),
+                interner.intern(class),
+                interner.intern(mode),
+            ]
+        })
+        .collect();
+    let mut kind_names = [0u32; 256];
+    for k in EventKind::ALL {
+        kind_names[k as usize] = interner.intern(k.name());
+    }
+    let op_names: Vec<u32> = (0..=255u8)
+        .map(|op| interner.intern(classify::collective_op_name(op)))
+        .collect();
+    let nrules = rs.rules.len();
+    let mut fed = vec![Vec::new(); nrules];
+    let mut queued = vec![Vec::new(); nrules];
+    for (k, r) in rs.rules.iter().enumerate() {
+        if r.on == Trigger::Rule {
+            if let Some(of) = r.of {
+                fed[of as usize].push(k);
+            }
+        }
+        if let Some(q) = &r.queue {
+            queued[q.of as usize].push(k);
+        }
+    }
+    let setup = Setup {
+        trace,
+        replay,
+        rs: &rs,
+        strings: interner.strings.clone(),
+        regions,
+        kind_names,
+        fed,
+        queued,
+    };
+    let nloc = trace.events.len();
+    let ncnode = replay.tree.len();
+    let mut values: Vec<Vec<f64>> = vec![Vec::new(); nrules];
+    let mut stats: Vec<HashMap<u32, FindingStats>> = vec![HashMap::new(); nrules];
+    let mut violations = Violations::default();
+    let mut add = |values: &mut Vec<Vec<f64>>, c: &Contribution| {
+        let v = &mut values[c.rule as usize];
+        if v.is_empty() {
+            v.resize(ncnode * nloc, 0.0);
+        }
+        v[c.cnode as usize * nloc + c.loc as usize] += c.value;
+        let s = stats[c.rule as usize].entry(c.cnode).or_default();
+        s.n += 1;
+        if c.cc {
+            s.sev_cc += c.value;
+        }
+    };
+    let by_trigger =
+        |t: Trigger| -> Vec<usize> { (0..nrules).filter(|&k| rs.rules[k].on == t).collect() };
+
+    // Call paths: class time, visits.
+    let cp_rules = by_trigger(Trigger::Callpath);
+    let none = |_: u16| 0.0;
+    for &k in &cp_rules {
+        let rule = &rs.rules[k];
+        let contribs: Vec<Contribution> = (0..nloc)
+            .into_par_iter()
+            .flat_map_iter(|l| {
+                let st = &replay.locations[l];
+                let ctx = setup.ctx(&[], &[], &[], &[], &none);
+                let mut out = Vec::new();
+                let mut env = vec![Value::None; rule.slots as usize];
+                for c in 0..ncnode {
+                    if st.visits[c] == 0 && st.time[c] == 0 {
+                        continue;
+                    }
+                    let crate::replay::calltree::Callee::Region(r) = replay.tree.nodes[c].callee
+                    else {
+                        continue;
+                    };
+                    env[0] = Value::Num(st.time[c] as f64 / trace.timer_resolution as f64);
+                    env[1] = Value::Num(st.visits[c] as f64);
+                    env[2] = Value::Region(r);
+                    if !setup.prelude(rule, &ctx, &mut env) {
+                        continue;
+                    }
+                    let v = rule
+                        .severity
+                        .as_ref()
+                        .map_or(0.0, |s| ctx.eval(s, &mut env).num());
+                    if v > 0.0 {
+                        out.push(Contribution {
+                            rule: k as u16,
+                            cnode: c as u32,
+                            loc: l as u32,
+                            value: v,
+                            cc: false,
+                        });
+                    }
+                }
+                out
+            })
+            .collect();
+        for c in &contribs {
+            add(&mut values, c);
+        }
+    }
+
+    // Events, receives, sends: one pass per location in event order (§5.5 passes B, C).
+    let ev_rules = by_trigger(Trigger::Event);
+    let recv_rules = by_trigger(Trigger::Receive);
+    let send_rules = by_trigger(Trigger::Send);
+    let run_pass =
+        |rules_here: &[usize], trigger: Trigger, had: &[Vec<(u32, u32)>]| -> Vec<LocPass> {
+            (0..nloc)
+                .into_par_iter()
+                .map(|l| {
+                    let ev = &trace.events[l];
+                    let links = &replay.msg_links[l];
+                    let mut pass = LocPass::default();
+                    for i in 0..ev.len() {
+                        let kind = ev.kind[i];
+                        if kind == EventKind::Leave && !pass.groups.is_empty() {
+                            setup.flush_groups(l as u32, Some(i as u32), &mut pass, had);
+                        }
+                        let bind: Option<[Value; 4]> = match trigger {
+                            Trigger::Event => Some([
+                                Value::Event(l as u32, i as u32),
+                                Value::None,
+                                Value::None,
+                                Value::None,
+                            ]),
+                            Trigger::Receive
+                                if matches!(kind, EventKind::MpiRecv | EventKind::MpiIrecv) =>
+                            {
+                                let p = links.partner[ev.arg[i] as usize];
+                                p.is_some().then(|| {
+                                    let r = Value::Event(l as u32, i as u32);
+                                    let s = Value::Event(p.loc, p.event);
+                                    let ts = trace.events[p.loc as usize].time[p.event as usize];
+                                    if ts > ev.time[i] {
+                                        pass.p2p_violations += 1; // §7.1, once per message
+                                    }
+                                    [r, s, Value::None, Value::None]
+                                })
+                            }
+                            Trigger::Send
+                                if matches!(kind, EventKind::MpiSend | EventKind::MpiIsend) =>
+                            {
+                                let k = ev.arg[i] as usize;
+                                let p = links.partner[k];
+                                if !p.is_some() || links.cancelled[k] {
+                                    None
+                                } else {
+                                    let c = if kind == EventKind::MpiSend {
+                                        i as u32
+                                    } else {
+                                        links.request_event[k]
+                                    };
+                                    let rev = &trace.events[p.loc as usize];
+                                    let q = if rev.kind[p.event as usize] == EventKind::MpiRecv {
+                                        p.event
+                                    } else {
+                                        replay.msg_links[p.loc as usize].request_event
+                                            [rev.arg[p.event as usize] as usize]
+                                    };
+                                    (c != NONE && q != NONE).then_some({
+                                        [
+                                            Value::Event(l as u32, i as u32),
+                                            Value::Event(p.loc, p.event),
+                                            Value::Event(l as u32, c),
+                                            Value::Event(p.loc, q),
+                                        ]
+                                    })
+                                }
+                            }
+                            _ => None,
+                        };
+                        let Some(bind) = bind else { continue };
+                        for &k in rules_here {
+                            let rule = &rs.rules[k];
+                            if trigger == Trigger::Event && !rule.kinds.contains(&kind) {
+                                continue;
+                            }
+                            let mut env = vec![Value::None; rule.slots as usize];
+                            let n = match trigger {
+                                Trigger::Receive => 2,
+                                Trigger::Send => 4,
+                                _ => 1,
+                            };
+                            env[..n].copy_from_slice(&bind[..n]);
+                            if rule.queue.is_some() {
+                                setup.consume(k, &env, &mut pass, had);
+                            } else {
+                                setup.fire(k, &mut env, &mut pass, had);
+                            }
+                        }
+                    }
+                    setup.flush_groups(l as u32, None, &mut pass, had);
+                    pass
+                })
+                .collect()
+        };
+    let mut had: Vec<Vec<(u32, u32)>> = vec![Vec::new(); nrules];
+    for (rules_here, trigger) in [
+        (&ev_rules, Trigger::Event),
+        (&recv_rules, Trigger::Receive),
+        (&send_rules, Trigger::Send),
+    ] {
+        if rules_here.is_empty() {
+            continue;
+        }
+        let passes = run_pass(rules_here, trigger, &had);
+        for p in &passes {
+            for c in &p.out {
+                add(&mut values, c);
+            }
+            violations.p2p += p.p2p_violations;
+        }
+        for p in passes {
+            for (k, l, e) in p.had {
+                had[k].push((l, e));
+            }
+        }
+        for h in had.iter_mut() {
+            h.sort_unstable();
+        }
+    }
+
+    // Collective and world-call instances (§5.5 pass D).
+    let coll_rules = by_trigger(Trigger::Collective);
+    let world_rules = by_trigger(Trigger::WorldCall);
+    let begin_of = |l: u32, end: u32| -> f64 {
+        // COLL_BEGIN inside the same call, else the call's ENTER (§4.1.5)
+        let ev = &trace.events[l as usize];
+        let st = &replay.locations[l as usize];
+        let enter = st.enterptr[end as usize];
+        let mut j = end as usize;
+        while j > 0 && enter != NONE && j > enter as usize {
+            j -= 1;
+            if ev.kind[j] == EventKind::MpiCollectiveBegin && st.enterptr[j] == enter {
+                return setup.ctx(&[], &[], &[], &[], &none).seconds(l, j as u32);
+            }
+        }
+        let b = if enter == NONE { end } else { enter };
+        setup.ctx(&[], &[], &[], &[], &none).seconds(l, b)
+    };
+    let mut instances: Vec<(Vec<Member>, [Value; 3])> = Vec::new();
+    if !coll_rules.is_empty() {
+        for inst in &replay.instances {
+            let mut members = Vec::with_capacity(inst.members.len());
+            let mut op = 0;
+            let mut root = u32::MAX;
+            for (rank, m) in inst.members.iter().enumerate() {
+                let Some(c) = trace.events[m.loc as usize].coll(m.event as usize) else {
+                    continue;
+                };
+                op = c.op;
+                root = c.root;
+                members.push(Member {
+                    loc: m.loc,
+                    event: m.event,
+                    begin: begin_of(m.loc, m.event),
+                    end: setup.ctx(&[], &[], &[], &[], &none).seconds(m.loc, m.event),
+                    sent: c.sent as f64,
+                    recv: c.received as f64,
+                    rank: rank as u32,
+                });
+            }
+            let root_v = if root >= 0xFFFF_FFFD {
+                -1.0
+            } else {
+                root as f64
+            };
+            instances.push((
+                members,
+                [
+                    Value::Str(op_names[op as usize]),
+                    Value::Num(inst.members.len() as f64),
+                    Value::Num(root_v),
+                ],
+            ));
+        }
+    }
+    let run_instances = |rule_ids: &[usize],
+                         insts: &[(Vec<Member>, [Value; 3])],
+                         nbind: usize|
+     -> (Vec<Contribution>, u64) {
+        let per: Vec<(Vec<Contribution>, u64)> = insts
+            .par_iter()
+            .map(|(members, bind)| {
+                let mut out = Vec::new();
+                let mut violated = vec![false; members.len()];
+                for &k in rule_ids {
+                    let rule = &rs.rules[k];
+                    let mut env = vec![Value::None; rule.slots as usize];
+                    env[..nbind].copy_from_slice(&bind[..nbind]);
+                    let mut member_vals =
+                        vec![vec![Value::None; rule.member_slots as usize]; members.len()];
+                    let mut skip = false;
+                    for l in &rule.lets {
+                        match l {
+                            Let::Inst(s, e) => {
+                                let ctx = setup.ctx(members, &member_vals, &[], &[], &none);
+                                env[*s as usize] = ctx.eval(e, &mut env);
+                            }
+                            Let::Member { slot, var, expr } => {
+                                let vals: Vec<Value> = (0..members.len())
+                                    .map(|m| {
+                                        let ctx = setup.ctx(members, &member_vals, &[], &[], &none);
+                                        env[*var as usize] = Value::Member(m as u32);
+                                        ctx.eval(expr, &mut env)
+                                    })
+                                    .collect();
+                                for (m, v) in vals.into_iter().enumerate() {
+                                    member_vals[m][*slot as usize] = v;
+                                }
+                            }
+                        }
+                    }
+                    let ctx = setup.ctx(members, &member_vals, &[], &[], &none);
+                    if let Some(w) = &rule.when {
+                        skip = !ctx.eval(w, &mut env).bool();
+                    }
+                    if skip {
+                        continue;
+                    }
+                    let mut touched = false;
+                    let mut mine = Vec::new();
+                    for (m, member_violated) in violated.iter_mut().enumerate() {
+                        if let Some(mv) = rule.member_var {
+                            env[mv as usize] = Value::Member(m as u32);
+                        }
+                        if rule
+                            .for_members
+                            .as_ref()
+                            .is_some_and(|f| !ctx.eval(f, &mut env).bool())
+                        {
+                            continue;
+                        }
+                        if rule
+                            .violation
+                            .as_ref()
+                            .is_some_and(|v| ctx.eval(v, &mut env).bool())
+                        {
+                            touched = true;
+                            *member_violated = true;
+                        }
+                        let sev = rule
+                            .severity
+                            .as_ref()
+                            .map_or(0.0, |s| ctx.eval(s, &mut env).num());
+                        if sev.is_nan() || sev <= 0.0 {
+                            continue;
+                        }
+                        let at = rule
+                            .at
+                            .as_ref()
+                            .map_or(Value::None, |a| ctx.eval(a, &mut env));
+                        if let Some((cnode, loc)) = setup.cnode_of(at) {
+                            mine.push(Contribution {
+                                rule: k as u16,
+                                cnode,
+                                loc,
+                                value: sev,
+                                cc: false,
+                            });
+                        }
+                    }
+                    // §6.2: an instance with any violated member is touched as a whole
+                    for c in &mut mine {
+                        c.cc = touched;
+                    }
+                    out.extend(mine);
+                }
+                (out, violated.iter().filter(|&&v| v).count() as u64)
+            })
+            .collect();
+        let ccv = per.iter().map(|p| p.1).sum();
+        (per.into_iter().flat_map(|p| p.0).collect(), ccv)
+    };
+    if !coll_rules.is_empty() {
+        let (c, v) = run_instances(&coll_rules, &instances, 3);
+        for x in &c {
+            add(&mut values, x);
+        }
+        violations.collective += v;
+    }
+    for &k in &world_rules {
+        let class = rs.rules[k].class.clone().unwrap_or_default();
+        let mut members = Vec::new();
+        let mut ranked: Vec<(u32, usize)> = trace
+            .defs
+            .locations
+            .iter()
+            .enumerate()
+            .filter_map(|(l, loc)| loc.rank.map(|r| (r, l)))
+            .collect();
+        ranked.sort_unstable();
+        for (rank, l) in ranked {
+            let ev = &trace.events[l];
+            let st = &replay.locations[l];
+            let first = (0..ev.len()).find(|&i| {
+                ev.kind[i] == EventKind::Enter
+                    && setup.strings[setup.regions[ev.arg[i] as usize][3] as usize] == class
+            });
+            let Some(i) = first else { continue };
+            let ctx = setup.ctx(&[], &[], &[], &[], &none);
+            let leave = st.exitptr[i];
+            members.push(Member {
+                loc: l as u32,
+                event: i as u32,
+                begin: ctx.seconds(l as u32, i as u32),
+                end: ctx.seconds(l as u32, if leave == NONE { i as u32 } else { leave }),
+                sent: 0.0,
+                recv: 0.0,
+                rank,
+            });
+        }
+        let n = members.len() as f64;
+        let insts = vec![(members, [Value::Num(n), Value::None, Value::None])];
+        let (c, v) = run_instances(&[k], &insts, 1);
+        for x in &c {
+            add(&mut values, x);
+        }
+        violations.collective += v;
+    }
+
+    // Sums and derived metrics, children and dependencies first (§1).
+    let ids: Vec<&str> = rs.rules.iter().map(|r| r.info.id.as_str()).collect();
+    let children: Vec<Vec<usize>> = (0..nrules)
+        .map(|k| {
+            (0..nrules)
+                .filter(|&c| rs.rules[c].info.parent.as_deref() == Some(ids[k]))
+                .collect()
+        })
+        .collect();
+    let mut done: Vec<bool> = rs
+        .rules
+        .iter()
+        .map(|r| !matches!(r.on, Trigger::Sum | Trigger::Derived))
+        .collect();
+    loop {
+        let mut progressed = false;
+        for k in 0..nrules {
+            if done[k] {
+                continue;
+            }
+            let rule = &rs.rules[k];
+            let deps: Vec<usize> = match rule.on {
+                Trigger::Sum => children[k].clone(),
+                _ => rule.uses_metrics.iter().map(|&m| m as usize).collect(),
+            };
+            if !deps.iter().all(|&d| done[d]) {
+                continue;
+            }
+            let mut v = vec![0.0; ncnode * nloc];
+            if rule.on == Trigger::Sum {
+                for &d in &deps {
+                    if !values[d].is_empty() {
+                        for (a, b) in v.iter_mut().zip(&values[d]) {
+                            *a += b;
+                        }
+                    }
+                }
+            } else if let Some(e) = &rule.value {
+                let vals = &values;
+                v.par_iter_mut().enumerate().for_each(|(idx, out)| {
+                    let metric = |m: u16| vals[m as usize].get(idx).copied().unwrap_or(0.0);
+                    let ctx = setup.ctx(&[], &[], &[], &[], &metric);
+                    let mut env = vec![Value::None; rule.slots.max(1) as usize];
+                    let x = ctx.eval(e, &mut env).num();
+                    // §1.3 comp: rounding residue in (−1e-12, 0) is stored as 0
+                    *out = if x.is_nan() || (x < 0.0 && x > -1e-12) {
+                        0.0
+                    } else {
+                        x
+                    };
+                });
+            }
+            values[k] = v;
+            done[k] = true;
+            progressed = true;
+        }
+        if !progressed {
+            break;
+        }
+    }
+
+    // Report order: depth-first over the metric tree, siblings by `order`; metrics of a
+    // paradigm the trace lacks are omitted with their subtree (§1.1.6).
+    let has_paradigm = |p: &str| {
+        let want = match p {
+            "mpi" => Paradigm::MPI,
+            "openmp" => Paradigm::OPENMP,
+            _ => return true,
+        };
+        trace.defs.regions.iter().any(|r| r.paradigm == want)
+    };
+    let mut roots: Vec<usize> = (0..nrules)
+        .filter(|&k| rs.rules[k].info.parent.is_none())
+        .collect();
+    let sort = |v: &mut Vec<usize>| v.sort_by_key(|&k| (rs.rules[k].info.order, k));
+    sort(&mut roots);
+    let mut order = Vec::new();
+    let mut stack: Vec<usize> = roots.into_iter().rev().collect();
+    while let Some(k) = stack.pop() {
+        if rs.rules[k]
+            .info
+            .paradigm
+            .as_deref()
+            .is_some_and(|p| !has_paradigm(p))
+        {
+            continue;
+        }
+        order.push(k);
+        let mut kids = children[k].clone();
+        sort(&mut kids);
+        stack.extend(kids.into_iter().rev());
+    }
+    for v in values.iter_mut() {
+        if v.is_empty() {
+            v.resize(ncnode * nloc, 0.0);
+        }
+    }
+    Analysis {
+        order,
+        values,
+        stats,
+        violations,
+        nloc,
+        ncnode,
+        rules: rs,
+    }
+}

@@ -1,0 +1,562 @@
+//! Type checking and compilation of rule expressions into `Expr` trees: names resolved to
+//! slots, fields and functions to enum variants, regular expressions compiled once — nothing
+//! is looked up by string while a rule runs.
+
+use super::parse::{Ast, LangError, Pos};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Type {
+    Num,
+    Bool,
+    Str,
+    Event,
+    Region,
+    /// A member of a collective instance.
+    Member,
+    /// A queued instance of another rule; its index says which rule's bindings it carries.
+    Item(u16),
+    StrList,
+    NumList,
+}
+
+impl Type {
+    pub fn name(self) -> &'static str {
+        match self {
+            Type::Num => "number",
+            Type::Bool => "boolean",
+            Type::Str => "string",
+            Type::Event => "event",
+            Type::Region => "region",
+            Type::Member => "member",
+            Type::Item(_) => "rule instance",
+            Type::StrList => "list of strings",
+            Type::NumList => "list of numbers",
+        }
+    }
+}
+
+/// A runtime value. `Str` holds an interned string id; `None` is an absent pointer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value {
+    Num(f64),
+    Bool(bool),
+    Str(u32),
+    Event(u32, u32),
+    Region(u32),
+    Member(u32),
+    Item(u32),
+    None,
+}
+
+impl Value {
+    #[inline]
+    pub fn num(self) -> f64 {
+        match self {
+            Value::Num(v) => v,
+            _ => f64::NAN,
+        }
+    }
+
+    #[inline]
+    pub fn bool(self) -> bool {
+        matches!(self, Value::Bool(true))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    Time,
+    Enter,
+    Leave,
+    Call,
+    Bytes,
+    Tag,
+    Rank,
+    Kind,
+    Send,
+    Recv,
+    Sent,
+    Received,
+    RegionName,
+    RegionParadigm,
+    RegionRole,
+    RegionClass,
+    RegionMode,
+    MemberBegin,
+    MemberEnd,
+    MemberSent,
+    MemberRecv,
+    MemberRank,
+    MemberEvent,
+    /// A per-member binding (`m.sync`), by slot.
+    MemberLet(u16),
+    /// A binding of the rule a queued instance came from, by slot.
+    ItemSlot(u16),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Func {
+    Pos,
+    Min,
+    Max,
+    Abs,
+    Matches(usize),
+    /// `had(rule, event)`: rule had a positive candidate in the group keyed by `event`.
+    Had(u16),
+    /// `metric(id)`: the value of another metric at this call path and location.
+    Metric(u16),
+    Exists,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Agg {
+    Max,
+    Min,
+    Sum,
+    Count,
+    Any,
+    All,
+    ArgMax,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+    And,
+    Or,
+}
+
+#[derive(Clone, Debug)]
+pub enum Expr {
+    Const(Value),
+    Slot(u16),
+    Field(Box<Expr>, Field),
+    Call(Func, Vec<Expr>),
+    /// Over the members of the current collective instance; `slot` holds the member.
+    Agg {
+        op: Agg,
+        slot: u16,
+        cond: Option<Box<Expr>>,
+        body: Box<Expr>,
+    },
+    Not(Box<Expr>),
+    Neg(Box<Expr>),
+    Bin(BinOp, Box<Expr>, Box<Expr>),
+    If(Box<Expr>, Box<Expr>, Box<Expr>),
+    In(Box<Expr>, Vec<Value>),
+}
+
+/// What names mean while compiling one rule.
+pub struct Scope<'a> {
+    /// (name, type, slot)
+    pub vars: Vec<(String, Type, u16)>,
+    /// Per-member bindings: (name, type, slot in the member table)
+    pub member_lets: Vec<(String, Type, u16)>,
+    /// Whether `members` (a collective instance) is available.
+    pub has_members: bool,
+    /// Bindings of the rules whose instances may appear as `Item(k)`: (name, type, slot).
+    pub item_vars: &'a [Vec<(String, Type, u16)>],
+    pub interner: &'a mut Interner,
+    pub regexes: &'a mut Vec<regex::Regex>,
+    /// Rule ids `had()` may name, and metric ids `metric()` may name.
+    pub rule_ids: &'a [String],
+    pub metric_ids: &'a [String],
+    /// Rules this expression refers to (for the evaluation order).
+    pub uses_rules: Vec<u16>,
+    pub uses_metrics: Vec<u16>,
+    /// Environment slots handed out so far.
+    pub slots: u16,
+}
+
+impl Scope<'_> {
+    /// Bind a name to a fresh slot.
+    pub fn declare(&mut self, name: &str, t: Type) -> u16 {
+        let s = self.slots;
+        self.slots += 1;
+        self.vars.push((name.to_string(), t, s));
+        s
+    }
+}
+
+/// Interned strings: region names, paradigms, classes and literals share one table.
+#[derive(Clone, Debug, Default)]
+pub struct Interner {
+    pub strings: Vec<String>,
+    index: std::collections::HashMap<String, u32>,
+}
+
+impl Interner {
+    pub fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.strings.len() as u32;
+        self.strings.push(s.to_string());
+        self.index.insert(s.to_string(), i);
+        i
+    }
+
+    pub fn get(&self, i: u32) -> &str {
+        &self.strings[i as usize]
+    }
+}
+
+fn err<T>(pos: Pos, msg: impl Into<String>) -> Result<T, LangError> {
+    Err(LangError {
+        pos,
+        msg: msg.into(),
+    })
+}
+
+fn field_of(t: Type, name: &str, scope: &Scope) -> Option<(Field, Type)> {
+    use Field::*;
+    Some(match (t, name) {
+        (Type::Event, "time") => (Time, Type::Num),
+        (Type::Event, "enter") => (Enter, Type::Event),
+        (Type::Event, "leave") => (Leave, Type::Event),
+        (Type::Event, "call") => (Call, Type::Region),
+        (Type::Event, "bytes") => (Bytes, Type::Num),
+        (Type::Event, "tag") => (Tag, Type::Num),
+        (Type::Event, "rank") => (Rank, Type::Num),
+        (Type::Event, "kind") => (Kind, Type::Str),
+        (Type::Event, "send") => (Send, Type::Event),
+        (Type::Event, "recv") => (Recv, Type::Event),
+        (Type::Event, "sent") => (Sent, Type::Num),
+        (Type::Event, "received") => (Received, Type::Num),
+        (Type::Region, "name") => (RegionName, Type::Str),
+        (Type::Region, "paradigm") => (RegionParadigm, Type::Str),
+        (Type::Region, "role") => (RegionRole, Type::Str),
+        (Type::Region, "class") => (RegionClass, Type::Str),
+        (Type::Region, "mode") => (RegionMode, Type::Str),
+        (Type::Member, "begin") => (MemberBegin, Type::Num),
+        (Type::Member, "end") => (MemberEnd, Type::Num),
+        (Type::Member, "sent") => (MemberSent, Type::Num),
+        (Type::Member, "recv") => (MemberRecv, Type::Num),
+        (Type::Member, "rank") => (MemberRank, Type::Num),
+        (Type::Member, "event") => (MemberEvent, Type::Event),
+        (Type::Member, n) => {
+            let (_, t, s) = scope.member_lets.iter().find(|(x, _, _)| x == n)?;
+            (MemberLet(*s), *t)
+        }
+        (Type::Item(k), n) => {
+            let (_, t, s) = scope
+                .item_vars
+                .get(k as usize)?
+                .iter()
+                .find(|(x, _, _)| x == n)?;
+            (ItemSlot(*s), *t)
+        }
+        _ => return None,
+    })
+}
+
+fn fields_of(t: Type, scope: &Scope) -> String {
+    let base: &[&str] = match t {
+        Type::Event => &[
+            "time", "enter", "leave", "call", "bytes", "tag", "rank", "kind", "send", "recv",
+            "sent", "received",
+        ],
+        Type::Region => &["name", "paradigm", "role", "class", "mode"],
+        Type::Member => &["begin", "end", "sent", "recv", "rank", "event"],
+        _ => &[],
+    };
+    let mut v: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+    match t {
+        Type::Member => v.extend(scope.member_lets.iter().map(|x| x.0.clone())),
+        Type::Item(k) => {
+            if let Some(vars) = scope.item_vars.get(k as usize) {
+                v.extend(vars.iter().map(|x| x.0.clone()));
+            }
+        }
+        _ => {}
+    }
+    v.join(", ")
+}
+
+/// Compile an expression, checking it has type `want` (if given).
+pub fn compile(
+    ast: &Ast,
+    scope: &mut Scope,
+    want: Option<Type>,
+) -> Result<(Expr, Type), LangError> {
+    let (e, t) = compile_any(ast, scope)?;
+    if let Some(w) = want {
+        if t != w {
+            return err(
+                ast.pos(),
+                format!("expected a {}, this is a {}", w.name(), t.name()),
+            );
+        }
+    }
+    Ok((e, t))
+}
+
+fn compile_any(ast: &Ast, scope: &mut Scope) -> Result<(Expr, Type), LangError> {
+    Ok(match ast {
+        Ast::Num(v, _) => (Expr::Const(Value::Num(*v)), Type::Num),
+        Ast::Bool(v, _) => (Expr::Const(Value::Bool(*v)), Type::Bool),
+        Ast::Str(s, _) => (Expr::Const(Value::Str(scope.interner.intern(s))), Type::Str),
+        Ast::List(_, p) => return err(*p, "a list can only stand after `in`"),
+        Ast::Var(name, p) => match scope.vars.iter().rev().find(|(n, _, _)| n == name) {
+            Some((_, t, s)) => (Expr::Slot(*s), *t),
+            None => {
+                let known: Vec<&str> = scope.vars.iter().map(|v| v.0.as_str()).collect();
+                return err(
+                    *p,
+                    format!("unknown name `{name}`; known here: {}", known.join(", ")),
+                );
+            }
+        },
+        Ast::Field(base, f, p) => {
+            let (e, t) = compile_any(base, scope)?;
+            match field_of(t, f, scope) {
+                Some((field, ft)) => (Expr::Field(Box::new(e), field), ft),
+                None => {
+                    return err(
+                        *p,
+                        format!(
+                            "a {} has no field `{f}`; it has: {}",
+                            t.name(),
+                            fields_of(t, scope)
+                        ),
+                    )
+                }
+            }
+        }
+        Ast::Unary('!', x, p) => {
+            let (e, t) = compile_any(x, scope)?;
+            if t != Type::Bool {
+                return err(*p, format!("`!` needs a boolean, this is a {}", t.name()));
+            }
+            (Expr::Not(Box::new(e)), Type::Bool)
+        }
+        Ast::Unary(_, x, p) => {
+            let (e, t) = compile_any(x, scope)?;
+            if t != Type::Num {
+                return err(*p, format!("`-` needs a number, this is a {}", t.name()));
+            }
+            (Expr::Neg(Box::new(e)), Type::Num)
+        }
+        Ast::If(c, a, b, p) => {
+            let (ce, _) = compile(c, scope, Some(Type::Bool))?;
+            let (ae, at) = compile_any(a, scope)?;
+            let (be, bt) = compile_any(b, scope)?;
+            if at != bt {
+                return err(
+                    *p,
+                    format!(
+                        "the branches of `if` differ: {} and {}",
+                        at.name(),
+                        bt.name()
+                    ),
+                );
+            }
+            (Expr::If(Box::new(ce), Box::new(ae), Box::new(be)), at)
+        }
+        Ast::Binary("in", x, list, p) => {
+            let (xe, xt) = compile_any(x, scope)?;
+            let Ast::List(items, _) = &**list else {
+                return err(
+                    *p,
+                    "`in` needs a list literal on its right, like ['a', 'b']",
+                );
+            };
+            let mut vals = Vec::new();
+            for it in items {
+                let v = match (it, xt) {
+                    (Ast::Str(s, _), Type::Str) => Value::Str(scope.interner.intern(s)),
+                    (Ast::Num(n, _), Type::Num) => Value::Num(*n),
+                    _ => {
+                        return err(
+                            it.pos(),
+                            format!("list items must be {} literals", xt.name()),
+                        )
+                    }
+                };
+                vals.push(v);
+            }
+            (Expr::In(Box::new(xe), vals), Type::Bool)
+        }
+        Ast::Binary(op, a, b, p) => {
+            let (ae, at) = compile_any(a, scope)?;
+            let (be, bt) = compile_any(b, scope)?;
+            let (bop, operand, result) = match *op {
+                "+" => (BinOp::Add, Some(Type::Num), Type::Num),
+                "-" => (BinOp::Sub, Some(Type::Num), Type::Num),
+                "*" => (BinOp::Mul, Some(Type::Num), Type::Num),
+                "/" => (BinOp::Div, Some(Type::Num), Type::Num),
+                "<" => (BinOp::Lt, Some(Type::Num), Type::Bool),
+                "<=" => (BinOp::Le, Some(Type::Num), Type::Bool),
+                ">" => (BinOp::Gt, Some(Type::Num), Type::Bool),
+                ">=" => (BinOp::Ge, Some(Type::Num), Type::Bool),
+                "&&" => (BinOp::And, Some(Type::Bool), Type::Bool),
+                "||" => (BinOp::Or, Some(Type::Bool), Type::Bool),
+                "==" => (BinOp::Eq, None, Type::Bool),
+                _ => (BinOp::Ne, None, Type::Bool),
+            };
+            match operand {
+                Some(o) if at != o || bt != o => {
+                    return err(
+                        *p,
+                        format!(
+                            "`{op}` needs two {}s, found {} and {}",
+                            o.name(),
+                            at.name(),
+                            bt.name()
+                        ),
+                    )
+                }
+                None if at != bt => {
+                    return err(
+                        *p,
+                        format!("`{op}` compares a {} with a {}", at.name(), bt.name()),
+                    )
+                }
+                _ => {}
+            }
+            (Expr::Bin(bop, Box::new(ae), Box::new(be)), result)
+        }
+        Ast::Call(name, args, p) => compile_call(name, args, *p, scope)?,
+        Ast::Aggregate {
+            op,
+            var,
+            coll,
+            cond,
+            body,
+            pos,
+        } => {
+            if coll != "members" || !scope.has_members {
+                return err(*pos, format!("`{coll}` is not a collection here (only `members` of a collective instance is)"));
+            }
+            let agg = match op.as_str() {
+                "max" => Agg::Max,
+                "min" => Agg::Min,
+                "sum" => Agg::Sum,
+                "count" => Agg::Count,
+                "any" => Agg::Any,
+                "all" => Agg::All,
+                "argmax" => Agg::ArgMax,
+                _ => {
+                    return err(
+                        *pos,
+                        format!(
+                        "unknown aggregate `{op}`; known: max, min, sum, count, any, all, argmax"
+                    ),
+                    )
+                }
+            };
+            let slot = scope.declare(var, Type::Member);
+            let c = match cond {
+                Some(c) => Some(Box::new(compile(c, scope, Some(Type::Bool))?.0)),
+                None => None,
+            };
+            let body_want = match agg {
+                Agg::Count | Agg::Any | Agg::All => Type::Bool,
+                _ => Type::Num,
+            };
+            let (b, _) = compile(body, scope, Some(body_want))?;
+            scope.vars.pop();
+            let t = match agg {
+                Agg::Any | Agg::All => Type::Bool,
+                _ => Type::Num,
+            };
+            (
+                Expr::Agg {
+                    op: agg,
+                    slot,
+                    cond: c,
+                    body: Box::new(b),
+                },
+                t,
+            )
+        }
+    })
+}
+
+fn compile_call(
+    name: &str,
+    args: &[Ast],
+    p: Pos,
+    scope: &mut Scope,
+) -> Result<(Expr, Type), LangError> {
+    let arity = |n: usize| -> Result<(), LangError> {
+        if args.len() != n {
+            return err(
+                p,
+                format!("`{name}` takes {n} argument(s), found {}", args.len()),
+            );
+        }
+        Ok(())
+    };
+    let lit = |i: usize| -> Result<String, LangError> {
+        match &args[i] {
+            Ast::Str(s, _) => Ok(s.clone()),
+            a => err(a.pos(), format!("`{name}` needs a string literal here")),
+        }
+    };
+    Ok(match name {
+        "pos" | "abs" => {
+            arity(1)?;
+            let (e, _) = compile(&args[0], scope, Some(Type::Num))?;
+            let f = if name == "pos" { Func::Pos } else { Func::Abs };
+            (Expr::Call(f, vec![e]), Type::Num)
+        }
+        "min" | "max" => {
+            arity(2)?;
+            let (a, _) = compile(&args[0], scope, Some(Type::Num))?;
+            let (b, _) = compile(&args[1], scope, Some(Type::Num))?;
+            let f = if name == "min" { Func::Min } else { Func::Max };
+            (Expr::Call(f, vec![a, b]), Type::Num)
+        }
+        "matches" => {
+            arity(2)?;
+            let (a, _) = compile(&args[0], scope, Some(Type::Str))?;
+            let pat = lit(1)?;
+            let re = match regex::Regex::new(&pat) {
+                Ok(r) => r,
+                Err(e) => return err(args[1].pos(), format!("invalid regular expression: {e}")),
+            };
+            scope.regexes.push(re);
+            (Expr::Call(Func::Matches(scope.regexes.len() - 1), vec![a]), Type::Bool)
+        }
+        "exists" => {
+            arity(1)?;
+            let (a, _) = compile(&args[0], scope, Some(Type::Event))?;
+            (Expr::Call(Func::Exists, vec![a]), Type::Bool)
+        }
+        "had" => {
+            arity(2)?;
+            let id = lit(0)?;
+            let Some(k) = scope.rule_ids.iter().position(|r| *r == id) else {
+                return err(args[0].pos(), format!("no rule `{id}`"));
+            };
+            let (e, _) = compile(&args[1], scope, Some(Type::Event))?;
+            scope.uses_rules.push(k as u16);
+            (Expr::Call(Func::Had(k as u16), vec![e]), Type::Bool)
+        }
+        "metric" => {
+            arity(1)?;
+            let id = lit(0)?;
+            let Some(k) = scope.metric_ids.iter().position(|r| *r == id) else {
+                return err(args[0].pos(), format!("no metric `{id}`"));
+            };
+            scope.uses_metrics.push(k as u16);
+            (Expr::Call(Func::Metric(k as u16), vec![]), Type::Num)
+        }
+        _ => {
+            return err(
+                p,
+                format!("unknown function `{name}`; known: pos, abs, min, max, matches, exists, had, metric, and the aggregates max/min/sum/count/any/all/argmax(m in members: ...)"),
+            )
+        }
+    })
+}
