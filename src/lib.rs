@@ -18,6 +18,7 @@ pub mod error;
 pub mod formats;
 pub mod model;
 pub mod replay;
+pub mod report;
 pub mod rules;
 
 pub use error::{Error, Result};

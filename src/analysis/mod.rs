@@ -4,6 +4,7 @@
 
 pub mod classify;
 pub mod eval;
+pub mod scores;
 
 use crate::model::{EventKind, Paradigm, Trace};
 use crate::replay::calltree::NO_CNODE;

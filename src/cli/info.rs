@@ -289,7 +289,10 @@ pub fn run(path: &Path, json: bool, out: &mut dyn Write) -> crate::Result<()> {
     let info = Info::of(&trace);
     let res = if json {
         serde_json::to_writer_pretty(&mut *out, &info)
-            .map_err(std::io::Error::other)
+            .map_err(|e| match e.io_error_kind() {
+                Some(kind) => std::io::Error::from(kind),
+                None => std::io::Error::other(e),
+            })
             .and_then(|_| writeln!(out))
     } else {
         info.write_text(out)

@@ -1,6 +1,8 @@
 //! The command line: one module per subcommand. `main.rs` parses, this runs.
 
 pub mod info;
+pub mod rules;
+pub mod run;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -18,6 +20,11 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Analyse a trace: wait states ranked by significance, the metric tree, diagnostics.
+    Run(run::RunArgs),
+    /// The pattern rules: list, show, check.
+    #[command(subcommand)]
+    Rules(rules::RulesCommand),
     /// Describe a trace: format, producer, clock, system tree, locations, regions,
     /// communicators and event counts.
     Info {
@@ -33,5 +40,7 @@ pub enum Command {
 pub fn run(cli: Cli, out: &mut dyn std::io::Write) -> crate::Result<()> {
     match cli.command {
         Command::Info { trace, json } => info::run(&trace, json, out),
+        Command::Run(args) => run::run(&args, out),
+        Command::Rules(cmd) => rules::run(&cmd, out),
     }
 }

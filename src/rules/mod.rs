@@ -15,6 +15,11 @@ mod builtin {
     include!(concat!(env!("OUT_DIR"), "/builtin_rules.rs"));
 }
 
+/// How many rules are built in.
+pub fn builtin_count() -> usize {
+    builtin::BUILTIN.len()
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Unit {
@@ -593,8 +598,17 @@ fn compile_rule(
             unit: rf.unit,
             paradigm: rf.paradigm.clone(),
             order: rf.order,
-            description: rf.description.trim().to_string(),
-            diagnosis: rf.diagnosis.trim().to_string(),
+            // one paragraph each, however the TOML file wraps its lines
+            description: rf
+                .description
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
+            diagnosis: rf
+                .diagnosis
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
             source: src.path.clone(),
         },
         on: rf.on,

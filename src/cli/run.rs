@@ -1,0 +1,142 @@
+//! `perfexpert run TRACE`: read, replay, evaluate every rule, score, report.
+
+use crate::analysis::scores::{score, ScoreParams};
+use crate::error::{Error, Result};
+use crate::replay::Replay;
+use crate::report::text::TextOptions;
+use crate::report::Report;
+use crate::rules::RuleSet;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The trace: an OTF2 anchor file (traces.otf2) or the directory that holds it.
+    pub trace: PathBuf,
+    /// Output formats, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "text")]
+    pub format: Vec<Format>,
+    /// Write to this file (one format) or directory (several: report.txt, report.json).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Rule files or directories that add rules or override built-ins by id.
+    #[arg(long)]
+    pub rules: Vec<PathBuf>,
+    /// How many findings the text report lists.
+    #[arg(long, default_value_t = 5)]
+    pub top: usize,
+    /// Also print the call tree with inclusive time.
+    #[arg(long)]
+    pub call_tree: bool,
+    /// Also print the per-rank breakdown of this metric (e.g. mpi_latesender).
+    #[arg(long)]
+    pub metric: Option<String>,
+    /// No progress display.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+struct Progress(Option<indicatif::ProgressBar>);
+
+impl Progress {
+    fn new(quiet: bool) -> Progress {
+        if quiet || !std::io::stderr().is_terminal() {
+            return Progress(None);
+        }
+        let pb = indicatif::ProgressBar::new_spinner();
+        pb.enable_steady_tick(std::time::Duration::from_millis(120));
+        Progress(Some(pb))
+    }
+    fn stage(&self, s: &str) {
+        if let Some(pb) = &self.0 {
+            pb.set_message(s.to_string());
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if let Some(pb) = &self.0 {
+            pb.finish_and_clear();
+        }
+    }
+}
+
+pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
+    let progress = Progress::new(args.quiet);
+    progress.stage("loading rules");
+    let rules = RuleSet::load(&args.rules)?;
+    if let Some(m) = &args.metric {
+        if rules.index_of(m).is_none() {
+            return Err(Error::Usage(format!(
+                "--metric {m}: no such metric (see `perfexpert rules list`)"
+            )));
+        }
+    }
+    progress.stage("reading the trace");
+    let trace = crate::open(&args.trace)?;
+    progress.stage("replaying");
+    let replay = Replay::new(&trace);
+    progress.stage("evaluating the rules");
+    let analysis = crate::analysis::analyse(&trace, &replay, rules);
+    let params = ScoreParams::default();
+    let findings = score(&trace, &replay, &analysis, params);
+    let report = Report::build(&trace, &replay, &analysis, findings, params);
+    drop(progress);
+    let color = args.output.is_none()
+        && std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let text_opts = TextOptions {
+        top: args.top,
+        call_tree: args.call_tree,
+        metric: args.metric.clone(),
+        color,
+    };
+    let mut formats = args.format.clone();
+    formats.dedup();
+    let write = |f: Format, w: &mut dyn Write| -> std::io::Result<()> {
+        match f {
+            Format::Text => crate::report::text::write(&report, &text_opts, w),
+            Format::Json => report.write_json(w),
+        }
+    };
+    match &args.output {
+        None => {
+            for f in formats {
+                if let Err(e) = write(f, out) {
+                    if e.kind() == std::io::ErrorKind::BrokenPipe {
+                        return Ok(());
+                    }
+                    return Err(Error::Usage(format!("cannot write the report: {e}")));
+                }
+            }
+        }
+        Some(o) if formats.len() == 1 => write_file(o, |w| write(formats[0], w))?,
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::io(dir, "cannot create directory", e))?;
+            for f in formats {
+                let name = match f {
+                    Format::Text => "report.txt",
+                    Format::Json => "report.json",
+                };
+                write_file(&dir.join(name), |w| write(f, w))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn write_file(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+    let file = std::fs::File::create(path).map_err(|e| Error::io(path, "cannot create", e))?;
+    let mut w = std::io::BufWriter::new(file);
+    f(&mut w)
+        .and_then(|_| w.flush())
+        .map_err(|e| Error::io(path, "cannot write", e))
+}

@@ -1,0 +1,223 @@
+//! Reports of an analysis: the JSON document (docs/report-json.md) and the terminal text.
+//! A report knows nothing of how a value was found.
+
+pub mod text;
+
+use crate::analysis::scores::{Finding, ScoreParams};
+use crate::analysis::Analysis;
+use crate::model::Trace;
+use crate::replay::calltree::Callee;
+use crate::replay::Replay;
+use serde::Serialize;
+
+#[derive(Debug, Serialize)]
+pub struct TraceInfo {
+    pub path: String,
+    pub format: String,
+    pub creator: String,
+    pub locations: usize,
+    pub events: u64,
+    pub duration_s: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct MetricEntry {
+    pub id: String,
+    pub name: String,
+    pub long_name: String,
+    pub unit: crate::rules::Unit,
+    pub parent: Option<String>,
+    pub description: String,
+    pub diagnosis: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CallpathEntry {
+    pub id: u32,
+    pub parent: Option<u32>,
+    pub region: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LocationEntry {
+    pub id: u64,
+    pub name: String,
+    pub rank: Option<u32>,
+    pub thread: u32,
+    pub process: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ValueEntry {
+    pub metric: String,
+    pub callpath: u32,
+    pub location: u64,
+    pub value: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Diagnostics {
+    pub clock_condition_violations: u64,
+    pub clock_violations: crate::analysis::Violations,
+    pub unmatched_sends: u64,
+    pub unmatched_receives: u64,
+    pub unresolved_peers: u64,
+    pub ignored_records: u64,
+    pub incomplete_collective_instances: u64,
+    pub repairs: u64,
+    pub clamped_timestamps: u64,
+    pub warnings: Vec<String>,
+}
+
+/// The whole report (docs/report-json.md), `format_version` 1.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub format_version: u32,
+    pub trace: TraceInfo,
+    pub metrics: Vec<MetricEntry>,
+    pub callpaths: Vec<CallpathEntry>,
+    pub locations: Vec<LocationEntry>,
+    /// Sparse; exclusive along call paths, inclusive along the metric tree (as in Cube).
+    pub values: Vec<ValueEntry>,
+    pub findings: Vec<Finding>,
+    pub score_parameters: ScoreParams,
+    pub diagnostics: Diagnostics,
+}
+
+impl Report {
+    pub fn build(
+        trace: &Trace,
+        replay: &Replay,
+        a: &Analysis,
+        mut findings: Vec<Finding>,
+        params: ScoreParams,
+    ) -> Report {
+        let span = trace.time_span();
+        let d = &trace.defs;
+        let region_name = |c: Callee| match c {
+            Callee::Region(r) => d.regions[r as usize].name.clone(),
+            Callee::ArtificialRoot => "program".to_string(),
+        };
+        // thread number = position of the location inside its process
+        let mut seen_in_group: std::collections::HashMap<Option<usize>, u32> = Default::default();
+        let locations = d
+            .locations
+            .iter()
+            .map(|l| {
+                let n = seen_in_group.entry(l.group).or_insert(0);
+                let thread = *n;
+                *n += 1;
+                LocationEntry {
+                    id: l.id,
+                    name: l.name.clone(),
+                    rank: l.rank,
+                    thread,
+                    process: l.group.map(|g| d.location_groups[g].name.clone()),
+                }
+            })
+            .collect();
+        let mut values = Vec::new();
+        for &k in &a.order {
+            let id = &a.rules.rules[k].info.id;
+            for c in 0..a.ncnode as u32 {
+                for l in 0..a.nloc as u32 {
+                    let v = a.value(k, c, l);
+                    if v != 0.0 {
+                        values.push(ValueEntry {
+                            metric: id.clone(),
+                            callpath: c,
+                            location: d.locations[l as usize].id,
+                            value: v,
+                        });
+                    }
+                }
+            }
+        }
+        findings.sort_by(|x, y| {
+            y.significance
+                .total_cmp(&x.significance)
+                .then(y.severity.total_cmp(&x.severity))
+                .then(x.metric.cmp(&y.metric))
+                .then(x.callpath.cmp(&y.callpath))
+        });
+        let m = replay.matching;
+        let rep = &replay.locations;
+        Report {
+            format_version: 1,
+            trace: TraceInfo {
+                path: trace.path.display().to_string(),
+                format: format!("{} {}", trace.origin.format, trace.origin.format_version),
+                creator: trace.origin.creator.clone(),
+                locations: d.locations.len(),
+                events: trace.event_count(),
+                duration_s: span.map_or(0.0, |(x, y)| {
+                    y.saturating_sub(x) as f64 / trace.timer_resolution as f64
+                }),
+            },
+            metrics: a
+                .order
+                .iter()
+                .map(|&k| {
+                    let i = &a.rules.rules[k].info;
+                    MetricEntry {
+                        id: i.id.clone(),
+                        name: i.name.clone(),
+                        long_name: i.long_name.clone(),
+                        unit: i.unit,
+                        parent: i.parent.clone(),
+                        description: i.description.clone(),
+                        diagnosis: i.diagnosis.clone(),
+                    }
+                })
+                .collect(),
+            callpaths: replay
+                .tree
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| CallpathEntry {
+                    id: i as u32,
+                    parent: n.parent,
+                    region: region_name(n.callee),
+                })
+                .collect(),
+            locations,
+            values,
+            findings,
+            score_parameters: params,
+            diagnostics: Diagnostics {
+                clock_condition_violations: a.violations.p2p + a.violations.collective,
+                clock_violations: a.violations,
+                unmatched_sends: m.unmatched_sends,
+                unmatched_receives: m.unmatched_receives,
+                unresolved_peers: m.unresolved_peers,
+                ignored_records: m.ignored_records,
+                incomplete_collective_instances: replay.collectives.incomplete,
+                repairs: rep.iter().map(|s| s.repairs.iter().sum::<u64>()).sum(),
+                clamped_timestamps: rep.iter().map(|s| s.clamped).sum(),
+                warnings: trace.warnings.iter().map(|w| w.to_string()).collect(),
+            },
+        }
+    }
+
+    /// The call path as region names joined by `/`.
+    pub fn path(&self, c: u32) -> String {
+        let mut parts = Vec::new();
+        let mut cur = Some(c);
+        while let Some(i) = cur {
+            let n = &self.callpaths[i as usize];
+            parts.push(n.region.as_str());
+            cur = n.parent;
+        }
+        parts.reverse();
+        parts.join("/")
+    }
+
+    pub fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        serde_json::to_writer_pretty(&mut *out, self).map_err(|e| match e.io_error_kind() {
+            Some(kind) => std::io::Error::from(kind),
+            None => std::io::Error::other(e),
+        })?;
+        writeln!(out)
+    }
+}

@@ -1,0 +1,291 @@
+//! The terminal report: the trace in one line, the top findings ranked by significance with
+//! their share of time, call path, most affected ranks and diagnosis, then the metric tree.
+
+use super::Report;
+use std::collections::HashMap;
+use std::io::Write;
+
+#[derive(Clone, Debug)]
+pub struct TextOptions {
+    /// How many findings to list.
+    pub top: usize,
+    /// Print the call tree with inclusive time.
+    pub call_tree: bool,
+    /// Print the per-rank breakdown of this metric.
+    pub metric: Option<String>,
+    /// ANSI colour (only on a terminal, never with NO_COLOR).
+    pub color: bool,
+}
+
+struct Style {
+    on: bool,
+}
+
+impl Style {
+    fn paint(&self, code: &str, s: &str) -> String {
+        if self.on {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+    fn bold(&self, s: &str) -> String {
+        self.paint("1", s)
+    }
+    fn warn(&self, s: &str) -> String {
+        self.paint("33", s)
+    }
+    fn dim(&self, s: &str) -> String {
+        self.paint("2", s)
+    }
+}
+
+fn fmt_value(v: f64, unit: crate::rules::Unit) -> String {
+    match unit {
+        crate::rules::Unit::Sec => format!("{v:.6} s"),
+        crate::rules::Unit::Occ => format!("{v:.0}"),
+        crate::rules::Unit::Bytes => format!("{v:.0} B"),
+    }
+}
+
+fn wrap(text: &str, width: usize, indent: &str) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for w in text.split_whitespace() {
+        if !line.is_empty() && line.len() + 1 + w.len() > width {
+            out.push_str(indent);
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(w);
+    }
+    if !line.is_empty() {
+        out.push_str(indent);
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+pub fn write(r: &Report, opt: &TextOptions, out: &mut dyn Write) -> std::io::Result<()> {
+    let st = Style { on: opt.color };
+    let t = &r.trace;
+    writeln!(
+        out,
+        "{} {} — {}{}, {} locations, {} events, {:.6} s",
+        st.bold("perfexpert"),
+        t.path,
+        t.format,
+        if t.creator.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", t.creator)
+        },
+        t.locations,
+        t.events,
+        t.duration_s
+    )?;
+    let dg = &r.diagnostics;
+    let diag = format!(
+        "clock condition violations: {} point-to-point, {} collective; unmatched messages: {} sends, {} receives; repairs: {}",
+        dg.clock_violations.p2p,
+        dg.clock_violations.collective,
+        dg.unmatched_sends,
+        dg.unmatched_receives,
+        dg.repairs
+    );
+    let clean = dg.clock_condition_violations == 0
+        && dg.unmatched_sends == 0
+        && dg.unmatched_receives == 0
+        && dg.repairs == 0;
+    writeln!(
+        out,
+        "{}",
+        if clean { st.dim(&diag) } else { st.warn(&diag) }
+    )?;
+    for w in &dg.warnings {
+        writeln!(out, "{}", st.warn(&format!("warning: {w}")))?;
+    }
+
+    let metric_of: HashMap<&str, &super::MetricEntry> =
+        r.metrics.iter().map(|m| (m.id.as_str(), m)).collect();
+    let loc_rank: HashMap<u64, String> = r
+        .locations
+        .iter()
+        .map(|l| {
+            let who = match l.rank {
+                Some(rank) if l.thread == 0 => format!("rank {rank}"),
+                Some(rank) => format!("rank {rank}.{}", l.thread),
+                None => format!("location {}", l.id),
+            };
+            (l.id, who)
+        })
+        .collect();
+    let time_total: f64 = r
+        .values
+        .iter()
+        .filter(|v| v.metric == "time")
+        .map(|v| v.value)
+        .sum();
+
+    writeln!(out)?;
+    // wait states ranked by significance; those below 1 % significance are noise here
+    let all_waits: Vec<_> = r.findings.iter().filter(|f| f.wait_state).collect();
+    let waits: Vec<_> = all_waits
+        .iter()
+        .filter(|f| f.significance >= 0.01)
+        .take(opt.top)
+        .collect();
+    if waits.is_empty() {
+        writeln!(out, "{}", st.bold("No wait states found."))?;
+    } else {
+        writeln!(
+            out,
+            "{:<48} {:>14} {:>8} {:>7} {:>9}",
+            st.bold("Top findings"),
+            "severity",
+            "% time",
+            "signif.",
+            "precision"
+        )?;
+    }
+    for (i, f) in waits.iter().enumerate() {
+        let Some(m) = metric_of.get(f.metric.as_str()) else {
+            continue;
+        };
+        let share = if time_total > 0.0 {
+            100.0 * f.severity / time_total
+        } else {
+            0.0
+        };
+        writeln!(
+            out,
+            "{:>2}. {:<44} {:>14} {:>7.2}% {:>7.2} {:>9.2}",
+            i + 1,
+            st.bold(&m.long_name),
+            fmt_value(f.severity, m.unit),
+            share,
+            f.significance,
+            f.precision
+        )?;
+        writeln!(out, "    at {}", r.path(f.callpath))?;
+        let mut per: Vec<(f64, u64)> = r
+            .values
+            .iter()
+            .filter(|v| v.metric == f.metric && v.callpath == f.callpath && v.value > 0.0)
+            .map(|v| (v.value, v.location))
+            .collect();
+        per.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let shown: Vec<String> = per
+            .iter()
+            .take(4)
+            .map(|(v, l)| format!("{} {}", loc_rank[l], fmt_value(*v, m.unit)))
+            .collect();
+        let more = if per.len() > 4 {
+            format!(" and {} more", per.len() - 4)
+        } else {
+            String::new()
+        };
+        writeln!(out, "    most affected: {}{more}", shown.join(", "))?;
+        write!(out, "{}", wrap(&m.diagnosis, 92, "    "))?;
+    }
+    if all_waits.len() > waits.len() {
+        writeln!(
+            out,
+            "{}",
+            st.dim(&format!(
+                "    ({} more wait-state findings: --top N, or --format json for all)",
+                all_waits.len() - waits.len()
+            ))
+        )?;
+    }
+
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:<52} {:>16} {:>9}",
+        st.bold("Metric tree (non-zero metrics)"),
+        "total",
+        "% of time"
+    )?;
+    let mut totals: HashMap<&str, f64> = HashMap::new();
+    for v in &r.values {
+        *totals.entry(v.metric.as_str()).or_default() += v.value;
+    }
+    let mut depth: HashMap<&str, usize> = HashMap::new();
+    for m in &r.metrics {
+        let d = m
+            .parent
+            .as_deref()
+            .and_then(|p| depth.get(p))
+            .map_or(0, |d| d + 1);
+        depth.insert(m.id.as_str(), d);
+        let total = totals.get(m.id.as_str()).copied().unwrap_or(0.0);
+        if total == 0.0 {
+            continue; // zero metrics are listed in the JSON report
+        }
+        let pct = if m.unit == crate::rules::Unit::Sec && time_total > 0.0 {
+            format!("{:>8.2}%", 100.0 * total / time_total)
+        } else {
+            String::new()
+        };
+        let label = format!("{:w$}{}", "", m.name, w = d * 2);
+        writeln!(out, "{label:<52} {:>16} {pct}", fmt_value(total, m.unit))?;
+    }
+
+    if opt.call_tree {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{:<60} {:>16}",
+            st.bold("Call tree (inclusive time)"),
+            "time"
+        )?;
+        let mut excl = vec![0.0; r.callpaths.len()];
+        for v in r.values.iter().filter(|v| v.metric == "time") {
+            excl[v.callpath as usize] += v.value;
+        }
+        let mut incl = excl.clone();
+        for c in (0..r.callpaths.len()).rev() {
+            if let Some(p) = r.callpaths[c].parent {
+                incl[p as usize] += incl[c];
+            }
+        }
+        for (c, cp) in r.callpaths.iter().enumerate() {
+            let mut d = 0;
+            let mut cur = cp.parent;
+            while let Some(p) = cur {
+                d += 1;
+                cur = r.callpaths[p as usize].parent;
+            }
+            let label = format!("{:w$}{}", "", cp.region, w = d * 2);
+            writeln!(out, "{label:<60} {:>16}", format!("{:.6} s", incl[c]))?;
+        }
+    }
+
+    if let Some(id) = &opt.metric {
+        writeln!(out)?;
+        let unit = metric_of.get(id.as_str()).map(|m| m.unit);
+        writeln!(out, "{}", st.bold(&format!("{id} per call path and rank")))?;
+        let mut rows: Vec<_> = r.values.iter().filter(|v| &v.metric == id).collect();
+        rows.sort_by(|a, b| {
+            a.callpath
+                .cmp(&b.callpath)
+                .then(a.location.cmp(&b.location))
+        });
+        for v in rows {
+            writeln!(
+                out,
+                "  {:<60} {:<12} {:>16}",
+                r.path(v.callpath),
+                loc_rank[&v.location],
+                unit.map_or(v.value.to_string(), |u| fmt_value(v.value, u))
+            )?;
+        }
+    }
+    Ok(())
+}
