@@ -369,6 +369,10 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
             v.resize(ncnode * nloc, 0.0);
         }
         v[c.cnode as usize * nloc + c.loc as usize] += c.value;
+        // instance counts exist only for pattern instances, not for class time (§6.2)
+        if rs.rules[c.rule as usize].on == Trigger::Callpath {
+            return;
+        }
         let s = stats[c.rule as usize].entry(c.cnode).or_default();
         s.n += 1;
         if c.cc {

@@ -42,9 +42,21 @@ impl Style {
 
 fn fmt_value(v: f64, unit: crate::rules::Unit) -> String {
     match unit {
-        crate::rules::Unit::Sec => format!("{v:.6} s"),
+        crate::rules::Unit::Sec => seconds(v),
         crate::rules::Unit::Occ => format!("{v:.0}"),
         crate::rules::Unit::Bytes => format!("{v:.0} B"),
+    }
+}
+
+/// Seconds with a unit that keeps three decimals meaningful.
+fn seconds(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1.0 || a == 0.0 {
+        format!("{v:.3} s")
+    } else if a >= 1e-3 {
+        format!("{:.3} ms", v * 1e3)
+    } else {
+        format!("{:.3} µs", v * 1e6)
     }
 }
 
@@ -76,7 +88,7 @@ pub fn write(r: &Report, opt: &TextOptions, out: &mut dyn Write) -> std::io::Res
     let t = &r.trace;
     writeln!(
         out,
-        "{} {} — {}{}, {} locations, {} events, {:.6} s",
+        "{} {} — {}{}, {} locations, {} events, {}",
         st.bold("perfexpert"),
         t.path,
         t.format,
@@ -87,7 +99,7 @@ pub fn write(r: &Report, opt: &TextOptions, out: &mut dyn Write) -> std::io::Res
         },
         t.locations,
         t.events,
-        t.duration_s
+        seconds(t.duration_s)
     )?;
     let dg = &r.diagnostics;
     let diag = format!(
@@ -263,7 +275,7 @@ pub fn write(r: &Report, opt: &TextOptions, out: &mut dyn Write) -> std::io::Res
                 cur = r.callpaths[p as usize].parent;
             }
             let label = format!("{:w$}{}", "", cp.region, w = d * 2);
-            writeln!(out, "{label:<60} {:>16}", format!("{:.6} s", incl[c]))?;
+            writeln!(out, "{label:<60} {:>16}", seconds(incl[c]))?;
         }
     }
 

@@ -1,0 +1,77 @@
+//! Reviewed output: insta snapshots of the text and JSON reports of every trace in testdata/.
+//! A changed snapshot in a commit is a claim that the new output is right.
+
+mod common;
+
+fn traces() -> Vec<(String, std::path::PathBuf)> {
+    let mut out = Vec::new();
+    for group in ["scorep", "generated"] {
+        for e in std::fs::read_dir(common::testdata(group))
+            .unwrap()
+            .flatten()
+        {
+            let a = e.path().join("traces.otf2");
+            if a.exists() {
+                let name = format!("{group}_{}", e.file_name().to_string_lossy());
+                // the path as a user in the project root would type it
+                out.push((
+                    name,
+                    std::path::Path::new("testdata")
+                        .join(group)
+                        .join(e.file_name())
+                        .join("traces.otf2"),
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn run(args: &[&str], trace: &std::path::Path) -> String {
+    let o = common::bin()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("run")
+        .args(args)
+        .arg(trace)
+        .env_remove("NO_COLOR")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn text_reports() {
+    for (name, trace) in traces() {
+        insta::assert_snapshot!(format!("text_{name}"), run(&["--top", "3"], &trace));
+    }
+}
+
+#[test]
+fn json_reports() {
+    for (name, trace) in traces() {
+        insta::assert_snapshot!(format!("json_{name}"), run(&["--format", "json"], &trace));
+    }
+}
+
+#[test]
+fn reports_do_not_depend_on_the_thread_count() {
+    for (_, trace) in traces().into_iter().take(6) {
+        let one = common::bin()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["run", "--format", "json"])
+            .arg(&trace)
+            .env("RAYON_NUM_THREADS", "1")
+            .output()
+            .unwrap();
+        let two = common::bin()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["run", "--format", "json"])
+            .arg(&trace)
+            .env("RAYON_NUM_THREADS", "2")
+            .output()
+            .unwrap();
+        assert_eq!(one.stdout, two.stdout, "{}", trace.display());
+    }
+}
