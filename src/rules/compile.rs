@@ -20,6 +20,16 @@ pub enum Type {
 }
 
 impl Type {
+    /// The name with its article: "a number", "an event".
+    pub fn a(self) -> String {
+        let n = self.name();
+        if n.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            format!("an {n}")
+        } else {
+            format!("a {n}")
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Type::Num => "number",
@@ -291,10 +301,7 @@ pub fn compile(
     let (e, t) = compile_any(ast, scope)?;
     if let Some(w) = want {
         if t != w {
-            return err(
-                ast.pos(),
-                format!("expected a {}, this is a {}", w.name(), t.name()),
-            );
+            return err(ast.pos(), format!("expected {}, this is {}", w.a(), t.a()));
         }
     }
     Ok((e, t))
@@ -324,8 +331,8 @@ fn compile_any(ast: &Ast, scope: &mut Scope) -> Result<(Expr, Type), LangError> 
                     return err(
                         *p,
                         format!(
-                            "a {} has no field `{f}`; it has: {}",
-                            t.name(),
+                            "{} has no field `{f}`; it has: {}",
+                            t.a(),
                             fields_of(t, scope)
                         ),
                     )
@@ -335,14 +342,14 @@ fn compile_any(ast: &Ast, scope: &mut Scope) -> Result<(Expr, Type), LangError> 
         Ast::Unary('!', x, p) => {
             let (e, t) = compile_any(x, scope)?;
             if t != Type::Bool {
-                return err(*p, format!("`!` needs a boolean, this is a {}", t.name()));
+                return err(*p, format!("`!` needs a boolean, this is {}", t.a()));
             }
             (Expr::Not(Box::new(e)), Type::Bool)
         }
         Ast::Unary(_, x, p) => {
             let (e, t) = compile_any(x, scope)?;
             if t != Type::Num {
-                return err(*p, format!("`-` needs a number, this is a {}", t.name()));
+                return err(*p, format!("`-` needs a number, this is {}", t.a()));
             }
             (Expr::Neg(Box::new(e)), Type::Num)
         }
@@ -410,16 +417,13 @@ fn compile_any(ast: &Ast, scope: &mut Scope) -> Result<(Expr, Type), LangError> 
                         format!(
                             "`{op}` needs two {}s, found {} and {}",
                             o.name(),
-                            at.name(),
-                            bt.name()
+                            at.a(),
+                            bt.a()
                         ),
                     )
                 }
                 None if at != bt => {
-                    return err(
-                        *p,
-                        format!("`{op}` compares a {} with a {}", at.name(), bt.name()),
-                    )
+                    return err(*p, format!("`{op}` compares {} with {}", at.a(), bt.a()))
                 }
                 _ => {}
             }

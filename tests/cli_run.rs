@@ -1,0 +1,151 @@
+//! `perfexpert run` and `perfexpert rules` from the command line: outputs, options, and bad
+//! requests (exit status 2, one line naming what is wrong).
+
+mod common;
+
+use std::path::Path;
+
+fn perfexpert(args: &[&str]) -> (i32, String, String) {
+    let o = common::bin()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+const LS: &str = "testdata/scorep/ls/traces.otf2";
+
+#[test]
+fn text_report_names_the_late_sender_where_it_happens() {
+    let (code, out, _) = perfexpert(&["run", LS]);
+    assert_eq!(code, 0);
+    assert!(out.contains("MPI Late Sender"), "{out}");
+    assert!(out.contains("at main/late_sender_phase/MPI_Recv"), "{out}");
+    // the README's claims: no colour when stdout is not a terminal
+    assert!(!out.contains('\x1b'));
+}
+
+#[test]
+fn json_report_has_the_documented_shape() {
+    let (code, out, _) = perfexpert(&["run", "--format", "json", LS]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["format_version"], 1);
+    for key in [
+        "trace",
+        "metrics",
+        "callpaths",
+        "locations",
+        "values",
+        "findings",
+        "diagnostics",
+    ] {
+        assert!(!v[key].is_null(), "missing {key}");
+    }
+    assert_eq!(v["trace"]["events"], 92);
+    assert_eq!(v["diagnostics"]["unmatched_sends"], 0);
+    // metric values are inclusive along the metric tree: late sender ≤ point-to-point
+    let total = |id: &str| -> f64 {
+        v["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["metric"] == id)
+            .map(|x| x["value"].as_f64().unwrap())
+            .sum()
+    };
+    assert!(total("mpi_latesender") > 0.9 && total("mpi_latesender") <= total("mpi_point2point"));
+}
+
+#[test]
+fn several_formats_go_to_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = out.to_str().unwrap();
+    let (code, _, err) = perfexpert(&["run", "--format", "text,json", "-o", o, LS]);
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::read_to_string(out.join("report.txt"))
+        .unwrap()
+        .contains("Late Sender"));
+    let json = std::fs::read_to_string(out.join("report.json")).unwrap();
+    assert!(json.contains("\"format_version\": 1"));
+}
+
+#[test]
+fn options_show_the_call_tree_and_a_metric_per_rank() {
+    let (code, out, _) = perfexpert(&["run", "--call-tree", "--metric", "mpi_latesender", LS]);
+    assert_eq!(code, 0);
+    assert!(out.contains("Call tree (inclusive time)"));
+    assert!(out.contains("mpi_latesender per call path and rank"));
+    assert!(out.contains("rank 3"));
+}
+
+#[test]
+fn bad_requests_exit_2_with_one_line() {
+    let unwritable = Path::new("/proc/perfexpert-no-such-dir/report.json");
+    for (args, says) in [
+        (
+            vec!["run", "--metric", "no_such_metric", LS],
+            "no such metric",
+        ),
+        (vec!["run", "--format", "pdf", LS], "invalid value 'pdf'"),
+        (
+            vec![
+                "run",
+                "--format",
+                "json",
+                "-o",
+                unwritable.to_str().unwrap(),
+                LS,
+            ],
+            "cannot create",
+        ),
+        (vec!["run", "no/such/trace.otf2"], "cannot open"),
+        (
+            vec!["run", "--rules", "no/such/rules", LS],
+            "no such rule file",
+        ),
+        (vec!["rules", "show", "no_such_metric"], "no metric"),
+        (vec!["rules", "check"], "name at least one rule file"),
+    ] {
+        let (code, out, err) = perfexpert(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: partial output {out}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_bad_rule_is_reported_at_its_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bad.toml");
+    std::fs::write(
+        &f,
+        "id = \"bad_rule\"\nname = \"Bad\"\nparent = \"mpi_latesender\"\nunit = \"sec\"\n\
+         description = \"d\"\ndiagnosis = \"d\"\non = \"receive\"\nseverity = \"R.time + S.bogus\"\nat = \"R\"\n",
+    )
+    .unwrap();
+    let (code, _, err) = perfexpert(&["rules", "check", f.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // line 8, column 24: the `bogus` of `S.bogus` inside the quoted expression
+    assert!(
+        err.contains("bad.toml:8:24: an event has no field `bogus`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn rules_list_and_show_describe_the_catalogue() {
+    let (code, out, _) = perfexpert(&["rules", "list"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("mpi_latesender_wo") && out.contains("rules/mpi/mpi_latesender.toml"));
+    let (code, out, _) = perfexpert(&["rules", "show", "mpi_latereceiver"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("What to do about it"));
+}
