@@ -135,6 +135,10 @@ impl Ctx<'_> {
                     Value::None
                 }
             }
+            Field::Cancelled => Value::Bool(
+                ev.kind[i as usize] == EventKind::MpiIsend
+                    && self.replay.msg_links[l as usize].cancelled[ev.arg[i as usize] as usize],
+            ),
             Field::Sent => ev
                 .coll(i as usize)
                 .map_or(Value::None, |c| Value::Num(c.sent as f64)),

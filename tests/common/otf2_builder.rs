@@ -356,3 +356,194 @@ pub fn ping(e: Enc, rank: usize, chunk_size: usize) -> (Vec<u8>, u64) {
     s.item(&[0x0d, 0x00]);
     (s.finish(), 5)
 }
+
+/// One event of a test location stream (formats.md §A.10.1), for [`event_stream`]. Regions and
+/// communicators are global ids (the archives of [`mpi_ranks_archive`] have no mapping tables).
+#[derive(Clone, Copy, Debug)]
+pub enum Ev {
+    Enter(u32),
+    Leave(u32),
+    MpiSend {
+        to: u32,
+        comm: u32,
+        tag: u32,
+        bytes: u64,
+    },
+    MpiIsend {
+        to: u32,
+        comm: u32,
+        tag: u32,
+        bytes: u64,
+        req: u64,
+    },
+    MpiIsendComplete(u64),
+    MpiIrecvRequest(u64),
+    MpiRecv {
+        from: u32,
+        comm: u32,
+        tag: u32,
+        bytes: u64,
+    },
+    MpiIrecv {
+        from: u32,
+        comm: u32,
+        tag: u32,
+        bytes: u64,
+        req: u64,
+    },
+    MpiRequestTest(u64),
+    MpiRequestCancelled(u64),
+    MpiCollectiveBegin,
+    /// `op` is an `OTF2_CollectiveOp` (BARRIER 0, BCAST 1, ..., ALLREDUCE 11, REDUCE 12, ...).
+    MpiCollectiveEnd {
+        op: u8,
+        comm: u32,
+        root: u32,
+        sent: u64,
+        recvd: u64,
+    },
+}
+
+impl Ev {
+    /// The record bytes (without the timestamp).
+    pub fn encode(&self, e: Enc) -> Vec<u8> {
+        let msg = |id: u8, peer: u32, comm: u32, tag: u32, bytes: u64, req: Option<u64>| {
+            let mut p = cat(&[&e.c32(peer), &e.c32(comm), &e.c32(tag), &e.c(bytes)]);
+            if let Some(r) = req {
+                p.extend(e.c(r));
+            }
+            e.record(id, &p)
+        };
+        match *self {
+            Ev::Enter(r) => cat(&[&[0x0c], &e.c32(r)]),
+            Ev::Leave(r) => cat(&[&[0x0d], &e.c32(r)]),
+            Ev::MpiSend {
+                to,
+                comm,
+                tag,
+                bytes,
+            } => msg(14, to, comm, tag, bytes, None),
+            Ev::MpiIsend {
+                to,
+                comm,
+                tag,
+                bytes,
+                req,
+            } => msg(15, to, comm, tag, bytes, Some(req)),
+            Ev::MpiIsendComplete(r) => cat(&[&[16], &e.c(r)]),
+            Ev::MpiIrecvRequest(r) => cat(&[&[17], &e.c(r)]),
+            Ev::MpiRecv {
+                from,
+                comm,
+                tag,
+                bytes,
+            } => msg(18, from, comm, tag, bytes, None),
+            Ev::MpiIrecv {
+                from,
+                comm,
+                tag,
+                bytes,
+                req,
+            } => msg(19, from, comm, tag, bytes, Some(req)),
+            Ev::MpiRequestTest(r) => cat(&[&[20], &e.c(r)]),
+            Ev::MpiRequestCancelled(r) => cat(&[&[21], &e.c(r)]),
+            Ev::MpiCollectiveBegin => e.record(22, &[]),
+            Ev::MpiCollectiveEnd {
+                op,
+                comm,
+                root,
+                sent,
+                recvd,
+            } => {
+                let p = cat(&[&[op], &e.c32(comm), &e.c32(root), &e.c(sent), &e.c(recvd)]);
+                e.record(23, &p)
+            }
+        }
+    }
+}
+
+/// An event stream of `(timestamp in ticks, event)` items, each with its own timestamp record;
+/// returns the bytes and the event count.
+pub fn event_stream(e: Enc, chunk_size: usize, events: &[(u64, Ev)]) -> (Vec<u8>, u64) {
+    let mut s = Stream::new(e.big, chunk_size);
+    for (t, ev) in events {
+        s.item(&cat(&[&e.timestamp(*t), &ev.encode(e)]));
+    }
+    (s.finish(), events.len() as u64)
+}
+
+/// An MPI archive with one single-threaded process per rank (location id = location group id =
+/// world rank), clock resolution `resolution` ticks/s with global offset 0, the regions
+/// `(name, RegionRole, Paradigm)` with ids in the given order, and communicators: id `k` has
+/// the world ranks `comms[k]` (so `comms[0]` is normally MPI_COMM_WORLD with every rank).
+/// `ranks[r]` is rank r's event stream.
+pub fn mpi_ranks_archive(
+    resolution: u64,
+    regions: &[(&str, u8, u8)],
+    comms: &[Vec<u64>],
+    ranks: &[Vec<(u64, Ev)>],
+) -> Archive {
+    let mut a = Archive::new(false);
+    let e = a.enc;
+    let mut strings: Vec<String> = vec![
+        String::new(),
+        "machine".into(),
+        "node".into(),
+        "Master thread".into(),
+    ];
+    let sid = |s: String, strings: &mut Vec<String>| -> u32 {
+        strings.push(s);
+        (strings.len() - 1) as u32
+    };
+    let region_names: Vec<u32> = regions
+        .iter()
+        .map(|(n, _, _)| sid((*n).into(), &mut strings))
+        .collect();
+    let rank_names: Vec<u32> = (0..ranks.len())
+        .map(|r| sid(format!("MPI Rank {r}"), &mut strings))
+        .collect();
+    let comm_names: Vec<u32> = (0..comms.len())
+        .map(|k| {
+            let n = if k == 0 {
+                "MPI_COMM_WORLD".to_string()
+            } else {
+                format!("MPI_COMM_{k}")
+            };
+            sid(n, &mut strings)
+        })
+        .collect();
+    for (i, s) in strings.iter().enumerate() {
+        a.string(i as u32, s);
+    }
+    let end = ranks
+        .iter()
+        .flat_map(|r| r.iter().map(|(t, _)| *t))
+        .max()
+        .unwrap_or(0);
+    a.clock(resolution, 0, end + 1);
+    a.system_tree_node(0, 1, 1, u32::MAX);
+    a.system_tree_node(1, 2, 2, 0);
+    for (r, &n) in rank_names.iter().enumerate() {
+        a.location_group(r as u32, n, 1);
+    }
+    for (i, (_, role, paradigm)) in regions.iter().enumerate() {
+        a.region(i as u32, region_names[i], *role, *paradigm);
+    }
+    let world: Vec<u64> = (0..ranks.len() as u64).collect();
+    a.group(0, 0, 4, 4, &world); // COMM_LOCATIONS: rank i = location i
+    for (k, members) in comms.iter().enumerate() {
+        a.group(k as u32 + 1, 0, 5, 4, members); // COMM_GROUP: world ranks
+        a.comm(k as u32, comm_names[k], k as u32 + 1);
+    }
+    for (r, evs) in ranks.iter().enumerate() {
+        let (bytes, n) = event_stream(e, a.chunk_size, evs);
+        a.location(r as u64, 3, n, r as u32);
+        a.locs.push(Loc {
+            id: r as u64,
+            events: bytes,
+            event_count: n,
+            local_defs: None,
+        });
+    }
+    a
+}
