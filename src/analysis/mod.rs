@@ -33,10 +33,17 @@ pub struct FindingStats {
     pub sev_cc: f64,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+/// Clock-condition violations (patterns.md §7.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Violations {
+    /// Messages whose send is later than their receive.
     pub p2p: u64,
+    /// (instance, member) pairs where the member ended before the reference begin time.
     pub collective: u64,
+    /// The largest point-to-point violation in seconds.
+    pub max_p2p_s: f64,
+    /// Locations touched by any violation.
+    pub locations: u64,
 }
 
 /// The analysed trace: every metric's values per call path and location.
@@ -80,7 +87,6 @@ struct LocPass {
     /// Per queue-consuming rule: the queued instances of its feeder.
     queues: HashMap<usize, VecDeque<Vec<Value>>>,
     had: Vec<(usize, u32, u32)>,
-    p2p_violations: u64,
 }
 
 impl Setup<'_> {
@@ -461,10 +467,6 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                                 p.is_some().then(|| {
                                     let r = Value::Event(l as u32, i as u32);
                                     let s = Value::Event(p.loc, p.event);
-                                    let ts = trace.events[p.loc as usize].time[p.event as usize];
-                                    if ts > ev.time[i] {
-                                        pass.p2p_violations += 1; // §7.1, once per message
-                                    }
                                     [r, s, Value::None, Value::None]
                                 })
                             }
@@ -539,7 +541,6 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
             for c in &p.out {
                 add(&mut values, c);
             }
-            violations.p2p += p.p2p_violations;
         }
         for p in passes {
             for (k, l, e) in p.had {
@@ -570,6 +571,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
         setup.ctx(&[], &[], &[], &[], &none).seconds(l, b)
     };
     let mut instances: Vec<(Vec<Member>, [Value; 3])> = Vec::new();
+    let mut coll_violators: Vec<u32> = Vec::new();
     if !coll_rules.is_empty() {
         for inst in &replay.instances {
             let mut members = Vec::with_capacity(inst.members.len());
@@ -609,8 +611,8 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
     let run_instances = |rule_ids: &[usize],
                          insts: &[(Vec<Member>, [Value; 3])],
                          nbind: usize|
-     -> (Vec<Contribution>, u64) {
-        let per: Vec<(Vec<Contribution>, u64)> = insts
+     -> (Vec<Contribution>, Vec<u32>) {
+        let per: Vec<(Vec<Contribution>, Vec<u32>)> = insts
             .par_iter()
             .map(|(members, bind)| {
                 let mut out = Vec::new();
@@ -697,10 +699,16 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                     }
                     out.extend(mine);
                 }
-                (out, violated.iter().filter(|&&v| v).count() as u64)
+                let locs: Vec<u32> = members
+                    .iter()
+                    .zip(&violated)
+                    .filter(|(_, &v)| v)
+                    .map(|(m, _)| m.loc)
+                    .collect();
+                (out, locs)
             })
             .collect();
-        let ccv = per.iter().map(|p| p.1).sum();
+        let ccv: Vec<u32> = per.iter().flat_map(|p| p.1.iter().copied()).collect();
         (per.into_iter().flat_map(|p| p.0).collect(), ccv)
     };
     if !coll_rules.is_empty() {
@@ -708,7 +716,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
         for x in &c {
             add(&mut values, x);
         }
-        violations.collective += v;
+        coll_violators.extend(v);
     }
     for &k in &world_rules {
         let class = rs.rules[k].class.clone().unwrap_or_default();
@@ -747,8 +755,19 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
         for x in &c {
             add(&mut values, x);
         }
-        violations.collective += v;
+        coll_violators.extend(v);
     }
+    // §7.1: collective violations once per (instance, member), whichever rules saw them
+    violations.collective = coll_violators.len() as u64;
+    let m = replay.matching;
+    violations.p2p = m.clock_violations;
+    violations.max_p2p_s = m.max_violation_ticks as f64 / trace.timer_resolution as f64;
+    let touched: std::collections::BTreeSet<u32> = coll_violators
+        .iter()
+        .chain(&replay.p2p_violators)
+        .copied()
+        .collect();
+    violations.locations = touched.len() as u64;
 
     // Sums and derived metrics, children and dependencies first (§1).
     let ids: Vec<&str> = rs.rules.iter().map(|r| r.info.id.as_str()).collect();

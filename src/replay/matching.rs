@@ -45,7 +45,16 @@ pub struct MatchStats {
     pub unresolved_peers: u64,
     /// Send/receive records outside any MPI call (§4.1.3).
     pub ignored_records: u64,
+    /// Messages whose send record is later than their receive (patterns.md §7.1).
+    pub clock_violations: u64,
+    /// The largest such difference, in ticks.
+    pub max_violation_ticks: u64,
+    /// Locations that sent or received such a message.
+    pub violation_locations: u64,
 }
+
+/// Locations that sent or received a message violating the clock condition, ascending.
+pub type Violators = Vec<u32>;
 
 /// One side of a message, sortable into MPI's non-overtaking order.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -161,7 +170,7 @@ fn sides(trace: &Trace, l: usize, in_mpi: &(dyn Fn(usize, usize) -> bool + Sync)
 pub fn match_messages(
     trace: &Trace,
     in_mpi: &(dyn Fn(usize, usize) -> bool + Sync),
-) -> (Vec<MsgLinks>, MatchStats) {
+) -> (Vec<MsgLinks>, MatchStats, Violators) {
     let per: Vec<LocSides> = (0..trace.events.len())
         .into_par_iter()
         .map(|l| sides(trace, l, in_mpi))
@@ -179,6 +188,7 @@ pub fn match_messages(
     recvs.par_sort_unstable();
     let key = |s: &Side| (s.comm, s.from, s.to, s.tag);
     let (mut a, mut b) = (0, 0);
+    let mut violating = std::collections::BTreeSet::new();
     while a < sends.len() && b < recvs.len() {
         let (s, r) = (sends[a], recvs[b]);
         match key(&s).cmp(&key(&r)) {
@@ -191,6 +201,14 @@ pub fn match_messages(
                 b += 1;
             }
             std::cmp::Ordering::Equal => {
+                let ts = trace.events[s.from as usize].time[s.event as usize];
+                let tr = trace.events[r.to as usize].time[r.event as usize];
+                if ts > tr {
+                    stats.clock_violations += 1;
+                    stats.max_violation_ticks = stats.max_violation_ticks.max(ts - tr);
+                    violating.insert(s.from);
+                    violating.insert(r.to);
+                }
                 links[s.from as usize].partner[s.msg as usize] = EventRef {
                     loc: r.to,
                     event: r.event,
@@ -205,7 +223,8 @@ pub fn match_messages(
             }
         }
     }
+    stats.violation_locations = violating.len() as u64;
     stats.unmatched_sends += (sends.len() - a) as u64;
     stats.unmatched_receives += (recvs.len() - b) as u64;
-    (links, stats)
+    (links, stats, violating.into_iter().collect())
 }

@@ -41,6 +41,8 @@ pub struct Replay {
     /// Per location, indexed like `Events::msg`: `sendptr`/`recvptr` and request links.
     pub msg_links: Vec<matching::MsgLinks>,
     pub matching: matching::MatchStats,
+    /// Locations touched by point-to-point clock-condition violations (§7.1).
+    pub p2p_violators: Vec<u32>,
     /// Collective-operation instances (§5.4).
     pub instances: Vec<collectives::Instance>,
     pub collectives: collectives::CollStats,
@@ -184,13 +186,14 @@ impl Replay {
                 trace.defs.regions[r as usize].paradigm == crate::model::Paradigm::MPI
             }
         };
-        let (msg_links, matching) = matching::match_messages(trace, &in_mpi);
+        let (msg_links, matching, p2p_violators) = matching::match_messages(trace, &in_mpi);
         let (instances, collectives) = collectives::instances(trace);
         Replay {
             tree,
             locations,
             msg_links,
             matching,
+            p2p_violators,
             instances,
             collectives,
         }

@@ -102,10 +102,22 @@ pub fn write(r: &Report, opt: &TextOptions, out: &mut dyn Write) -> std::io::Res
         seconds(t.duration_s)
     )?;
     let dg = &r.diagnostics;
+    let cv = &dg.clock_violations;
+    let worst = if cv.p2p > 0 {
+        format!(
+            " (largest {}, {} locations touched)",
+            seconds(cv.max_p2p_s),
+            cv.locations
+        )
+    } else if cv.collective > 0 {
+        format!(" ({} locations touched)", cv.locations)
+    } else {
+        String::new()
+    };
     let diag = format!(
-        "clock condition violations: {} point-to-point, {} collective; unmatched messages: {} sends, {} receives; repairs: {}",
-        dg.clock_violations.p2p,
-        dg.clock_violations.collective,
+        "clock condition violations: {} point-to-point, {} collective{worst}; unmatched messages: {} sends, {} receives; repairs: {}",
+        cv.p2p,
+        cv.collective,
         dg.unmatched_sends,
         dg.unmatched_receives,
         dg.repairs
