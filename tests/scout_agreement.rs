@@ -125,6 +125,36 @@ fn compare(dir: &Path, trace_dump: Option<&Path>) -> (usize, Vec<String>) {
     (checked, bad)
 }
 
+/// scout.log says "N clock condition violations detected: Point-to-point: P Collective: C"
+/// when there are any (patterns.md §7.1); we count the same.
+#[test]
+fn clock_condition_violations_agree_with_scout() {
+    let root = common::testdata("scorep");
+    let mut checked = 0;
+    for e in std::fs::read_dir(&root).unwrap().flatten() {
+        let Ok(log) = std::fs::read_to_string(e.path().join("scout.log")) else {
+            continue;
+        };
+        let count = |label: &str| -> u64 {
+            log.lines()
+                .find(|l| l.trim_start().starts_with(label))
+                .and_then(|l| l.rsplit(':').next())
+                .map_or(0, |n| n.trim().parse().unwrap())
+        };
+        let trace = perfexpert::open(&e.path().join("traces.otf2")).unwrap();
+        let replay = Replay::new(&trace);
+        let a = analyse(&trace, &replay, RuleSet::load(&[]).unwrap());
+        assert_eq!(
+            (a.violations.p2p, a.violations.collective),
+            (count("Point-to-point"), count("Collective")),
+            "{}",
+            e.path().display()
+        );
+        checked += 1;
+    }
+    assert!(checked >= 11, "scout.log beside {checked} traces");
+}
+
 #[test]
 fn every_shared_metric_agrees_with_scalasca() {
     let root = common::testdata("scorep");
