@@ -447,6 +447,11 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                 .map(|l| {
                     let ev = &trace.events[l];
                     let links = &replay.msg_links[l];
+                    let mut envs: Vec<Vec<Value>> = rs
+                        .rules
+                        .iter()
+                        .map(|r| vec![Value::None; r.slots as usize])
+                        .collect();
                     let mut pass = LocPass::default();
                     for i in 0..ev.len() {
                         let kind = ev.kind[i];
@@ -508,7 +513,9 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                             if trigger == Trigger::Event && !rule.kinds.contains(&kind) {
                                 continue;
                             }
-                            let mut env = vec![Value::None; rule.slots as usize];
+                            // one environment per rule and location, reset per trigger
+                            let env = &mut envs[k];
+                            env.fill(Value::None);
                             let n = match trigger {
                                 Trigger::Receive => 2,
                                 Trigger::Send => 4,
@@ -516,9 +523,9 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                             };
                             env[..n].copy_from_slice(&bind[..n]);
                             if rule.queue.is_some() {
-                                setup.consume(k, &env, &mut pass, had);
+                                setup.consume(k, env, &mut pass, had);
                             } else {
-                                setup.fire(k, &mut env, &mut pass, had);
+                                setup.fire(k, env, &mut pass, had);
                             }
                         }
                     }
