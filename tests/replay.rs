@@ -7,20 +7,10 @@ use perfexpert::model::EventKind;
 use perfexpert::replay::Replay;
 
 fn traces() -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for group in ["scorep", "generated"] {
-        for e in std::fs::read_dir(common::testdata(group))
-            .unwrap()
-            .flatten()
-        {
-            let a = e.path().join("traces.otf2");
-            if a.exists() {
-                out.push(a);
-            }
-        }
-    }
-    out.sort();
-    out
+    common::shipped_traces()
+        .into_iter()
+        .map(|(_, p)| common::testdata("..").join(p))
+        .collect()
 }
 
 #[test]

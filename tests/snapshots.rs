@@ -4,28 +4,7 @@
 mod common;
 
 fn traces() -> Vec<(String, std::path::PathBuf)> {
-    let mut out = Vec::new();
-    for group in ["scorep", "generated"] {
-        for e in std::fs::read_dir(common::testdata(group))
-            .unwrap()
-            .flatten()
-        {
-            let a = e.path().join("traces.otf2");
-            if a.exists() {
-                let name = format!("{group}_{}", e.file_name().to_string_lossy());
-                // the path as a user in the project root would type it
-                out.push((
-                    name,
-                    std::path::Path::new("testdata")
-                        .join(group)
-                        .join(e.file_name())
-                        .join("traces.otf2"),
-                ));
-            }
-        }
-    }
-    out.sort();
-    out
+    common::shipped_traces()
 }
 
 fn run(args: &[&str], trace: &std::path::Path) -> String {

@@ -34,3 +34,23 @@ pub fn testdata(rel: &str) -> PathBuf {
 pub fn bin() -> std::process::Command {
     std::process::Command::new(env!("CARGO_BIN_EXE_perfexpert"))
 }
+
+/// Every OTF2 trace shipped in testdata/scorep and testdata/generated: (group_name, path
+/// relative to the project root, as a user there would type it), sorted.
+pub fn shipped_traces() -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    for group in ["scorep", "generated"] {
+        for e in std::fs::read_dir(testdata(group)).unwrap().flatten() {
+            if e.path().join("traces.otf2").exists() {
+                let name = format!("{group}_{}", e.file_name().to_string_lossy());
+                let rel = Path::new("testdata")
+                    .join(group)
+                    .join(e.file_name())
+                    .join("traces.otf2");
+                out.push((name, rel));
+            }
+        }
+    }
+    out.sort();
+    out
+}

@@ -105,18 +105,7 @@ pub fn decode_events(
     let mut time = 0u64;
     let mut attrs: Vec<Attribute> = Vec::new();
     let mut scratch: Vec<u64> = Vec::new();
-    let mut chunk_start = 0usize;
-    loop {
-        if chunk_start >= data.len() {
-            return derr(
-                data.len(),
-                "unexpected end of file, expected END_OF_FILE (0x02)",
-            );
-        }
-        let big = chunk_header(data, chunk_start)?;
-        let chunk_end = chunk_start.saturating_add(chunk_size).min(data.len());
-        let last_chunk = chunk_end == data.len();
-        let mut c = Cursor::new(data, chunk_start + CHUNK_HEADER_LEN, big).limited(chunk_end);
+    for_each_chunk(data, chunk_size, |mut c, last_chunk| {
         loop {
             let Some(&t) = c.buf[..c.end].get(c.pos) else {
                 if last_chunk {
@@ -125,7 +114,7 @@ pub fn decode_events(
                         "unexpected end of file, expected an event record or END_OF_FILE (0x02)",
                     );
                 }
-                break;
+                return Ok(false);
             };
             let offset = c.pos;
             c.pos += 1;
@@ -138,8 +127,8 @@ pub fn decode_events(
                     attribute_list(&mut c, cx.local, &mut attrs)?;
                     continue;
                 }
-                END_OF_CHUNK => break,
-                END_OF_BUFFER | END_OF_FILE => return Ok(()),
+                END_OF_CHUNK => return Ok(false),
+                END_OF_BUFFER | END_OF_FILE => return Ok(true),
                 CHUNK_HEADER | 4 | 7..=9 => {
                     return derr(
                         offset,
@@ -233,8 +222,7 @@ pub fn decode_events(
                 },
             }
         }
-        chunk_start = chunk_start.saturating_add(chunk_size);
-    }
+    })
 }
 
 /// The payload of a length-prefixed record: a cursor that ends where the record ends.

@@ -402,11 +402,14 @@ pub struct DefRecord<'a> {
     pub offset: usize,
 }
 
-/// Walk the records of a chunked definition file (A.3, A.7), calling `f` for each.
-pub fn for_each_def_record<'a>(
+/// Walk the chunks of a record stream (A.3): `f` gets a cursor at the first record of each
+/// chunk (limited to the chunk) and whether it is the file's last chunk, and returns whether
+/// the stream ended (END_OF_FILE seen). Running out of chunks before that is an error.
+#[inline]
+pub fn for_each_chunk<'a>(
     data: &'a [u8],
     chunk_size: usize,
-    mut f: impl FnMut(DefRecord<'a>) -> DResult<()>,
+    mut f: impl FnMut(Cursor<'a>, bool) -> DResult<bool>,
 ) -> DResult<()> {
     let mut chunk_start = 0usize;
     loop {
@@ -418,22 +421,36 @@ pub fn for_each_def_record<'a>(
         }
         let big = chunk_header(data, chunk_start)?;
         let chunk_end = chunk_start.saturating_add(chunk_size).min(data.len());
-        let mut c = Cursor::new(data, chunk_start + CHUNK_HEADER_LEN, big).limited(chunk_end);
+        let c = Cursor::new(data, chunk_start + CHUNK_HEADER_LEN, big).limited(chunk_end);
+        if f(c, chunk_end == data.len())? {
+            return Ok(());
+        }
+        chunk_start = chunk_start.saturating_add(chunk_size);
+    }
+}
+
+/// Walk the records of a chunked definition file (A.3, A.7), calling `f` for each.
+pub fn for_each_def_record<'a>(
+    data: &'a [u8],
+    chunk_size: usize,
+    mut f: impl FnMut(DefRecord<'a>) -> DResult<()>,
+) -> DResult<()> {
+    for_each_chunk(data, chunk_size, |mut c, last_chunk| {
         loop {
             if c.at_end() {
-                if chunk_end == data.len() {
+                if last_chunk {
                     return derr(
                         c.pos,
                         "unexpected end of file, expected a record or END_OF_FILE (0x02)",
                     );
                 }
-                break; // a chunk filled to the last byte: go on with the next
+                return Ok(false); // a chunk filled to the last byte: go on with the next
             }
             let offset = c.pos;
             let id = c.u8()?;
             match id {
-                END_OF_CHUNK => break,
-                END_OF_BUFFER | END_OF_FILE => return Ok(()),
+                END_OF_CHUNK => return Ok(false),
+                END_OF_BUFFER | END_OF_FILE => return Ok(true),
                 CHUNK_HEADER => return derr(offset, "chunk header in the middle of a chunk"),
                 _ => {
                     let len = c.record_length()?;
@@ -447,8 +464,7 @@ pub fn for_each_def_record<'a>(
                 }
             }
         }
-        chunk_start = chunk_start.saturating_add(chunk_size);
-    }
+    })
 }
 
 #[cfg(test)]
