@@ -2,7 +2,7 @@
 //! that translate OTF2 ids into the model's dense indices.
 
 use super::records::{decode_definition, definition_spec, Value};
-use super::wire::{for_each_def_record, DResult, RecordSpec, Version};
+use super::wire::{for_each_def_record, DResult, RecordSpec};
 use crate::error::Warning;
 use crate::model::*;
 use std::collections::HashMap;
@@ -90,9 +90,9 @@ fn opt(v: u64) -> Option<u64> {
     (v != UNDEFINED && v != u64::MAX).then_some(v)
 }
 
-/// Decode `NAME.def`.
-pub fn read_global_defs(data: &[u8], chunk_size: usize, version: Version) -> DResult<GlobalDefs> {
-    let _ = version; // field presence follows the record length (A.7), not the version
+/// Decode `NAME.def`. Which fields a record has follows its length (A.7), not the writer's
+/// version.
+pub fn read_global_defs(data: &[u8], chunk_size: usize) -> DResult<GlobalDefs> {
     let mut raws: Vec<Raw> = Vec::new();
     let mut g = GlobalDefs::default();
     let mut unknown: HashMap<u8, u64> = HashMap::new();

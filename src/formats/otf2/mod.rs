@@ -86,7 +86,7 @@ pub fn read(anchor_path: &Path) -> Result<Trace> {
 
     let gd_map = map_file(&archive.global_defs)?;
     let def_chunk = anchor.def_chunk_size as usize;
-    let g = defs::read_global_defs(bytes(&gd_map), def_chunk, anchor.version())
+    let g = defs::read_global_defs(bytes(&gd_map), def_chunk)
         .map_err(|e| at(&archive.global_defs, e))?;
     drop(gd_map);
     let gd_name = archive.global_defs.display().to_string();
@@ -364,7 +364,7 @@ pub fn decode_any(data: &[u8]) {
     let _ = Anchor::parse(data);
     // Small chunk sizes reach the chunk-boundary logic with small inputs.
     let chunk = 18 + data.first().map_or(0, |&b| b as usize) * 4;
-    let _ = defs::read_global_defs(data, chunk, wire::Version::new(3, 0));
+    let _ = defs::read_global_defs(data, chunk);
     let _ = local::read_local_defs(data, chunk);
     let g = defs::GlobalDefs::default();
     let local = local::LocalDefs::default();
