@@ -96,3 +96,27 @@ fn collective_instances_are_complete_and_aligned() {
         }
     }
 }
+
+#[test]
+fn measurement_pauses_are_attributed_to_nothing() {
+    use common::otf2_builder::*;
+    // main from t=1000 to t=2000 with the measurement off from 1200 to 1700 (§3.2,
+    // perfexpert): main's exclusive time is 1000 - 500 = 500 ticks, and one gap is counted.
+    let a = mpi_archive(false, [0, 1], |e, _| {
+        let mut s = Stream::new(false, 1 << 16);
+        s.item(&e.timestamp(1000));
+        s.item(&[0x0c, 0x00]);
+        s.item(&e.timestamp(1200));
+        s.item(&e.record(11, &[2]));
+        s.item(&e.timestamp(1700));
+        s.item(&e.record(11, &[1]));
+        s.item(&e.timestamp(2000));
+        s.item(&[0x0d, 0x00]);
+        (s.finish(), 4)
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let t = perfexpert::open(&a.write(dir.path())).unwrap();
+    let r = Replay::new(&t);
+    assert_eq!(r.locations[0].time[0], 500);
+    assert_eq!(r.locations[0].gaps, 1);
+}

@@ -68,11 +68,11 @@ pub fn score(trace: &Trace, replay: &Replay, a: &Analysis, p: ScoreParams) -> Ve
             })
         })
         .collect();
-    // locations with repairs or unmatched messages lower precision (ψ)
+    // locations with repairs, clamped timestamps or measurement gaps lower precision (ψ)
     let repaired: Vec<bool> = replay
         .locations
         .iter()
-        .map(|st| st.repairs.iter().any(|&r| r > 0) || st.clamped > 0)
+        .map(|st| st.repairs.iter().any(|&r| r > 0) || st.clamped > 0 || st.gaps > 0)
         .collect();
     let total_time: f64 = replay
         .locations

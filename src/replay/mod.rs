@@ -31,6 +31,8 @@ pub struct LocationState {
     pub repairs: Vec<u64>,
     /// Events whose timestamp went backwards and was clamped (§3.4.5).
     pub clamped: u64,
+    /// Measurement pauses (MEASUREMENT_OFF … ON): their time is attributed to nothing (§3.2).
+    pub gaps: u64,
 }
 
 /// The replay state over the whole trace.
@@ -68,6 +70,7 @@ fn pass_a(ev: &Events) -> PassA {
     let mut stack: Vec<(RegionIdx, CnodeIdx, u32)> = Vec::new();
     let mut last_t = ev.time.first().copied().unwrap_or(0);
     let mut clamped = 0;
+    let (mut paused, mut gaps) = (false, 0);
     for i in 0..n {
         let mut t = ev.time[i];
         if t < last_t {
@@ -75,7 +78,9 @@ fn pass_a(ev: &Events) -> PassA {
             clamped += 1;
         }
         if let Some(&(_, c, _)) = stack.last() {
-            time[c as usize] += t - last_t;
+            if !paused {
+                time[c as usize] += t - last_t;
+            }
         }
         last_t = t;
         match ev.kind[i] {
@@ -119,10 +124,18 @@ fn pass_a(ev: &Events) -> PassA {
                     }
                 }
             }
-            _ => {
+            kind => {
                 if let Some(&(_, c, e)) = stack.last() {
                     cnode[i] = c;
                     enterptr[i] = e;
+                }
+                if kind == EventKind::MeasurementOnOff {
+                    // OTF2 MeasurementMode: 1 ON, 2 OFF
+                    let off = ev.fields(i).first() == Some(&2);
+                    if off && !paused {
+                        gaps += 1;
+                    }
+                    paused = off;
                 }
             }
         }
@@ -138,6 +151,7 @@ fn pass_a(ev: &Events) -> PassA {
             enterptr,
             exitptr,
             clamped,
+            gaps,
             ..Default::default()
         },
         time,

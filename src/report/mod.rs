@@ -66,6 +66,7 @@ pub struct Diagnostics {
     pub incomplete_collective_instances: u64,
     pub repairs: u64,
     pub clamped_timestamps: u64,
+    pub measurement_gaps: u64,
     pub warnings: Vec<String>,
 }
 
@@ -195,6 +196,7 @@ impl Report {
                 incomplete_collective_instances: replay.collectives.incomplete,
                 repairs: rep.iter().map(|s| s.repairs.iter().sum::<u64>()).sum(),
                 clamped_timestamps: rep.iter().map(|s| s.clamped).sum(),
+                measurement_gaps: rep.iter().map(|s| s.gaps).sum(),
                 warnings: trace.warnings.iter().map(|w| w.to_string()).collect(),
             },
         }
