@@ -79,14 +79,49 @@ struct Setup<'a> {
 }
 
 /// Mutable state of one location's pass over receive or send triggers.
-#[derive(Default)]
 struct LocPass {
+    /// The location the pass runs on: group keys are its events.
+    loc: u32,
     out: Vec<Contribution>,
     /// Per rule: open groups, key event → (best severity, env, clock-touched).
     groups: HashMap<(usize, u32), (f64, Vec<Value>, bool)>,
     /// Per queue-consuming rule: the queued instances of its feeder.
     queues: HashMap<usize, VecDeque<Vec<Value>>>,
     had: Vec<(usize, u32, u32)>,
+}
+
+impl LocPass {
+    fn new(loc: u32) -> LocPass {
+        LocPass {
+            loc,
+            out: Vec::new(),
+            groups: HashMap::new(),
+            queues: HashMap::new(),
+            had: Vec::new(),
+        }
+    }
+}
+
+/// What expressions can read besides their environment: the members of the current
+/// collective or world-call instance and their per-member bindings, the queued instances
+/// taken so far on this location (`Value::Item` indexes them), and `had()`.
+#[derive(Clone, Copy)]
+struct Frame<'b> {
+    members: &'b [Member],
+    member_vals: &'b [Vec<Value>],
+    items: &'b [Vec<Value>],
+    had: &'b [Vec<(u32, u32)>],
+}
+
+impl<'b> Frame<'b> {
+    fn events(items: &'b [Vec<Value>], had: &'b [Vec<(u32, u32)>]) -> Frame<'b> {
+        Frame {
+            members: &[],
+            member_vals: &[],
+            items,
+            had,
+        }
+    }
 }
 
 impl Setup<'_> {
@@ -113,6 +148,10 @@ impl Setup<'_> {
         }
     }
 
+    fn frame_ctx<'b>(&'b self, fr: Frame<'b>, metric: &'b dyn Fn(u16) -> f64) -> Ctx<'b> {
+        self.ctx(fr.members, fr.member_vals, fr.items, fr.had, metric)
+    }
+
     fn cnode_of(&self, v: Value) -> Option<(u32, u32)> {
         match v {
             Value::Event(l, i) => {
@@ -133,11 +172,12 @@ impl Setup<'_> {
         rule.when.as_ref().is_none_or(|w| ctx.eval(w, env).bool())
     }
 
-    /// Fire a point-to-point style rule (receive/send/event/rule triggers) in `env`.
-    fn fire(&self, k: usize, env: &mut [Value], pass: &mut LocPass, had: &[Vec<(u32, u32)>]) {
+    /// Fire a point-to-point style rule (receive/send/event/rule triggers, queue consumers
+    /// with a taken instance) in `env`.
+    fn fire(&self, k: usize, env: &mut [Value], pass: &mut LocPass, fr: Frame) {
         let rule = &self.rs.rules[k];
         let none = |_: u16| 0.0;
-        let ctx = self.ctx(&[], &[], &[], had, &none);
+        let ctx = self.frame_ctx(fr, &none);
         if !self.prelude(rule, &ctx, env) {
             return;
         }
@@ -149,38 +189,36 @@ impl Setup<'_> {
             .is_some_and(|v| ctx.eval(v, env).bool());
         if let Some(g) = &rule.group {
             if g.when.as_ref().is_none_or(|w| ctx.eval(w, env).bool()) {
-                if let Value::Event(_, key) = ctx.eval(&g.by, env) {
-                    let slot = pass.groups.entry((k, key)).or_insert((
-                        f64::NEG_INFINITY,
-                        Vec::new(),
-                        false,
-                    ));
-                    if sev > slot.0 {
-                        *slot = (sev, env.to_vec(), cc);
+                match ctx.eval(&g.by, env) {
+                    Value::Event(l, key) if l == pass.loc => {
+                        let slot = pass.groups.entry((k, key)).or_insert((
+                            f64::NEG_INFINITY,
+                            Vec::new(),
+                            false,
+                        ));
+                        if sev > slot.0 {
+                            *slot = (sev, env.to_vec(), cc);
+                        }
+                        return;
                     }
+                    // groups live per location: a key on another one groups nothing, the
+                    // instance is stored at once (docs/rules.md, Groups)
+                    Value::Event(..) => {}
+                    _ => return,
                 }
-                return;
             }
         }
-        self.emit(k, sev, cc, env, pass, had);
+        self.emit(k, sev, cc, env, pass, fr);
     }
 
     /// Record one instance of rule `k` and feed the rules that consume its instances.
-    fn emit(
-        &self,
-        k: usize,
-        sev: f64,
-        cc: bool,
-        env: &mut [Value],
-        pass: &mut LocPass,
-        had: &[Vec<(u32, u32)>],
-    ) {
+    fn emit(&self, k: usize, sev: f64, cc: bool, env: &mut [Value], pass: &mut LocPass, fr: Frame) {
         if sev.is_nan() || sev <= 0.0 {
             return; // §4.1.1
         }
         let rule = &self.rs.rules[k];
         let none = |_: u16| 0.0;
-        let ctx = self.ctx(&[], &[], &[], had, &none);
+        let ctx = self.frame_ctx(fr, &none);
         let Some(at_e) = &rule.at else { return };
         let at = ctx.eval(at_e, env);
         let Some((cnode, loc)) = self.cnode_of(at) else {
@@ -195,10 +233,16 @@ impl Setup<'_> {
         });
         env[rule.at_slot as usize] = at;
         env[rule.value_slot as usize] = Value::Num(sev);
+        self.feed(k, env, pass, fr);
+    }
+
+    /// Hand a stored instance of rule `k` (its `at` and `value` set in `env`) to the rules
+    /// fed by it and to the queues of the rules that consume it.
+    fn feed(&self, k: usize, env: &[Value], pass: &mut LocPass, fr: Frame) {
         for &f in &self.fed[k] {
             let mut e2 = env.to_vec();
             e2.resize(self.rs.rules[f].slots as usize, Value::None);
-            self.fire(f, &mut e2, pass, had);
+            self.fire(f, &mut e2, pass, fr);
         }
         for &q in &self.queued[k] {
             let size = self.rs.rules[q].queue.as_ref().map_or(0, |q| q.size);
@@ -210,93 +254,48 @@ impl Setup<'_> {
         }
     }
 
-    /// Give queue consumers their chance at the current trigger (e.g. wrong-order late sender).
-    fn consume(&self, k: usize, env: &[Value], pass: &mut LocPass, had: &[Vec<(u32, u32)>]) {
+    /// Give queue consumer `k` its chance at the current trigger (e.g. wrong-order late
+    /// sender): every queued instance for which `take` holds moves to `taken` (where
+    /// `Value::Item` finds it from then on) and fires the consumer.
+    fn consume(
+        &self,
+        k: usize,
+        env: &[Value],
+        pass: &mut LocPass,
+        taken: &mut Vec<Vec<Value>>,
+        had: &[Vec<(u32, u32)>],
+    ) {
         let rule = &self.rs.rules[k];
         let Some(q) = &rule.queue else { return };
-        let Some(mut items) = pass.queues.remove(&k) else {
+        let Some(items) = pass.queues.remove(&k) else {
             return;
         };
-        let items_v: Vec<Vec<Value>> = items.drain(..).collect();
         let none = |_: u16| 0.0;
         let mut keep = VecDeque::new();
-        let mut taken = Vec::new();
-        {
-            let ctx = self.ctx(&[], &[], &items_v, had, &none);
-            for (i, item) in items_v.iter().enumerate() {
-                let mut e = env.to_vec();
-                e.resize(rule.slots as usize, Value::None);
-                e[q.slot as usize] = Value::Item(i as u32);
-                if ctx.eval(&q.take, &mut e).bool() {
-                    taken.push((i, e));
-                } else {
-                    keep.push_back(item.clone());
-                }
-            }
-        }
-        for (i, mut e) in taken {
-            let ctx = self.ctx(&[], &[], &items_v, had, &none);
-            if !self.prelude(rule, &ctx, &mut e) {
-                continue;
-            }
-            let Some(sev_e) = &rule.severity else {
-                continue;
-            };
-            let sev = ctx.eval(sev_e, &mut e).num();
-            let cc = rule
-                .violation
-                .as_ref()
-                .is_some_and(|v| ctx.eval(v, &mut e).bool());
-            // resolve B.* now: the emitted instance must not refer to the queue any more
-            let at = rule.at.as_ref().map(|a| ctx.eval(a, &mut e));
-            let _ = i;
-            if sev.is_nan() || sev <= 0.0 {
-                continue;
-            }
-            let Some((cnode, loc)) = at.and_then(|a| self.cnode_of(a)) else {
-                continue;
-            };
-            pass.out.push(Contribution {
-                rule: k as u16,
-                cnode,
-                loc,
-                value: sev,
-                cc,
-            });
-            e[rule.at_slot as usize] = at.unwrap_or(Value::None);
-            e[rule.value_slot as usize] = Value::Num(sev);
-            for &f in &self.fed[k] {
-                let mut e2 = e.clone();
-                e2.resize(self.rs.rules[f].slots as usize, Value::None);
-                // fed rules read B.* through the queue: evaluate with the same items
-                let ctx2 = self.ctx(&[], &[], &items_v, had, &none);
-                let fr = &self.rs.rules[f];
-                if !self.prelude(fr, &ctx2, &mut e2) {
-                    continue;
-                }
-                let Some(se) = &fr.severity else { continue };
-                let s2 = ctx2.eval(se, &mut e2).num();
-                if s2.is_nan() || s2 <= 0.0 {
-                    continue;
-                }
-                let Some(ae) = &fr.at else { continue };
-                let Some((c2, l2)) = self.cnode_of(ctx2.eval(ae, &mut e2)) else {
-                    continue;
-                };
-                pass.out.push(Contribution {
-                    rule: f as u16,
-                    cnode: c2,
-                    loc: l2,
-                    value: s2,
-                    cc,
-                });
+        let mut fire = Vec::new();
+        for item in items {
+            // on trial at the end of `taken`; it stays there if taken
+            taken.push(item);
+            let mut e = env.to_vec();
+            e.resize(rule.slots as usize, Value::None);
+            e[q.slot as usize] = Value::Item(taken.len() as u32 - 1);
+            let ctx = self.ctx(&[], &[], taken, had, &none);
+            if ctx.eval(&q.take, &mut e).bool() {
+                fire.push(e);
+            } else if let Some(item) = taken.pop() {
+                keep.push_back(item);
             }
         }
         pass.queues.insert(k, keep);
+        for mut e in fire {
+            self.fire(k, &mut e, pass, Frame::events(taken, had));
+        }
     }
 
-    /// Close the groups whose key call ends at event `i` of location `l` (or all, at the end).
-    fn flush_groups(&self, l: u32, i: Option<u32>, pass: &mut LocPass, had: &[Vec<(u32, u32)>]) {
+    /// Close the groups whose key call ends at event `i` of the pass's location (or all, at
+    /// the end).
+    fn flush_groups(&self, i: Option<u32>, pass: &mut LocPass, fr: Frame) {
+        let l = pass.loc;
         let st = &self.replay.locations[l as usize];
         let mut closing: Vec<(usize, u32)> = pass
             .groups
@@ -310,7 +309,7 @@ impl Setup<'_> {
                 if sev > 0.0 {
                     pass.had.push((key.0, l, key.1));
                 }
-                self.emit(key.0, sev, cc, &mut env, pass, had);
+                self.emit(key.0, sev, cc, &mut env, pass, fr);
             }
         }
     }
@@ -452,11 +451,14 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                         .iter()
                         .map(|r| vec![Value::None; r.slots as usize])
                         .collect();
-                    let mut pass = LocPass::default();
+                    let mut pass = LocPass::new(l as u32);
+                    // queued instances taken by consumers on this location (`B`)
+                    let mut taken: Vec<Vec<Value>> = Vec::new();
                     for i in 0..ev.len() {
                         let kind = ev.kind[i];
                         if kind == EventKind::Leave && !pass.groups.is_empty() {
-                            setup.flush_groups(l as u32, Some(i as u32), &mut pass, had);
+                            let fr = Frame::events(&taken, had);
+                            setup.flush_groups(Some(i as u32), &mut pass, fr);
                         }
                         let bind: Option<[Value; 4]> = match trigger {
                             Trigger::Event => Some([
@@ -523,13 +525,13 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                             };
                             env[..n].copy_from_slice(&bind[..n]);
                             if rule.queue.is_some() {
-                                setup.consume(k, env, &mut pass, had);
+                                setup.consume(k, env, &mut pass, &mut taken, had);
                             } else {
-                                setup.fire(k, env, &mut pass, had);
+                                setup.fire(k, env, &mut pass, Frame::events(&taken, had));
                             }
                         }
                     }
-                    setup.flush_groups(l as u32, None, &mut pass, had);
+                    setup.flush_groups(None, &mut pass, Frame::events(&taken, had));
                     pass
                 })
                 .collect()
@@ -615,6 +617,8 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
             ));
         }
     }
+    // `had()` of collective and world-call rules reads the groups of all earlier passes
+    let had: &[Vec<(u32, u32)>] = &had;
     let run_instances = |rule_ids: &[usize],
                          insts: &[(Vec<Member>, [Value; 3])],
                          nbind: usize|
@@ -623,6 +627,8 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
             .par_iter()
             .map(|(members, bind)| {
                 let mut out = Vec::new();
+                // instances of the rules fed by collective rules
+                let mut fed_out = Vec::new();
                 let mut violated = vec![false; members.len()];
                 for &k in rule_ids {
                     let rule = &rs.rules[k];
@@ -634,13 +640,13 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                     for l in &rule.lets {
                         match l {
                             Let::Inst(s, e) => {
-                                let ctx = setup.ctx(members, &member_vals, &[], &[], &none);
+                                let ctx = setup.ctx(members, &member_vals, &[], had, &none);
                                 env[*s as usize] = ctx.eval(e, &mut env);
                             }
                             Let::Member { slot, var, expr } => {
                                 let vals: Vec<Value> = (0..members.len())
                                     .map(|m| {
-                                        let ctx = setup.ctx(members, &member_vals, &[], &[], &none);
+                                        let ctx = setup.ctx(members, &member_vals, &[], had, &none);
                                         env[*var as usize] = Value::Member(m as u32);
                                         ctx.eval(expr, &mut env)
                                     })
@@ -651,7 +657,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                             }
                         }
                     }
-                    let ctx = setup.ctx(members, &member_vals, &[], &[], &none);
+                    let ctx = setup.ctx(members, &member_vals, &[], had, &none);
                     if let Some(w) = &rule.when {
                         skip = !ctx.eval(w, &mut env).bool();
                     }
@@ -698,6 +704,19 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                                 value: sev,
                                 cc: false,
                             });
+                            if !setup.fed[k].is_empty() {
+                                env[rule.at_slot as usize] = at;
+                                env[rule.value_slot as usize] = Value::Num(sev);
+                                let fr = Frame {
+                                    members,
+                                    member_vals: &member_vals,
+                                    items: &[],
+                                    had,
+                                };
+                                let mut pass = LocPass::new(loc);
+                                setup.feed(k, &env, &mut pass, fr);
+                                fed_out.extend(pass.out);
+                            }
                         }
                     }
                     // §6.2: an instance with any violated member is touched as a whole
@@ -705,6 +724,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                         c.cc = touched;
                     }
                     out.extend(mine);
+                    out.append(&mut fed_out);
                 }
                 let locs: Vec<u32> = members
                     .iter()
@@ -819,6 +839,10 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                     let metric = |m: u16| vals[m as usize].get(idx).copied().unwrap_or(0.0);
                     let ctx = setup.ctx(&[], &[], &[], &[], &metric);
                     let mut env = vec![Value::None; rule.slots.max(1) as usize];
+                    if !setup.prelude(rule, &ctx, &mut env) {
+                        *out = 0.0;
+                        return;
+                    }
                     let x = ctx.eval(e, &mut env).num();
                     // §1.3 comp: rounding residue in (−1e-12, 0) is stored as 0
                     *out = if x.is_nan() || (x < 0.0 && x > -1e-12) {

@@ -181,9 +181,15 @@ pub struct Scope<'a> {
     /// Rule ids `had()` may name, and metric ids `metric()` may name.
     pub rule_ids: &'a [String],
     pub metric_ids: &'a [String],
+    /// Whether `metric()` may be used (only in `on = "derived"` rules).
+    pub allow_metric: bool,
+    /// Whether `had(rule, ...)` may read rule `rule`: `Some(message)` if not.
+    pub had_check: &'a dyn Fn(u16) -> Option<String>,
     /// Rules this expression refers to (for the evaluation order).
     pub uses_rules: Vec<u16>,
     pub uses_metrics: Vec<u16>,
+    /// Every `metric()` call: the metric and the call's position in its expression.
+    pub metric_refs: Vec<(u16, Pos)>,
     /// Environment slots handed out so far.
     pub slots: u16,
 }
@@ -271,7 +277,8 @@ fn field_of(t: Type, name: &str, scope: &Scope) -> Option<(Field, Type)> {
     })
 }
 
-fn fields_of(t: Type, scope: &Scope) -> String {
+/// The fields of type `t`, listed for a message; `None` if it has none.
+fn fields_of(t: Type, scope: &Scope) -> Option<String> {
     let base: &[&str] = match t {
         Type::Event => &[
             "time",
@@ -302,7 +309,10 @@ fn fields_of(t: Type, scope: &Scope) -> String {
         }
         _ => {}
     }
-    v.join(", ")
+    if v.is_empty() {
+        return None;
+    }
+    Some(v.join(", "))
 }
 
 /// Compile an expression, checking it has type `want` (if given).
@@ -314,7 +324,10 @@ pub fn compile(
     let (e, t) = compile_any(ast, scope)?;
     if let Some(w) = want {
         if t != w {
-            return err(ast.pos(), format!("expected {}, this is {}", w.a(), t.a()));
+            return err(
+                ast.start(),
+                format!("expected {}, this is {}", w.a(), t.a()),
+            );
         }
     }
     Ok((e, t))
@@ -330,6 +343,12 @@ fn compile_any(ast: &Ast, scope: &mut Scope) -> Result<(Expr, Type), LangError> 
             Some((_, t, s)) => (Expr::Slot(*s), *t),
             None => {
                 let known: Vec<&str> = scope.vars.iter().map(|v| v.0.as_str()).collect();
+                if known.is_empty() {
+                    return err(
+                        *p,
+                        format!("unknown name `{name}`; no names are bound here"),
+                    );
+                }
                 return err(
                     *p,
                     format!("unknown name `{name}`; known here: {}", known.join(", ")),
@@ -343,11 +362,10 @@ fn compile_any(ast: &Ast, scope: &mut Scope) -> Result<(Expr, Type), LangError> 
                 None => {
                     return err(
                         *p,
-                        format!(
-                            "{} has no field `{f}`; it has: {}",
-                            t.a(),
-                            fields_of(t, scope)
-                        ),
+                        match fields_of(t, scope) {
+                            Some(fs) => format!("{} has no field `{f}`; it has: {fs}", t.a()),
+                            None => format!("{} has no fields", t.a()),
+                        },
                     )
                 }
             }
@@ -384,6 +402,15 @@ fn compile_any(ast: &Ast, scope: &mut Scope) -> Result<(Expr, Type), LangError> 
         }
         Ast::Binary("in", x, list, p) => {
             let (xe, xt) = compile_any(x, scope)?;
+            if !matches!(xt, Type::Str | Type::Num) {
+                return err(
+                    *p,
+                    format!(
+                        "`in` needs a string or a number on its left, found {}",
+                        xt.a()
+                    ),
+                );
+            }
             let Ast::List(items, _) = &**list else {
                 return err(
                     *p,
@@ -397,7 +424,7 @@ fn compile_any(ast: &Ast, scope: &mut Scope) -> Result<(Expr, Type), LangError> 
                     (Ast::Num(n, _), Type::Num) => Value::Num(*n),
                     _ => {
                         return err(
-                            it.pos(),
+                            it.start(),
                             format!("list items must be {} literals", xt.name()),
                         )
                     }
@@ -517,7 +544,7 @@ fn compile_call(
     let lit = |i: usize| -> Result<String, LangError> {
         match &args[i] {
             Ast::Str(s, _) => Ok(s.clone()),
-            a => err(a.pos(), format!("`{name}` needs a string literal here")),
+            a => err(a.start(), format!("`{name}` needs a string literal here")),
         }
     };
     Ok(match name {
@@ -540,7 +567,12 @@ fn compile_call(
             let pat = lit(1)?;
             let re = match regex::Regex::new(&pat) {
                 Ok(r) => r,
-                Err(e) => return err(args[1].pos(), format!("invalid regular expression: {e}")),
+                Err(e) => {
+                    return err(
+                        args[1].pos(),
+                        format!("invalid regular expression: {}", regex_message(&e)),
+                    )
+                }
             };
             scope.regexes.push(re);
             (Expr::Call(Func::Matches(scope.regexes.len() - 1), vec![a]), Type::Bool)
@@ -556,17 +588,27 @@ fn compile_call(
             let Some(k) = scope.rule_ids.iter().position(|r| *r == id) else {
                 return err(args[0].pos(), format!("no rule `{id}`"));
             };
+            if let Some(msg) = (scope.had_check)(k as u16) {
+                return err(p, msg);
+            }
             let (e, _) = compile(&args[1], scope, Some(Type::Event))?;
             scope.uses_rules.push(k as u16);
             (Expr::Call(Func::Had(k as u16), vec![e]), Type::Bool)
         }
         "metric" => {
+            if !scope.allow_metric {
+                return err(
+                    p,
+                    "metric() can only be used in a rule with on = \"derived\"",
+                );
+            }
             arity(1)?;
             let id = lit(0)?;
             let Some(k) = scope.metric_ids.iter().position(|r| *r == id) else {
                 return err(args[0].pos(), format!("no metric `{id}`"));
             };
             scope.uses_metrics.push(k as u16);
+            scope.metric_refs.push((k as u16, p));
             (Expr::Call(Func::Metric(k as u16), vec![]), Type::Num)
         }
         _ => {
@@ -576,4 +618,17 @@ fn compile_call(
             )
         }
     })
+}
+
+/// The regex crate's error in one line: its last line, the error itself, without the pattern
+/// and the caret line above it.
+fn regex_message(e: &regex::Error) -> String {
+    let full = e.to_string();
+    let last = full
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    let last = last.trim();
+    last.strip_prefix("error: ").unwrap_or(last).to_string()
 }

@@ -52,18 +52,49 @@ pub enum Trigger {
     Derived,
 }
 
+impl Trigger {
+    /// The trigger as written in a rule file (`on = "world_call"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Trigger::Receive => "receive",
+            Trigger::Send => "send",
+            Trigger::Collective => "collective",
+            Trigger::WorldCall => "world_call",
+            Trigger::Event => "event",
+            Trigger::Callpath => "callpath",
+            Trigger::Rule => "rule",
+            Trigger::Sum => "sum",
+            Trigger::Derived => "derived",
+        }
+    }
+
+    /// The pass of the engine a rule of this trigger runs in (docs/rules.md, "Evaluation
+    /// order"): call paths, then events, receives and sends, then collective and world-call
+    /// instances, then sums and derived metrics. `Rule` has no pass of its own: its feeder's.
+    fn pass(self) -> u8 {
+        match self {
+            Trigger::Callpath => 0,
+            Trigger::Event => 1,
+            Trigger::Receive => 2,
+            Trigger::Send => 3,
+            Trigger::Collective | Trigger::WorldCall => 4,
+            Trigger::Sum | Trigger::Derived | Trigger::Rule => 5,
+        }
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct GroupSpec {
     by: Spanned<String>,
     when: Option<Spanned<String>>,
-    keep: String,
+    keep: Spanned<String>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct QueueSpec {
-    of: String,
+    of: Spanned<String>,
     size: usize,
     take: Spanned<String>,
 }
@@ -71,10 +102,10 @@ struct QueueSpec {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RuleFile {
-    id: String,
+    id: Spanned<String>,
     name: String,
     long_name: Option<String>,
-    parent: Option<String>,
+    parent: Option<Spanned<String>>,
     unit: Unit,
     paradigm: Option<String>,
     #[serde(default = "default_order")]
@@ -82,11 +113,11 @@ struct RuleFile {
     description: String,
     diagnosis: String,
     on: Trigger,
-    of: Option<String>,
-    class: Option<String>,
-    kinds: Option<Vec<String>>,
-    #[serde(default, rename = "let")]
-    lets: Vec<Spanned<String>>,
+    of: Option<Spanned<String>>,
+    class: Option<Spanned<String>>,
+    kinds: Option<Spanned<Vec<Spanned<String>>>>,
+    #[serde(rename = "let")]
+    lets: Option<Spanned<Vec<Spanned<String>>>>,
     when: Option<Spanned<String>>,
     #[serde(rename = "for")]
     for_members: Option<Spanned<String>>,
@@ -94,8 +125,99 @@ struct RuleFile {
     at: Option<Spanned<String>>,
     violation: Option<Spanned<String>>,
     value: Option<Spanned<String>>,
-    group: Option<GroupSpec>,
-    queue: Option<QueueSpec>,
+    group: Option<Spanned<GroupSpec>>,
+    queue: Option<Spanned<QueueSpec>>,
+}
+
+impl RuleFile {
+    /// The rules this one is fed by: its `of` and its `[queue] of`, with their places.
+    fn feeders(&self) -> impl Iterator<Item = &Spanned<String>> {
+        self.of
+            .iter()
+            .chain(self.queue.as_ref().map(|q| &q.get_ref().of))
+    }
+
+    /// The first key (in file order) that a rule of this trigger never evaluates, with the
+    /// offset of its value. `root` is the trigger of the rules that feed an `on = "rule"` rule.
+    fn unused_key(&self, root: Trigger) -> Option<(String, usize)> {
+        use Trigger::*;
+        let on = self.on;
+        let has_instances = matches!(on, Receive | Send | Event | Collective | WorldCall | Rule);
+        let keys: [(&str, Option<usize>, bool); 12] = [
+            ("of", self.of.as_ref().map(|x| x.span().start), on == Rule),
+            (
+                "class",
+                self.class.as_ref().map(|x| x.span().start),
+                on == WorldCall,
+            ),
+            (
+                "kinds",
+                self.kinds.as_ref().map(|x| x.span().start),
+                on == Event,
+            ),
+            ("let", self.lets.as_ref().map(|x| x.span().start), on != Sum),
+            (
+                "when",
+                self.when.as_ref().map(|x| x.span().start),
+                on != Sum,
+            ),
+            (
+                "for",
+                self.for_members.as_ref().map(|x| x.span().start),
+                matches!(on, Collective | WorldCall),
+            ),
+            (
+                "severity",
+                self.severity.as_ref().map(|x| x.span().start),
+                has_instances || on == Callpath,
+            ),
+            (
+                "at",
+                self.at.as_ref().map(|x| x.span().start),
+                has_instances,
+            ),
+            (
+                "violation",
+                self.violation.as_ref().map(|x| x.span().start),
+                has_instances,
+            ),
+            (
+                "value",
+                self.value.as_ref().map(|x| x.span().start),
+                on == Derived,
+            ),
+            (
+                "[group]",
+                self.group.as_ref().map(|x| x.span().start),
+                // (a rule without `of` has no root: "needs `of`" is reported later)
+                matches!(on, Receive | Send | Event)
+                    || (on == Rule && matches!(root, Receive | Send | Event | Rule)),
+            ),
+            (
+                "[queue]",
+                self.queue.as_ref().map(|x| x.span().start),
+                matches!(on, Receive | Send | Event),
+            ),
+        ];
+        let (key, off) = keys
+            .into_iter()
+            .filter(|(_, _, ok)| !ok)
+            .filter_map(|(k, off, _)| off.map(|o| (k, o)))
+            .min_by_key(|x| x.1)?;
+        // `[group]` in a fed rule depends on the pass it runs in: name that pass
+        let msg = if key == "[group]" && on == Rule {
+            format!(
+                "`[group]` has no meaning in a rule with on = \"rule\" fed by rules with on = \"{}\"",
+                root.name()
+            )
+        } else {
+            format!(
+                "`{key}` has no meaning in a rule with on = \"{}\"",
+                on.name()
+            )
+        };
+        Some((msg, off))
+    }
 }
 
 fn default_order() -> i64 {
@@ -147,6 +269,8 @@ pub struct Rule {
     pub info: MetricInfo,
     pub on: Trigger,
     pub of: Option<u16>,
+    /// The trigger of the pass the rule runs in: `on`, or for `on = "rule"` its feeder's.
+    pub root: Trigger,
     pub class: Option<String>,
     pub kinds: Vec<crate::model::EventKind>,
     pub lets: Vec<Let>,
@@ -168,6 +292,8 @@ pub struct Rule {
     pub member_slots: u16,
     /// The rule's bindings (name, type, slot), visible to rules fed by its instances.
     pub vars: Vec<(String, Type, u16)>,
+    /// Its per-member bindings (collective rules and rules fed by them): (name, type, slot).
+    pub member_vars: Vec<(String, Type, u16)>,
     /// Rules and metrics this rule reads (evaluation order).
     pub uses_rules: Vec<u16>,
     pub uses_metrics: Vec<u16>,
@@ -184,11 +310,17 @@ pub struct RuleSet {
 struct Source {
     path: String,
     text: String,
+    /// Embedded in the binary (a user file may replace it), rather than given by the user.
+    builtin: bool,
 }
 
 /// `file:line:col` of a byte offset in a file's text.
 fn line_col(text: &str, offset: usize) -> (u64, u64) {
-    let before = &text[..offset.min(text.len())];
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
     let line = before.matches('\n').count() as u64 + 1;
     let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) as u64 + 1;
     (line, col)
@@ -197,6 +329,116 @@ fn line_col(text: &str, offset: usize) -> (u64, u64) {
 fn rule_error(src: &Source, offset: usize, msg: impl std::fmt::Display) -> Error {
     let (line, col) = line_col(&src.text, offset);
     Error::Usage(format!("{}:{line}:{col}: {msg}", src.path))
+}
+
+/// The offset in `text` of position `pos` (a byte offset) of the decoded TOML string whose
+/// value starts at `start` (its opening delimiter): skips the delimiter and the newline right
+/// after a multi-line string's delimiter, and walks the escapes and line-ending backslashes of
+/// basic strings and the CRLF line ends that decoding turns into `\n`.
+fn raw_offset(text: &str, start: usize, pos: usize) -> usize {
+    let Some(raw) = text.get(start..) else {
+        return start + pos;
+    };
+    let (basic, mut r) = if raw.starts_with("\"\"\"") {
+        (true, 3)
+    } else if raw.starts_with("'''") {
+        (false, 3)
+    } else if raw.starts_with('"') {
+        (true, 1)
+    } else if raw.starts_with('\'') {
+        (false, 1)
+    } else {
+        return start + pos;
+    };
+    let multi = r == 3;
+    if multi {
+        if raw[r..].starts_with("\r\n") {
+            r += 2;
+        } else if raw[r..].starts_with('\n') {
+            r += 1;
+        }
+    }
+    let hex_len = |h: Option<&str>| {
+        h.and_then(|h| u32::from_str_radix(h, 16).ok())
+            .and_then(char::from_u32)
+            .map_or(1, char::len_utf8)
+    };
+    let mut d = 0;
+    while d < pos && r < raw.len() {
+        let rest = &raw[r..];
+        if basic && rest.starts_with('\\') {
+            let after = rest[1..].trim_start_matches([' ', '\t']);
+            if multi && (after.starts_with('\n') || after.starts_with("\r\n")) {
+                // a line-ending backslash: it and all whitespace up to the next character go
+                let kept = rest[1..].trim_start_matches([' ', '\t', '\n', '\r']);
+                r += rest.len() - kept.len();
+                continue;
+            }
+            let (rl, dl) = match rest.as_bytes().get(1) {
+                Some(b'u') => (6, hex_len(rest.get(2..6))),
+                Some(b'U') => (10, hex_len(rest.get(2..10))),
+                _ => (2, 1),
+            };
+            r += rl;
+            d += dl;
+        } else if multi && rest.starts_with("\r\n") {
+            r += 2;
+            d += 1;
+        } else {
+            let n = rest.chars().next().map_or(1, char::len_utf8);
+            r += n;
+            d += n;
+        }
+    }
+    start + r.min(raw.len())
+}
+
+/// The offset in the file of position `pos` of expression `s`.
+fn expr_offset(src: &Source, s: &Spanned<String>, pos: usize) -> usize {
+    raw_offset(&src.text, s.span().start, pos)
+}
+
+/// What the checks across rules need to know about each rule before it is compiled.
+#[derive(Clone, Copy)]
+struct Meta {
+    on: Trigger,
+    /// The trigger of the pass the rule runs in: its own, or its feeder's for `on = "rule"`.
+    root: Trigger,
+    has_group: bool,
+}
+
+/// The shortest path along `next` from `from` to `to`, both included, if there is one
+/// (breadth-first; edges are tried in order, so the result is stable).
+fn path_to(
+    from: usize,
+    to: usize,
+    next: &dyn Fn(usize) -> Vec<usize>,
+    n: usize,
+) -> Option<Vec<usize>> {
+    let mut prev = vec![usize::MAX; n];
+    let mut seen = vec![false; n];
+    let mut queue = std::collections::VecDeque::from([from]);
+    seen[from] = true;
+    while let Some(x) = queue.pop_front() {
+        if x == to {
+            let mut path = vec![x];
+            let mut y = x;
+            while y != from {
+                y = prev[y];
+                path.push(y);
+            }
+            path.reverse();
+            return Some(path);
+        }
+        for y in next(x) {
+            if !seen[y] {
+                seen[y] = true;
+                prev[y] = x;
+                queue.push_back(y);
+            }
+        }
+    }
+    None
 }
 
 impl RuleSet {
@@ -208,6 +450,7 @@ impl RuleSet {
             .map(|(p, t)| Source {
                 path: p.to_string(),
                 text: t.to_string(),
+                builtin: true,
             })
             .collect();
         for p in extra {
@@ -219,6 +462,7 @@ impl RuleSet {
                 sources.push(Source {
                     path: f.display().to_string(),
                     text,
+                    builtin: false,
                 });
             }
         }
@@ -237,91 +481,197 @@ impl RuleSet {
                 let off = e.span().map_or(0, |r| r.start);
                 rule_error(s, off, e.message().trim())
             })?;
-            if !rf.id.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-                || !rf
-                    .id
+            let id = rf.id.get_ref();
+            if !id.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+                || !id
                     .chars()
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
             {
                 return Err(rule_error(
                     s,
-                    0,
-                    format!("rule id `{}` must match [a-z][a-z0-9_]*", rf.id),
+                    rf.id.span().start,
+                    format!("rule id `{id}` must match [a-z][a-z0-9_]*"),
                 ));
             }
-            // a later file with the same id overrides an earlier one (user over built-in)
-            match parsed.iter().position(|(r, _)| r.id == rf.id) {
-                Some(i) if sources[parsed[i].1].path.starts_with("rules/") => parsed[i] = (rf, k),
+            // a user file with a built-in's id replaces the built-in
+            match parsed.iter().position(|(r, _)| r.id.get_ref() == id) {
+                Some(i) if sources[parsed[i].1].builtin && !s.builtin => parsed[i] = (rf, k),
                 Some(_) => {
                     return Err(rule_error(
                         s,
-                        0,
-                        format!("rule `{}` is defined twice", rf.id),
+                        rf.id.span().start,
+                        format!("rule `{id}` is defined twice"),
                     ))
                 }
                 None => parsed.push((rf, k)),
             }
         }
-        let ids: Vec<String> = parsed.iter().map(|(r, _)| r.id.clone()).collect();
+        let n = parsed.len();
+        let ids: Vec<String> = parsed.iter().map(|(r, _)| r.id.get_ref().clone()).collect();
+        let index = |id: &str| ids.iter().position(|x| x == id);
         for (r, k) in &parsed {
             if let Some(p) = &r.parent {
-                if !ids.contains(p) {
+                if index(p.get_ref()).is_none() {
                     return Err(rule_error(
                         &sources[*k],
-                        0,
-                        format!("parent metric `{p}` does not exist"),
+                        p.span().start,
+                        format!("parent metric `{}` does not exist", p.get_ref()),
+                    ));
+                }
+            }
+            for f in r.feeders() {
+                if index(f.get_ref()).is_none() {
+                    return Err(rule_error(
+                        &sources[*k],
+                        f.span().start,
+                        format!("rule `{}` does not exist", f.get_ref()),
+                    ));
+                }
+            }
+        }
+        // the rules each rule is fed by (`of`, `[queue] of`): no cycles
+        let feeders: Vec<Vec<usize>> = parsed
+            .iter()
+            .map(|(r, _)| r.feeders().filter_map(|f| index(f.get_ref())).collect())
+            .collect();
+        for (i, (r, k)) in parsed.iter().enumerate() {
+            for (f, &fi) in r.feeders().zip(&feeders[i]) {
+                if let Some(path) = path_to(fi, i, &|x| feeders[x].clone(), n) {
+                    let names: Vec<&str> = std::iter::once(i)
+                        .chain(path)
+                        .map(|x| ids[x].as_str())
+                        .collect();
+                    return Err(rule_error(
+                        &sources[*k],
+                        f.span().start,
+                        format!("rules feed each other in a cycle: {}", names.join(" → ")),
+                    ));
+                }
+            }
+        }
+        // the pass each rule runs in: an `on = "rule"` rule runs in its feeder's
+        fn root_of(i: usize, parsed: &[(RuleFile, usize)], feeders: &[Vec<usize>]) -> Trigger {
+            match parsed[i].0.on {
+                Trigger::Rule if parsed[i].0.of.is_some() => {
+                    root_of(feeders[i][0], parsed, feeders)
+                }
+                on => on,
+            }
+        }
+        let metas: Vec<Meta> = (0..n)
+            .map(|i| Meta {
+                on: parsed[i].0.on,
+                root: root_of(i, &parsed, &feeders),
+                has_group: parsed[i].0.group.is_some(),
+            })
+            .collect();
+        for (i, (r, k)) in parsed.iter().enumerate() {
+            let src = &sources[*k];
+            if let Some((msg, off)) = r.unused_key(metas[i].root) {
+                return Err(rule_error(src, off, msg));
+            }
+            if let (Trigger::Rule, Some(of)) = (r.on, &r.of) {
+                let f = metas[feeders[i][0]];
+                if matches!(f.on, Trigger::Callpath | Trigger::Sum | Trigger::Derived) {
+                    return Err(rule_error(
+                        src,
+                        of.span().start,
+                        format!(
+                            "rule `{}` cannot feed other rules: a rule with on = \"{}\" has no \
+                             instances",
+                            of.get_ref(),
+                            f.on.name()
+                        ),
+                    ));
+                }
+            }
+            if let Some(q) = &r.queue {
+                let of = &q.get_ref().of;
+                let f = metas[index(of.get_ref()).unwrap_or(0)];
+                if f.root != r.on {
+                    return Err(rule_error(
+                        src,
+                        of.span().start,
+                        format!(
+                            "rule `{}` is evaluated with the on = \"{}\" rules, this rule with \
+                             the on = \"{}\" rules: a queue holds instances of its own pass",
+                            of.get_ref(),
+                            f.root.name(),
+                            r.on.name()
+                        ),
                     ));
                 }
             }
         }
         let mut interner = Interner::default();
         let mut regexes = Vec::new();
-        // rules whose instances feed others must be compiled first (their bindings are types)
-        let mut rules: Vec<Option<Rule>> = vec![None; parsed.len()];
-        let mut item_vars: Vec<Vec<(String, Type, u16)>> = vec![Vec::new(); parsed.len()];
-        let mut pending: Vec<usize> = (0..parsed.len()).collect();
+        // rules whose instances feed others are compiled first (their bindings are types)
+        let mut rules: Vec<Option<Rule>> = vec![None; n];
+        let mut metric_calls: Vec<Vec<(u16, usize)>> = vec![Vec::new(); n];
+        let mut item_vars: Vec<ItemVars> = vec![ItemVars::default(); n];
+        let mut pending: Vec<usize> = (0..n).collect();
         while !pending.is_empty() {
-            let before = pending.len();
             let mut still = Vec::new();
             for &i in &pending {
-                let (rf, k) = &parsed[i];
-                let feeder = rf.of.as_ref().or(rf.queue.as_ref().map(|q| &q.of));
-                if let Some(f) = feeder {
-                    let Some(fi) = ids.iter().position(|x| x == f) else {
-                        return Err(rule_error(
-                            &sources[*k],
-                            0,
-                            format!("rule `{f}` does not exist"),
-                        ));
-                    };
-                    if rules[fi].is_none() {
-                        still.push(i);
-                        continue;
-                    }
+                if feeders[i].iter().any(|&f| rules[f].is_none()) {
+                    still.push(i);
+                    continue;
                 }
-                let rule = compile_rule(
-                    rf,
-                    &sources[*k],
-                    &ids,
-                    &item_vars,
-                    &mut interner,
-                    &mut regexes,
-                )?;
-                item_vars[i] = rule.vars.clone();
+                let (rf, k) = &parsed[i];
+                let env = Env {
+                    ids: &ids,
+                    metas: &metas,
+                    me: i,
+                    builtin: sources[*k].builtin,
+                    item_vars: &item_vars,
+                };
+                let (rule, calls) =
+                    compile_rule(rf, &sources[*k], &env, &mut interner, &mut regexes)?;
+                item_vars[i] = ItemVars {
+                    vars: rule.vars.clone(),
+                    member_vars: rule.member_vars.clone(),
+                };
+                metric_calls[i] = calls;
                 rules[i] = Some(rule);
             }
-            if still.len() == before {
-                let (_, k) = &parsed[still[0]];
-                return Err(rule_error(
-                    &sources[*k],
-                    0,
-                    "rules feed each other in a cycle",
-                ));
-            }
+            // there are no cycles (checked above): every round compiles at least one rule
+            assert!(
+                still.len() < pending.len(),
+                "rules feed each other in a cycle"
+            );
             pending = still;
         }
+        let rules: Vec<Rule> = rules.into_iter().flatten().collect();
+        // derived metrics (and the sums between them) must not read each other in a cycle
+        let reads = |x: usize| -> Vec<usize> {
+            match rules[x].on {
+                Trigger::Derived => rules[x].uses_metrics.iter().map(|&m| m as usize).collect(),
+                Trigger::Sum => (0..n)
+                    .filter(|&c| rules[c].info.parent.as_deref() == Some(ids[x].as_str()))
+                    .collect(),
+                _ => Vec::new(),
+            }
+        };
+        for (i, calls) in metric_calls.iter().enumerate() {
+            for &(m, off) in calls {
+                if let Some(path) = path_to(m as usize, i, &reads, n) {
+                    let names: Vec<&str> = std::iter::once(i)
+                        .chain(path)
+                        .map(|x| ids[x].as_str())
+                        .collect();
+                    return Err(rule_error(
+                        &sources[parsed[i].1],
+                        off,
+                        format!(
+                            "derived metrics read each other in a cycle: {}",
+                            names.join(" → ")
+                        ),
+                    ));
+                }
+            }
+        }
         Ok(RuleSet {
-            rules: rules.into_iter().flatten().collect(),
+            rules,
             interner,
             regexes,
         })
@@ -355,46 +705,170 @@ fn collect_toml(p: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     }
 }
 
+/// What a rule's instances carry to the rules they feed: its bindings and, for collective
+/// and world-call rules, its per-member bindings.
+#[derive(Clone, Debug, Default)]
+struct ItemVars {
+    vars: Vec<(String, Type, u16)>,
+    member_vars: Vec<(String, Type, u16)>,
+}
+
+/// The other rules, as one rule's compilation sees them.
+struct Env<'a> {
+    ids: &'a [String],
+    metas: &'a [Meta],
+    /// The rule being compiled, and whether it is a built-in.
+    me: usize,
+    builtin: bool,
+    item_vars: &'a [ItemVars],
+}
+
+/// "a receive rule", "an event rule", "a rule fed by send rules".
+fn rule_kind(m: Meta) -> String {
+    if m.on == Trigger::Rule {
+        return format!("a rule fed by {} rules", m.root.name());
+    }
+    let n = m.on.name();
+    let article = if n.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {n} rule")
+}
+
+/// Why `had(target, ...)` cannot be used in the rule being compiled, if it cannot.
+fn had_problem(env: &Env, target: u16) -> Option<String> {
+    let t = env.metas[target as usize];
+    let me = env.metas[env.me];
+    let id = &env.ids[target as usize];
+    // a built-in may ask about a rule the user replaced by one without a group: always false
+    if !t.has_group && !env.builtin {
+        return Some(format!(
+            "had('{id}', ...) reads a rule without a [group]: had() asks whether one of its \
+             groups kept an instance"
+        ));
+    }
+    let (tp, mp) = (t.root.pass(), me.root.pass());
+    if tp < mp || !t.has_group {
+        return None;
+    }
+    let target = if t.on == Trigger::Rule {
+        format!("on = \"rule\", fed by on = \"{}\" rules", t.root.name())
+    } else {
+        format!("on = \"{}\"", t.on.name())
+    };
+    let earlier: Vec<String> = [Trigger::Event, Trigger::Receive, Trigger::Send]
+        .into_iter()
+        .filter(|x| x.pass() < mp)
+        .map(|x| format!("\"{}\"", x.name()))
+        .collect();
+    let sees = match earlier.split_last() {
+        None => format!("had() sees no rule from {}", rule_kind(me)),
+        Some((last, [])) => format!(
+            "had() sees only rules with on = {last} from {}",
+            rule_kind(me)
+        ),
+        Some((last, rest)) => format!(
+            "had() sees only rules with on = {} or {last} from {}",
+            rest.join(", "),
+            rule_kind(me)
+        ),
+    };
+    let when = if tp == mp { "the same" } else { "a later" };
+    Some(format!(
+        "had('{id}', ...) reads a rule evaluated in {when} pass ({target}); {sees}"
+    ))
+}
+
+/// Whether event expression `e` is, by construction, an event of another location than the
+/// one the rule runs on: a remote binding (`S` of a receive, `R` and `Q` of a send) or its
+/// `enter` or `leave`.
+fn remote_event(e: &Expr, remote: &[u16]) -> bool {
+    match e {
+        Expr::Slot(s) => remote.contains(s),
+        Expr::Field(b, compile::Field::Enter | compile::Field::Leave) => remote_event(b, remote),
+        _ => false,
+    }
+}
+
+fn expr_error(src: &Source, s: &Spanned<String>, e: parse::LangError) -> Error {
+    rule_error(src, expr_offset(src, s, e.pos), e.msg)
+}
+
+/// Parse and compile expression `s`, checking its type; its `metric()` calls go to `calls`
+/// with their places in the file.
+fn compile_expr(
+    src: &Source,
+    s: &Spanned<String>,
+    scope: &mut Scope,
+    want: Option<Type>,
+    calls: &mut Vec<(u16, usize)>,
+) -> Result<(Expr, Type)> {
+    let ast = parse::parse(s.get_ref()).map_err(|e| expr_error(src, s, e))?;
+    let out = compile::compile(&ast, scope, want).map_err(|e| expr_error(src, s, e))?;
+    for (m, p) in scope.metric_refs.drain(..) {
+        calls.push((m, expr_offset(src, s, p)));
+    }
+    Ok(out)
+}
+
+/// Compile one rule; also returns its `metric()` calls with their places in the file.
 fn compile_rule(
     rf: &RuleFile,
     src: &Source,
-    ids: &[String],
-    item_vars: &[Vec<(String, Type, u16)>],
+    env: &Env,
     interner: &mut Interner,
     regexes: &mut Vec<regex::Regex>,
-) -> Result<Rule> {
+) -> Result<(Rule, Vec<(u16, usize)>)> {
+    let ids = env.ids;
+    let meta = env.metas[env.me];
+    let collective = matches!(rf.on, Trigger::Collective | Trigger::WorldCall);
+    let item_vars: Vec<Vec<(String, Type, u16)>> =
+        env.item_vars.iter().map(|v| v.vars.clone()).collect();
+    let had_check = |t: u16| had_problem(env, t);
     let mut scope = Scope {
         vars: Vec::new(),
         member_lets: Vec::new(),
-        has_members: matches!(rf.on, Trigger::Collective | Trigger::WorldCall),
-        item_vars,
+        // rules fed by collective instances see the instance's members too
+        has_members: matches!(meta.root, Trigger::Collective | Trigger::WorldCall),
+        item_vars: &item_vars,
         interner,
         regexes,
         rule_ids: ids,
         metric_ids: ids,
+        allow_metric: rf.on == Trigger::Derived,
+        had_check: &had_check,
         uses_rules: Vec::new(),
         uses_metrics: Vec::new(),
+        metric_refs: Vec::new(),
         slots: 0,
     };
-    let need = |field: &Option<Spanned<String>>, what: &str| -> Result<()> {
-        if field.is_none() {
+    let mut calls = Vec::new();
+    let need = |present: bool, what: &str| -> Result<()> {
+        if !present {
             return Err(rule_error(
                 src,
                 0,
-                format!("a rule with on = \"{:?}\" needs `{what}`", rf.on).to_lowercase(),
+                format!("a rule with on = \"{}\" needs `{what}`", rf.on.name()),
             ));
         }
         Ok(())
     };
     let mut of = None;
+    // bindings of another location than the rule's: a `[group] by` cannot be one of them
+    let mut remote: Vec<u16> = Vec::new();
     match rf.on {
         Trigger::Receive => {
             scope.declare("R", Type::Event);
-            scope.declare("S", Type::Event);
+            remote.push(scope.declare("S", Type::Event));
         }
         Trigger::Send => {
             for v in ["S", "R", "C", "Q"] {
-                scope.declare(v, Type::Event);
+                let s = scope.declare(v, Type::Event);
+                if v == "R" || v == "Q" {
+                    remote.push(s);
+                }
             }
         }
         Trigger::Collective => {
@@ -403,13 +877,7 @@ fn compile_rule(
             scope.declare("root", Type::Num);
         }
         Trigger::WorldCall => {
-            if rf.class.is_none() {
-                return Err(rule_error(
-                    src,
-                    0,
-                    "a rule with on = \"world_call\" needs `class`",
-                ));
-            }
+            need(rf.class.is_some(), "class")?;
             scope.declare("size", Type::Num);
         }
         Trigger::Event => {
@@ -421,31 +889,34 @@ fn compile_rule(
             scope.declare("callee", Type::Region);
         }
         Trigger::Rule => {
-            let Some(f) = &rf.of else {
-                return Err(rule_error(src, 0, "a rule with on = \"rule\" needs `of`"));
-            };
-            let fi = ids.iter().position(|x| x == f).unwrap_or(0);
+            need(rf.of.is_some(), "of")?;
+            let fi = rf
+                .of
+                .as_ref()
+                .and_then(|f| ids.iter().position(|x| x == f.get_ref()))
+                .unwrap_or(0);
             of = Some(fi as u16);
             // the feeding rule's bindings, in the same slots, plus its value
-            for (n, t, s) in &item_vars[fi] {
+            for (n, t, s) in &env.item_vars[fi].vars {
                 scope.vars.push((n.clone(), *t, *s));
                 scope.slots = scope.slots.max(s + 1);
             }
+            scope.member_lets = env.item_vars[fi].member_vars.clone();
+            // the trigger's bindings keep their slots along a chain of fed rules
+            remote = match meta.root {
+                Trigger::Receive => vec![1],
+                Trigger::Send => vec![1, 3],
+                _ => Vec::new(),
+            };
         }
         Trigger::Sum | Trigger::Derived => {}
     }
-    let compile_str =
-        |s: &Spanned<String>, scope: &mut Scope, want: Option<Type>| -> Result<(Expr, Type)> {
-            let ast = parse::parse(s.get_ref())
-                .map_err(|e| rule_error(src, s.span().start + 1 + e.pos, e.msg))?;
-            compile::compile(&ast, scope, want)
-                .map_err(|e| rule_error(src, s.span().start + 1 + e.pos, e.msg))
-        };
     let queue = match &rf.queue {
         Some(q) => {
-            let qi = ids.iter().position(|x| *x == q.of).unwrap_or(0);
+            let q = q.get_ref();
+            let qi = ids.iter().position(|x| x == q.of.get_ref()).unwrap_or(0);
             let slot = scope.declare("B", Type::Item(qi as u16));
-            let (take, _) = compile_str(&q.take, &mut scope, Some(Type::Bool))?;
+            let (take, _) = compile_expr(src, &q.take, &mut scope, Some(Type::Bool), &mut calls)?;
             Some(Queue {
                 of: qi as u16,
                 size: q.size,
@@ -457,21 +928,26 @@ fn compile_rule(
     };
     let mut lets = Vec::new();
     let mut member_slots = 0u16;
-    for l in &rf.lets {
-        let (mscope, name, offset, ast) = parse::parse_binding(l.get_ref())
-            .map_err(|e| rule_error(src, l.span().start + 1 + e.pos, e.msg))?;
-        let base = l.span().start + 1;
+    for l in rf.lets.iter().flat_map(|l| l.get_ref()) {
+        let (mscope, name, _, ast) =
+            parse::parse_binding(l.get_ref()).map_err(|e| expr_error(src, l, e))?;
+        let compiled = |scope: &mut Scope, calls: &mut Vec<(u16, usize)>| {
+            let r = compile::compile(&ast, scope, None).map_err(|e| expr_error(src, l, e));
+            for (m, p) in scope.metric_refs.drain(..) {
+                calls.push((m, expr_offset(src, l, p)));
+            }
+            r
+        };
         if let Some(ms) = &mscope {
-            if !scope.has_members {
+            if !collective {
                 return Err(rule_error(
                     src,
-                    base,
+                    expr_offset(src, l, 0),
                     format!("`{ms}.{name}`: per-member bindings need a collective trigger"),
                 ));
             }
             let m = scope.declare(ms, Type::Member);
-            let (e, t) = compile::compile(&ast, &mut scope, None)
-                .map_err(|e| rule_error(src, base + e.pos, e.msg))?;
+            let (e, t) = compiled(&mut scope, &mut calls)?;
             scope.vars.retain(|v| v.2 != m);
             scope.member_lets.push((name, t, member_slots));
             lets.push(Let::Member {
@@ -481,29 +957,47 @@ fn compile_rule(
             });
             member_slots += 1;
         } else {
-            let (e, t) = compile::compile(&ast, &mut scope, None)
-                .map_err(|e| rule_error(src, base + e.pos, e.msg))?;
-            let _ = offset;
+            let (e, t) = compiled(&mut scope, &mut calls)?;
             let s = scope.declare(&name, t);
             lets.push(Let::Inst(s, e));
         }
     }
     let when = match &rf.when {
-        Some(w) => Some(compile_str(w, &mut scope, Some(Type::Bool))?.0),
+        Some(w) => Some(compile_expr(src, w, &mut scope, Some(Type::Bool), &mut calls)?.0),
         None => None,
     };
     let group = match &rf.group {
         Some(g) => {
-            if g.keep != "max" {
+            let g = g.get_ref();
+            if g.keep.get_ref() != "max" {
                 return Err(rule_error(
                     src,
-                    0,
-                    format!("group keep = \"{}\": only \"max\" is supported", g.keep),
+                    g.keep.span().start,
+                    format!(
+                        "group keep = \"{}\": only \"max\" is supported",
+                        g.keep.get_ref()
+                    ),
                 ));
             }
-            let by = compile_str(&g.by, &mut scope, Some(Type::Event))?.0;
+            let by = compile_expr(src, &g.by, &mut scope, Some(Type::Event), &mut calls)?.0;
+            if remote_event(&by, &remote) {
+                let local = match meta.root {
+                    Trigger::Send => "C.enter",
+                    Trigger::Event => "E.enter",
+                    _ => "R.enter",
+                };
+                return Err(rule_error(
+                    src,
+                    expr_offset(src, &g.by, 0),
+                    format!(
+                        "`[group] by` is an event of another location: groups are kept per \
+                         location, so the key must be an event of the location the rule runs \
+                         on, like {local}"
+                    ),
+                ));
+            }
             let when = match &g.when {
-                Some(w) => Some(compile_str(w, &mut scope, Some(Type::Bool))?.0),
+                Some(w) => Some(compile_expr(src, w, &mut scope, Some(Type::Bool), &mut calls)?.0),
                 None => None,
             };
             Some(Group { by, when })
@@ -511,13 +1005,13 @@ fn compile_rule(
         None => None,
     };
     // severity, `for`, `at` and `violation` see the member `m` in collective rules
-    let member_slot = if scope.has_members {
+    let member_slot = if collective {
         Some(scope.declare("m", Type::Member))
     } else {
         None
     };
     let for_members = match &rf.for_members {
-        Some(w) => Some(compile_str(w, &mut scope, Some(Type::Bool))?.0),
+        Some(w) => Some(compile_expr(src, w, &mut scope, Some(Type::Bool), &mut calls)?.0),
         None => None,
     };
     let mut severity = None;
@@ -526,75 +1020,62 @@ fn compile_rule(
     match rf.on {
         Trigger::Sum => {}
         Trigger::Derived => {
-            need(&rf.value, "value")?;
-            value = Some(
-                compile_str(
-                    rf.value.as_ref().expect("checked"),
-                    &mut scope,
-                    Some(Type::Num),
-                )?
-                .0,
-            );
+            need(rf.value.is_some(), "value")?;
+            if let Some(v) = &rf.value {
+                value = Some(compile_expr(src, v, &mut scope, Some(Type::Num), &mut calls)?.0);
+            }
         }
         _ => {
-            need(&rf.severity, "severity")?;
-            severity = Some(
-                compile_str(
-                    rf.severity.as_ref().expect("checked"),
-                    &mut scope,
-                    Some(Type::Num),
-                )?
-                .0,
-            );
+            need(rf.severity.is_some(), "severity")?;
+            if let Some(s) = &rf.severity {
+                severity = Some(compile_expr(src, s, &mut scope, Some(Type::Num), &mut calls)?.0);
+            }
             if rf.on != Trigger::Callpath {
-                need(&rf.at, "at")?;
-                at = Some(
-                    compile_str(
-                        rf.at.as_ref().expect("checked"),
-                        &mut scope,
-                        Some(Type::Event),
-                    )?
-                    .0,
-                );
+                need(rf.at.is_some(), "at")?;
+                if let Some(a) = &rf.at {
+                    at = Some(compile_expr(src, a, &mut scope, Some(Type::Event), &mut calls)?.0);
+                }
             }
         }
     }
     let violation = match &rf.violation {
-        Some(w) => Some(compile_str(w, &mut scope, Some(Type::Bool))?.0),
+        Some(w) => Some(compile_expr(src, w, &mut scope, Some(Type::Bool), &mut calls)?.0),
         None => None,
     };
     let kinds = match &rf.kinds {
         Some(ks) => ks
+            .get_ref()
             .iter()
             .map(|k| {
                 crate::model::EventKind::ALL
                     .iter()
                     .copied()
-                    .find(|e| e.name() == k)
+                    .find(|e| e.name() == k.get_ref())
                     .ok_or_else(|| {
-                        rule_error(src, 0, format!("unknown event kind `{k}` in `kinds`"))
+                        rule_error(
+                            src,
+                            k.span().start,
+                            format!("unknown event kind `{}` in `kinds`", k.get_ref()),
+                        )
                     })
             })
             .collect::<Result<Vec<_>>>()?,
         None => Vec::new(),
     };
-    if rf.on == Trigger::Event && kinds.is_empty() {
-        return Err(rule_error(
-            src,
-            0,
-            "a rule with on = \"event\" needs `kinds`",
-        ));
+    if rf.on == Trigger::Event {
+        need(!kinds.is_empty(), "kinds")?;
     }
     // what rules fed by this one see: where it attributed (`at`) and its `value`
     let at_slot = scope.declare("at", Type::Event);
     let value_slot = scope.declare("value", Type::Num);
     let vars = scope.vars.clone();
-    Ok(Rule {
+    let member_vars = scope.member_lets.clone();
+    let rule = Rule {
         info: MetricInfo {
-            id: rf.id.clone(),
+            id: rf.id.get_ref().clone(),
             name: rf.name.clone(),
             long_name: rf.long_name.clone().unwrap_or_else(|| rf.name.clone()),
-            parent: rf.parent.clone(),
+            parent: rf.parent.as_ref().map(|p| p.get_ref().clone()),
             unit: rf.unit,
             paradigm: rf.paradigm.clone(),
             order: rf.order,
@@ -613,7 +1094,8 @@ fn compile_rule(
         },
         on: rf.on,
         of,
-        class: rf.class.clone(),
+        root: meta.root,
+        class: rf.class.as_ref().map(|c| c.get_ref().clone()),
         kinds,
         lets,
         when,
@@ -630,7 +1112,44 @@ fn compile_rule(
         slots: scope.slots,
         member_slots,
         vars,
+        member_vars,
         uses_rules: scope.uses_rules,
         uses_metrics: scope.uses_metrics,
-    })
+    };
+    Ok((rule, calls))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::raw_offset;
+
+    /// The offset of decoded position `pos` of the string value `raw` (from its opening
+    /// delimiter), checked against the character it must point at.
+    fn at(raw: &str, pos: usize) -> char {
+        let text = format!("k = {raw}\n");
+        let decoded: toml::Value = toml::from_str(&text).unwrap();
+        let decoded = decoded["k"].as_str().unwrap();
+        let off = raw_offset(&text, 4, pos);
+        let c = text[off..].chars().next().unwrap();
+        // the character found in the raw text is the one decoded (or starts its escape)
+        let d = decoded[pos..].chars().next().unwrap();
+        assert!(c == d || c == '\\', "{raw:?} {pos}: {c:?} vs {d:?}");
+        c
+    }
+
+    #[test]
+    fn raw_offsets_walk_delimiters_and_escapes() {
+        assert_eq!(at(r#""a + T""#, 4), 'T');
+        assert_eq!(at(r#"'a + T'"#, 4), 'T');
+        assert_eq!(at(r#""\"x\" + T""#, 6), 'T');
+        assert_eq!(at(r#""\\ T""#, 2), 'T');
+        assert_eq!(at(r#""\u00e9 T""#, 3), 'T');
+        assert_eq!(at(r#""\U0001F600 T""#, 5), 'T');
+        assert_eq!(at("\"\"\"\na + T\"\"\"", 4), 'T');
+        assert_eq!(at("\"\"\"\r\na\r\n+ T\"\"\"", 4), 'T');
+        assert_eq!(at("'''\na\\ + T'''", 5), 'T');
+        // a line-ending backslash and the whitespace after it vanish
+        assert_eq!(at("\"\"\"a \\  \n    + T\"\"\"", 4), 'T');
+        assert_eq!(at("\"é + T\"", 5), 'T');
+    }
 }

@@ -53,6 +53,23 @@ impl Ast {
             Ast::Aggregate { pos, .. } => *pos,
         }
     }
+
+    /// Where the expression starts in the text: for an error about the expression as a whole
+    /// (its type), rather than about its operator or last field name (`pos`).
+    pub fn start(&self) -> Pos {
+        match self {
+            Ast::Binary(_, a, _, _) => a.start(),
+            Ast::Field(base, _, _) => base.start(),
+            _ => self.pos(),
+        }
+    }
+}
+
+/// Words of the syntax that can never be names.
+pub const KEYWORDS: [&str; 7] = ["if", "then", "else", "in", "where", "true", "false"];
+
+fn is_keyword(s: &str) -> bool {
+    KEYWORDS.contains(&s)
 }
 
 /// A syntax or type error at a position of the expression text.
@@ -210,6 +227,9 @@ impl Parser {
 
     fn ident(&mut self) -> Result<(String, Pos), LangError> {
         match self.bump() {
+            (Tok::Ident(s), p) if is_keyword(&s) => {
+                err(p, format!("expected a name, found the keyword `{s}`"))
+            }
             (Tok::Ident(s), p) => Ok((s, p)),
             (t, p) => err(p, format!("expected a name, found {}", describe(&t))),
         }
@@ -306,6 +326,10 @@ impl Parser {
             Tok::Ident(name) if name == "true" || name == "false" => {
                 Ok(Ast::Bool(name == "true", p))
             }
+            Tok::Ident(name) if is_keyword(&name) => err(
+                p,
+                format!("expected an expression, found the keyword `{name}`"),
+            ),
             Tok::Ident(name) => {
                 if !self.is_sym("(") {
                     return Ok(Ast::Var(name, p));
@@ -389,6 +413,13 @@ pub fn parse_binding(src: &str) -> Result<(Option<String>, String, Pos, Ast), La
     if !valid(&name) || scope.as_deref().is_some_and(|s| !valid(s)) {
         return err(0, format!("`{lhs}` is not a name to bind"));
     }
+    if let Some(k) = [scope.as_deref(), Some(name.as_str())]
+        .into_iter()
+        .flatten()
+        .find(|s| is_keyword(s))
+    {
+        return err(0, format!("`{k}` is a keyword, not a name to bind"));
+    }
     let body = &src[eq + 1..];
     let offset = eq + 1;
     let ast = parse(body).map_err(|e| LangError {
@@ -462,6 +493,38 @@ mod tests {
         assert_eq!(parse("'abc").unwrap_err().msg, "unterminated string");
         let e = parse_binding("x = 1 + )").unwrap_err();
         assert_eq!(e.pos, 8);
+    }
+
+    #[test]
+    fn start_is_the_leftmost_token() {
+        let a = parse("R.time - S.enter.time").unwrap();
+        assert_eq!((a.pos(), a.start()), (7, 0));
+        let a = parse("(x).y.z").unwrap();
+        assert_eq!((a.pos(), a.start()), (6, 1));
+    }
+
+    #[test]
+    fn keywords_are_not_names() {
+        for src in ["then + 1", "1 + in", "x == where", "if then then 1 else 2"] {
+            let e = parse(src).unwrap_err();
+            assert!(e.msg.contains("keyword"), "{src}: {}", e.msg);
+        }
+        assert_eq!(
+            parse("1 + if").unwrap_err().msg,
+            "expected an expression, found the keyword `if`"
+        );
+        assert_eq!(
+            parse("R.if").unwrap_err().msg,
+            "expected a name, found the keyword `if`"
+        );
+        assert!(parse("max(in in members: 1)").is_err());
+        assert_eq!(
+            parse_binding("else = 1").unwrap_err().msg,
+            "`else` is a keyword, not a name to bind"
+        );
+        assert!(parse_binding("m.true = 1").is_err());
+        // names that merely start with a keyword are names
+        assert!(parse("iff + thenx + input").is_ok());
     }
 
     #[test]
