@@ -71,14 +71,12 @@ impl Resolver {
             self.sparse.insert(local, v);
             return v;
         }
-        let k = match self.undefined.iter().position(|&u| u == local) {
-            Some(k) => k,
-            None => {
-                self.undefined.push(local);
-                self.undefined.len() - 1
-            }
-        };
-        self.base + k as u32
+        // an undefined id: the next placeholder, remembered like any other id (a trace full
+        // of undefined ids must not make this quadratic; found by fuzzing)
+        let v = self.base + self.undefined.len() as u32;
+        self.undefined.push(local);
+        self.sparse.insert(local, v);
+        v
     }
 
     pub fn base(&self) -> u32 {

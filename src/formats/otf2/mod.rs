@@ -134,11 +134,17 @@ pub fn read(anchor_path: &Path) -> Result<Trace> {
     let mut events = Vec::with_capacity(per_loc.len());
     let mut undefined_regions: Vec<u64> = Vec::new();
     let mut undefined_comms: Vec<u64> = Vec::new();
+    let (mut region_index, mut comm_index) = Default::default();
     for (loc, mut r) in trace_defs.locations.iter().zip(per_loc) {
         warnings.extend(r.warnings);
         // Events that name undefined regions/communicators get placeholder definitions.
-        let region_fix = placeholder_targets(&r.undefined_regions, &mut undefined_regions);
-        let comm_fix = placeholder_targets(&r.undefined_comms, &mut undefined_comms);
+        let region_fix = placeholder_targets(
+            &r.undefined_regions,
+            &mut undefined_regions,
+            &mut region_index,
+        );
+        let comm_fix =
+            placeholder_targets(&r.undefined_comms, &mut undefined_comms, &mut comm_index);
         let (rbase, cbase) = (
             trace_defs.regions.len() as u32,
             trace_defs.comms.len() as u32,
@@ -224,16 +230,20 @@ fn advise_huge_pages<T>(v: &Vec<T>) {
     }
 }
 
-/// For each undefined id of a location, its index among all undefined ids of the trace.
-fn placeholder_targets(local: &[u64], all: &mut Vec<u64>) -> Vec<u32> {
+/// For each undefined id of a location, its index among all undefined ids of the trace
+/// (`index` maps ids already in `all` to their position).
+fn placeholder_targets(
+    local: &[u64],
+    all: &mut Vec<u64>,
+    index: &mut std::collections::HashMap<u64, u32>,
+) -> Vec<u32> {
     local
         .iter()
-        .map(|id| match all.iter().position(|a| a == id) {
-            Some(k) => k as u32,
-            None => {
+        .map(|id| {
+            *index.entry(*id).or_insert_with(|| {
                 all.push(*id);
                 (all.len() - 1) as u32
-            }
+            })
         })
         .collect()
 }
