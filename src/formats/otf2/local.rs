@@ -112,7 +112,8 @@ pub fn correct_clock(offsets: &[(u64, i64)], times: &mut [u64]) {
             i += 1;
         }
         let d = (*t as i128 - offsets[i].0 as i128) as f64;
-        let corr = offsets[i].1 as i128 + (slopes[i] * d).round_ties_even() as i128;
+        // wrapping: absurd offsets in a corrupt file give absurd times, never a panic
+        let corr = (offsets[i].1 as i128).wrapping_add((slopes[i] * d).round_ties_even() as i128);
         *t = t.wrapping_add(corr as u64);
     }
 }
@@ -135,6 +136,12 @@ mod tests {
         let mut t = [5, 6];
         correct_clock(&[(0, 100)], &mut t);
         assert_eq!(t, [5, 6]);
+    }
+
+    #[test]
+    fn extreme_offsets_do_not_overflow() {
+        let mut t = [0];
+        correct_clock(&[(u64::MAX - 1, i64::MAX), (u64::MAX, i64::MIN)], &mut t);
     }
 
     #[test]
