@@ -1819,4 +1819,18 @@ fn unmatched_receive_counts_with_its_own_bytes() {
         ("comms_recv", "main/MPI_Recv", &[0.0, 1.0]),
         ("bytes_rcvd", "main/MPI_Recv", &[0.0, 8.0]),
     ]);
+    // §6.2: r1 has an unmatched message, so its share of a finding halves the repair factor:
+    // time at main is 10 s on r0 and 10 − (7 − 2) = 5 s on r1 (MPI_Recv runs 2 → 7),
+    // ψ = 1 − 0.5 · 5 / 15.
+    assert_eq!(run.replay.unmatched_locations, vec![1]);
+    let f = run
+        .findings()
+        .into_iter()
+        .find(|f| f.metric == "time" && f.callpath == 0)
+        .unwrap();
+    assert!(
+        (f.psi - (1.0 - 0.5 * 5.0 / 15.0)).abs() < 1e-9,
+        "psi {}",
+        f.psi
+    );
 }

@@ -68,11 +68,21 @@ pub fn score(trace: &Trace, replay: &Replay, a: &Analysis, p: ScoreParams) -> Ve
             })
         })
         .collect();
-    // locations with repairs, clamped timestamps or measurement gaps lower precision (ψ)
+    // locations with repairs, clamped timestamps, measurement gaps or unmatched messages
+    // lower precision (ψ, §6.2)
     let repaired: Vec<bool> = replay
         .locations
         .iter()
-        .map(|st| st.repairs.iter().any(|&r| r > 0) || st.clamped > 0 || st.gaps > 0)
+        .enumerate()
+        .map(|(l, st)| {
+            st.repairs.iter().any(|&r| r > 0)
+                || st.clamped > 0
+                || st.gaps > 0
+                || replay
+                    .unmatched_locations
+                    .binary_search(&(l as u32))
+                    .is_ok()
+        })
         .collect();
     let total_time: f64 = replay
         .locations

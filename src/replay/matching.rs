@@ -166,11 +166,12 @@ fn sides(trace: &Trace, l: usize, in_mpi: &(dyn Fn(usize, usize) -> bool + Sync)
 }
 
 /// Match every receive to its send. `in_mpi(l, i)` says whether event `i` of location `l`
-/// lies inside an MPI call (§4.1.3). Returns the links per location and the statistics.
+/// lies inside an MPI call (§4.1.3). Returns the links per location, the statistics, the
+/// locations touched by clock-condition violations and those with unmatched messages.
 pub fn match_messages(
     trace: &Trace,
     in_mpi: &(dyn Fn(usize, usize) -> bool + Sync),
-) -> (Vec<MsgLinks>, MatchStats, Violators) {
+) -> (Vec<MsgLinks>, MatchStats, Violators, Vec<u32>) {
     let per: Vec<LocSides> = (0..trace.events.len())
         .into_par_iter()
         .map(|l| sides(trace, l, in_mpi))
@@ -189,15 +190,18 @@ pub fn match_messages(
     let key = |s: &Side| (s.comm, s.from, s.to, s.tag);
     let (mut a, mut b) = (0, 0);
     let mut violating = std::collections::BTreeSet::new();
+    let mut unmatched = std::collections::BTreeSet::new();
     while a < sends.len() && b < recvs.len() {
         let (s, r) = (sends[a], recvs[b]);
         match key(&s).cmp(&key(&r)) {
             std::cmp::Ordering::Less => {
                 stats.unmatched_sends += 1;
+                unmatched.insert(s.from);
                 a += 1;
             }
             std::cmp::Ordering::Greater => {
                 stats.unmatched_receives += 1;
+                unmatched.insert(r.to);
                 b += 1;
             }
             std::cmp::Ordering::Equal => {
@@ -226,5 +230,12 @@ pub fn match_messages(
     stats.violation_locations = violating.len() as u64;
     stats.unmatched_sends += (sends.len() - a) as u64;
     stats.unmatched_receives += (recvs.len() - b) as u64;
-    (links, stats, violating.into_iter().collect())
+    unmatched.extend(sends[a..].iter().map(|s| s.from));
+    unmatched.extend(recvs[b..].iter().map(|r| r.to));
+    (
+        links,
+        stats,
+        violating.into_iter().collect(),
+        unmatched.into_iter().collect(),
+    )
 }

@@ -45,6 +45,8 @@ pub struct Replay {
     pub matching: matching::MatchStats,
     /// Locations touched by point-to-point clock-condition violations (§7.1).
     pub p2p_violators: Vec<u32>,
+    /// Locations with unmatched sends or receives (§5.3.4), ascending.
+    pub unmatched_locations: Vec<u32>,
     /// Collective-operation instances (§5.4).
     pub instances: Vec<collectives::Instance>,
     pub collectives: collectives::CollStats,
@@ -200,7 +202,8 @@ impl Replay {
                 trace.defs.regions[r as usize].paradigm == crate::model::Paradigm::MPI
             }
         };
-        let (msg_links, matching, p2p_violators) = matching::match_messages(trace, &in_mpi);
+        let (msg_links, matching, p2p_violators, unmatched_locations) =
+            matching::match_messages(trace, &in_mpi);
         let (instances, collectives) = collectives::instances(trace);
         Replay {
             tree,
@@ -208,6 +211,7 @@ impl Replay {
             msg_links,
             matching,
             p2p_violators,
+            unmatched_locations,
             instances,
             collectives,
         }
