@@ -697,11 +697,11 @@ fn rules_fed_by_collective_rules_fire() {
 
 #[test]
 fn user_files_under_a_relative_rules_dir_are_not_built_ins() {
-    // the test runs in the package root: `rules/visits.toml` is given here as a user file
+    // the test runs in the package root: `rules/common/visits.toml` is given here as a user file
     let dir = tempfile::tempdir().unwrap();
     let dup = dir.path().join("visits.toml");
-    std::fs::write(&dup, std::fs::read_to_string("rules/visits.toml").unwrap()).unwrap();
-    let err = RuleSet::load(&[PathBuf::from("rules/visits.toml"), dup])
+    std::fs::write(&dup, std::fs::read_to_string("rules/common/visits.toml").unwrap()).unwrap();
+    let err = RuleSet::load(&[PathBuf::from("rules/common/visits.toml"), dup])
         .expect_err("two user files define `visits`");
     assert!(
         err.to_string().ends_with("rule `visits` is defined twice"),
