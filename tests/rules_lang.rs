@@ -700,7 +700,11 @@ fn user_files_under_a_relative_rules_dir_are_not_built_ins() {
     // the test runs in the package root: `rules/common/visits.toml` is given here as a user file
     let dir = tempfile::tempdir().unwrap();
     let dup = dir.path().join("visits.toml");
-    std::fs::write(&dup, std::fs::read_to_string("rules/common/visits.toml").unwrap()).unwrap();
+    std::fs::write(
+        &dup,
+        std::fs::read_to_string("rules/common/visits.toml").unwrap(),
+    )
+    .unwrap();
     let err = RuleSet::load(&[PathBuf::from("rules/common/visits.toml"), dup])
         .expect_err("two user files define `visits`");
     assert!(
