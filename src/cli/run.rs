@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 pub enum Format {
     Text,
     Json,
+    /// One self-contained HTML page with charts (issue 14).
+    Html,
 }
 
 #[derive(Debug, clap::Args)]
@@ -37,6 +39,15 @@ pub struct RunArgs {
     /// Also print the per-rank breakdown of this metric (e.g. mpi_latesender).
     #[arg(long)]
     pub metric: Option<String>,
+    /// Print the critical path after the text report.
+    #[arg(long)]
+    pub critical_path: bool,
+    /// Also compute the critical path with this region's time set to zero (repeatable).
+    #[arg(long, value_name = "REGION")]
+    pub what_if: Vec<String>,
+    /// Write the wait-time and traffic matrices as CSV files into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub matrices_csv: Option<PathBuf>,
     /// No progress display.
     #[arg(short, long)]
     pub quiet: bool,
@@ -87,7 +98,23 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let analysis = crate::analysis::analyse(&trace, &replay, rules);
     let params = ScoreParams::default();
     let findings = score(&trace, &replay, &analysis, params);
-    let report = Report::build(&trace, &replay, &analysis, findings, params);
+    let mut report = Report::build(&trace, &replay, &analysis, findings, params);
+    progress.stage("critical path and matrices");
+    report
+        .add_structure(&trace, &replay, &analysis, &args.what_if)
+        .map_err(|r| {
+            Error::Usage(format!(
+                "--what-if {r}: no region of that name in {}",
+                args.trace.display()
+            ))
+        })?;
+    if let Some(dir) = &args.matrices_csv {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "cannot create directory", e))?;
+        if let (Some(w), Some(t)) = (&report.wait_matrix, &report.traffic_matrix) {
+            crate::analysis::matrices::write_csv(dir, w, t)
+                .map_err(|e| Error::io(dir, "cannot write the matrices into", e))?;
+        }
+    }
     drop(progress);
     let color = args.output.is_none()
         && std::io::stdout().is_terminal()
@@ -102,8 +129,15 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     formats.dedup();
     let write = |f: Format, w: &mut dyn Write| -> std::io::Result<()> {
         match f {
-            Format::Text => crate::report::text::write(&report, &text_opts, w),
+            Format::Text => {
+                crate::report::text::write(&report, &text_opts, w)?;
+                if args.critical_path || !args.what_if.is_empty() {
+                    crate::report::text::write_critical_path(&report, w)?;
+                }
+                Ok(())
+            }
             Format::Json => report.write_json(w),
+            Format::Html => crate::report::html::write(&report, w),
         }
     };
     match &args.output {
@@ -125,6 +159,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
                 let name = match f {
                     Format::Text => "report.txt",
                     Format::Json => "report.json",
+                    Format::Html => "report.html",
                 };
                 write_file(&dir.join(name), |w| write(f, w))?;
             }
