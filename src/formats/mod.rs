@@ -1,5 +1,6 @@
 //! Trace readers, chosen by the file's content (not its name).
 
+pub mod otf1;
 pub mod otf2;
 
 use crate::error::{Error, Place, Result};
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Otf2,
+    Otf1,
 }
 
 /// Find the file to read: the path itself, or the single OTF2 anchor in a directory
@@ -56,6 +58,9 @@ pub fn detect(path: &Path) -> Result<Format> {
     if otf2::sniff(head) {
         return Ok(Format::Otf2);
     }
+    if otf1::sniff(head) {
+        return Ok(Format::Otf1);
+    }
     let what = if n == 0 {
         "empty file".to_string()
     } else {
@@ -64,7 +69,7 @@ pub fn detect(path: &Path) -> Result<Format> {
     Err(Error::format(
         path,
         Place::Byte(0),
-        format!("{what}; expected a trace: an OTF2 anchor (bytes 03 42|23 'OTF2')"),
+        format!("{what}; expected a trace: an OTF2 anchor (bytes 03 42|23 'OTF2') or an OTF master file ('<hex>:<hex>')"),
     ))
 }
 
@@ -81,5 +86,6 @@ pub fn open(path: &Path) -> Result<Trace> {
     let path = resolve(path)?;
     match detect(&path)? {
         Format::Otf2 => otf2::read(&path),
+        Format::Otf1 => otf1::read(&path),
     }
 }
