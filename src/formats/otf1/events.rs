@@ -268,6 +268,9 @@ pub fn decode(text: &[u8], lk: &Lookup) -> Result<StreamOut, StreamError> {
         if c == b'*' {
             let p = text::parse_hex(&line[1..])
                 .ok_or_else(|| (ln, want("a process line: '*' and a hexadecimal process id")))?;
+            if cur.is_some_and(|s| d.procs[s].pid == p) {
+                continue; // the writer repeats the process after every time line
+            }
             let slot = match d.slot_of.get(&p) {
                 Some(&s) => s,
                 None => {
@@ -316,7 +319,10 @@ pub fn decode(text: &[u8], lk: &Lookup) -> Result<StreamOut, StreamError> {
             d.procs[slot].events.attach_attributes(&attrs);
             attrs.clear();
         }
-        let native = record(&mut d, slot, t, ln, line)?;
+        let native = match fast(&mut d, slot, t, line) {
+            Some(n) => n,
+            None => record(&mut d, slot, t, ln, line)?,
+        };
         d.out.native[native as usize] += 1;
     }
     if text::Lines::last_open(text) {
@@ -339,6 +345,72 @@ pub fn decode(text: &[u8], lk: &Lookup) -> Result<StreamOut, StreamError> {
         })
         .collect();
     Ok(out)
+}
+
+/// The leading hexadecimal number of `s` (1 to 16 digits) and the rest.
+#[inline]
+fn lead_hex(s: &[u8]) -> Option<(u64, &[u8])> {
+    let n = s.iter().take_while(|&&c| text::is_hex(c)).count();
+    if n == 0 || n > 16 {
+        return None;
+    }
+    Some((text::parse_hex(&s[..n])?, &s[n..]))
+}
+
+/// The short forms of the most frequent records (`E<f>`, `L[<f>]`, `CNT<c>V<v>`) without the
+/// general tokenizer; `None` sends the line to `record`, which reads any form.
+#[inline]
+fn fast(d: &mut Decoder, slot: usize, t: u64, line: &[u8]) -> Option<Native> {
+    match line {
+        [b'E', rest @ ..] => {
+            let (id, tail) = lead_hex(rest)?;
+            if !tail.is_empty() {
+                return None;
+            }
+            let r = d.func(id);
+            let p = &mut d.procs[slot];
+            p.stack.push(r);
+            p.events.push_region(t, EventKind::Enter, r);
+            Some(Native::Enter)
+        }
+        [b'L', rest @ ..] => {
+            let id = if rest.is_empty() {
+                0
+            } else {
+                let (id, tail) = lead_hex(rest)?;
+                if !tail.is_empty() {
+                    return None;
+                }
+                id
+            };
+            let top = d.procs[slot].stack.pop();
+            let r = match (id, top) {
+                (0, Some(r)) => r,
+                _ => d.func(id),
+            };
+            let p = &mut d.procs[slot];
+            p.flush(t, true);
+            p.events.push_region(t, EventKind::Leave, r);
+            Some(Native::Leave)
+        }
+        [b'C', b'N', b'T', rest @ ..] => {
+            let (id, tail) = lead_hex(rest)?;
+            let [b'V', tail @ ..] = tail else {
+                return None;
+            };
+            let (v, tail) = lead_hex(tail)?;
+            if !tail.is_empty() {
+                return None;
+            }
+            let c = d.counter(id);
+            let ty = d.lk.counter_type.get(c as usize).copied().unwrap_or(4);
+            d.procs[slot]
+                .events
+                .push_extra(t, EventKind::Metric, &[c as u64, 1, ty as u64, v]);
+            Some(Native::Counter)
+        }
+        _ => None,
+    }
 }
 
 /// `K<key>Y<type>V<value>[L<len>]` (long: `KEY … TYPE … VALUE … [LEN …]`).
