@@ -63,8 +63,8 @@ fn string(v: Option<Value>) -> String {
 
 fn need_num(f: &Fields, names: &[&str], what: &str) -> Result<u64, DefError> {
     match f.get(names) {
+        Some(Value::None) | None => None,
         Some(v) => v.num(),
-        None => None,
     }
     .ok_or_else(|| {
         (

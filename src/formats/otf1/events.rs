@@ -243,6 +243,14 @@ pub fn decode(text: &[u8], lk: &Lookup) -> Result<StreamOut, StreamError> {
     let mut cur: Option<usize> = None;
     let mut attrs: Vec<Attribute> = Vec::new();
     let estimate = text.len() / 10;
+    // a cut-off last record is a truncated file, whatever it would parse as
+    if text::Lines::last_open(text) {
+        let lines = text.iter().filter(|&&c| c == b'\n').count() as u64 + 1;
+        return Err((
+            lines,
+            "the last line has no line end: the stream is truncated; expected every record to end with '\\n'".into(),
+        ));
+    }
     for (ln, _, line) in text::Lines::new(text) {
         let Some(&c) = line.first() else {
             continue;
@@ -324,13 +332,6 @@ pub fn decode(text: &[u8], lk: &Lookup) -> Result<StreamOut, StreamError> {
             None => record(&mut d, slot, t, ln, line)?,
         };
         d.out.native[native as usize] += 1;
-    }
-    if text::Lines::last_open(text) {
-        let lines = text.iter().filter(|&&c| c == b'\n').count() as u64 + 1;
-        return Err((
-            lines,
-            "the last line has no line end: the stream is truncated; expected every record to end with '\\n'".into(),
-        ));
     }
     for p in &mut d.procs {
         p.flush(u64::MAX, true);

@@ -154,6 +154,13 @@ pub fn read(path: &Path) -> Result<Trace> {
         };
         def_files += 1;
         let bytes = read_text(&file, z)?;
+        if text::Lines::last_open(&bytes) {
+            return Err(Error::format(
+                &file,
+                Place::Byte(bytes.len() as u64),
+                "the last line has no line end: the file is truncated; expected every record to end with '\\n'",
+            ));
+        }
         for (ln, _, line) in text::Lines::new(&bytes) {
             if line.is_empty() {
                 continue;
@@ -165,13 +172,6 @@ pub fn read(path: &Path) -> Result<Trace> {
                     format!("column {}: expected {what}", col + 1),
                 )
             })?;
-        }
-        if text::Lines::last_open(&bytes) {
-            return Err(Error::format(
-                &file,
-                Place::Byte(bytes.len() as u64),
-                "the last line has no line end: the file is truncated; expected every record to end with '\\n'",
-            ));
         }
         if let Some((ln, kw)) = raw.unknown.first() {
             warnings.push(Warning {

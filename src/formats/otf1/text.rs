@@ -163,7 +163,7 @@ pub fn fields(line: &[u8]) -> Result<Fields<'_>, SyntaxError> {
         let value = match line.get(i) {
             Some(b'"') => {
                 let Some(len) = line[i + 1..].iter().position(|&c| c == b'"') else {
-                    return Err(err(i, "a string without its closing '\"'"));
+                    return Err(err(i, "a closing '\"' after the string that starts here"));
                 };
                 i += len + 2;
                 Value::Str(&line[v0 + 1..v0 + 1 + len])
