@@ -371,6 +371,17 @@ pub fn read(path: &Path) -> Result<Trace> {
                 };
                 Error::format(&file, Place::Line(ln), what)
             })?;
+            // every record is one event: a column that could not take one more (more than
+            // 2^32 words of fields for one process) must not pass as a complete read
+            let held: u64 = out.procs.iter().map(|p| p.1.len() as u64).sum();
+            let records: u64 = out.native.iter().sum();
+            if held != records {
+                return Err(Error::format(
+                    &file,
+                    Place::File,
+                    format!("{records} records but only {held} fit the event columns; expected at most 2^32 words of fields per process"),
+                ));
+            }
             Ok((file, out))
         })
         .collect::<Result<_>>()?;
