@@ -338,6 +338,10 @@ fn the_format_is_found_by_content_not_by_name() {
     let info = info_json(&dir.path().join("trace"));
     assert_eq!(info["events"], 2);
     assert_eq!(info["format"], "OTF");
+    // a directory with one master file named *.otf is read as that trace
+    let d2 = tempfile::tempdir().unwrap();
+    two_rank_trace(d2.path());
+    assert_eq!(info_json(d2.path())["events"], 18);
     // and a file named .otf that is no master file is refused
     std::fs::write(dir.path().join("x.otf"), "DP1NM\"p\"\n").unwrap();
     assert_clean_error(

@@ -15,7 +15,7 @@ pub enum Format {
     Otf1,
 }
 
-/// Find the file to read: the path itself, or the single OTF2 anchor in a directory
+/// Find the file to read: the path itself, or the single OTF2 anchor or OTF master file in a directory
 /// (a Score-P experiment directory).
 fn resolve(path: &Path) -> Result<PathBuf> {
     if !path.is_dir() {
@@ -24,7 +24,7 @@ fn resolve(path: &Path) -> Result<PathBuf> {
     let entries = std::fs::read_dir(path).map_err(|e| Error::io(path, "cannot list", e))?;
     let mut anchors: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "otf2") && p.is_file())
+        .filter(|p| p.extension().is_some_and(|x| x == "otf2" || x == "otf") && p.is_file())
         .collect();
     anchors.sort();
     match anchors.len() {
@@ -32,12 +32,12 @@ fn resolve(path: &Path) -> Result<PathBuf> {
         0 => Err(Error::format(
             path,
             Place::File,
-            "a directory without a trace: expected an OTF2 anchor file (*.otf2) in it",
+            "a directory without a trace: expected an OTF2 anchor file (*.otf2) or an OTF master file (*.otf) in it",
         )),
         n => Err(Error::format(
             path,
             Place::File,
-            format!("{n} OTF2 anchor files in this directory; name the one to read"),
+            format!("{n} trace anchor files (*.otf2, *.otf) in this directory; name the one to read"),
         )),
     }
 }
