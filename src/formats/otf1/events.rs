@@ -229,7 +229,7 @@ impl<'a> Decoder<'a> {
     }
 }
 
-/// Decode one stream's text. `allowed` is the set of processes the master file lists for it.
+/// Decode one stream's text into the columns of the processes it holds.
 pub fn decode(text: &[u8], lk: &Lookup) -> Result<StreamOut, StreamError> {
     let mut d = Decoder {
         lk,
