@@ -1,13 +1,13 @@
 """Read a .cubex written by perfexpert back with pycubexr (a Cube reader that is not ours) and
 check it against the JSON report of the same run (patterns.md §8, §9.11).
 
-    usage: python cubex_roundtrip.py report.cubex report.json
+    usage: python cubex_roundtrip.py report.cubex report.json [more.cubex more.json ...]
 
 Checks: metric ids, names, units, data types and the metric tree; the call-path tree (ids =
 pre-order positions, regions by name); the system tree machine > node > process > thread with
 locations in rank order; and every value of every metric at every call path and location,
 equal to the JSON report's bit for bit (zeros where the JSON lists none). Prints one summary
-line; exits 1 with the first differences on failure.
+line per pair; exits 1 with the first differences on failure.
 """
 
 import json
@@ -115,10 +115,15 @@ def main(cubex_path, json_path):
         print(f"{cubex_path}: {len(errors)} differences", file=sys.stderr)
         for e in errors[:20]:
             print("  " + e, file=sys.stderr)
-        sys.exit(1)
+        return False
     print(f"{cubex_path}: {len(metrics)} metrics, {len(order)} call paths, "
           f"{len(locations)} locations, {nvalues} non-zero values equal to the JSON report")
+    return True
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    args = sys.argv[1:]
+    if not args or len(args) % 2:
+        sys.exit("usage: cubex_roundtrip.py report.cubex report.json [...]")
+    ok = [main(args[i], args[i + 1]) for i in range(0, len(args), 2)]
+    sys.exit(0 if all(ok) else 1)

@@ -1103,15 +1103,26 @@ impl Cube {
         for (m, (fid, dtype)) in metrics.iter().zip(&file_ids) {
             let ipath = path.join(format!("{fid}.index"));
             let dpath = path.join(format!("{fid}.data"));
-            let (Some(index), Some(data)) = (
+            let (index, data) = match (
                 member(&format!("{fid}.index")),
                 member(&format!("{fid}.data")),
-            ) else {
-                return Err(Error::format(
-                    path,
-                    Place::File,
-                    format!("metric {} has no {fid}.index/{fid}.data members", m.id),
-                ));
+            ) {
+                (Some(i), Some(d)) => (i, d),
+                (None, None) => {
+                    // CubeW leaves out the files of a metric without data: zeros everywhere
+                    values.push(vec![0.0; ncnode * nloc]);
+                    continue;
+                }
+                _ => {
+                    return Err(Error::format(
+                        path,
+                        Place::File,
+                        format!(
+                            "metric {}: one of {fid}.index and {fid}.data is missing",
+                            m.id
+                        ),
+                    ))
+                }
             };
             if index.len() < 18 || &index[..11] != b"CUBEX.INDEX" {
                 return Err(Error::format(

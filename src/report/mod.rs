@@ -2,6 +2,7 @@
 //! A report knows nothing of how a value was found.
 
 pub mod cubex;
+pub mod diff;
 pub mod text;
 
 use crate::analysis::scores::{Finding, ScoreParams};
