@@ -290,7 +290,7 @@ impl Cube {
             })
             .collect();
 
-        let (system, groups, locations, columns) = system_tree(trace);
+        let (system, groups, locations, columns) = system_tree(&trace.defs);
         let nloc = locations.len();
         let values = walk
             .iter()
@@ -419,53 +419,85 @@ impl Cube {
             s.push_str("</cnode>\n");
         }
         s.push_str("</program>\n<system>\n");
-        self.write_system(&mut s, None, 0);
+        self.write_system(&mut s);
         s.push_str("</system>\n</cube>\n");
         s
     }
 
-    fn write_system(&self, s: &mut String, parent: Option<usize>, depth: usize) {
-        if depth > self.system.len() {
-            return; // a cycle cannot be built by from_analysis; guard read-back data anyway
-        }
+    fn write_system(&self, s: &mut String) {
+        let mut kids: Vec<Vec<usize>> = vec![Vec::new(); self.system.len()];
+        let mut roots = Vec::new();
         for (i, n) in self.system.iter().enumerate() {
-            if n.parent != parent {
-                continue;
+            match n.parent.filter(|&p| p < self.system.len()) {
+                Some(p) => kids[p].push(i),
+                None => roots.push(i),
             }
-            let _ = writeln!(
-                s,
-                "<systemtreenode Id=\"{i}\">\n<name>{}</name>\n<class>{}</class>",
-                esc(&n.name),
-                esc(&n.class)
-            );
-            self.write_system(s, Some(i), depth + 1);
-            for (g, grp) in self.groups.iter().enumerate() {
-                if grp.node != i {
-                    continue;
-                }
-                let _ = writeln!(
-                    s,
-                    "<locationgroup Id=\"{g}\">\n<name>{}</name>\n<rank>{}</rank>\n\
-                     <type>{}</type>",
-                    esc(&grp.name),
-                    grp.rank,
-                    esc(&grp.kind)
-                );
-                for (l, loc) in self.locations.iter().enumerate() {
-                    if loc.group == g {
+        }
+        let mut groups_of: Vec<Vec<usize>> = vec![Vec::new(); self.system.len()];
+        for (g, grp) in self.groups.iter().enumerate() {
+            if let Some(v) = groups_of.get_mut(grp.node) {
+                v.push(g);
+            }
+        }
+        let mut locs_of: Vec<Vec<usize>> = vec![Vec::new(); self.groups.len()];
+        for (l, loc) in self.locations.iter().enumerate() {
+            if let Some(v) = locs_of.get_mut(loc.group) {
+                v.push(l);
+            }
+        }
+        // iterative pre-order: Open(node) writes it and its processes and schedules its
+        // children, then Close ends it
+        enum Step {
+            Open(usize),
+            Close,
+        }
+        let mut stack: Vec<Step> = roots.iter().rev().map(|&r| Step::Open(r)).collect();
+        let mut seen = vec![false; self.system.len()];
+        while let Some(step) = stack.pop() {
+            match step {
+                Step::Open(i) => {
+                    if std::mem::replace(&mut seen[i], true) {
+                        continue; // a cycle in read-back data
+                    }
+                    let n = &self.system[i];
+                    let _ = writeln!(
+                        s,
+                        "<systemtreenode Id=\"{i}\">\n<name>{}</name>\n<class>{}</class>",
+                        esc(&n.name),
+                        esc(&n.class)
+                    );
+                    // its own processes first (so that location Ids run in document
+                    // order, §8.6), then the nodes below it
+                    for &g in &groups_of[i] {
+                        let grp = &self.groups[g];
                         let _ = writeln!(
                             s,
-                            "<location Id=\"{l}\">\n<name>{}</name>\n<rank>{}</rank>\n\
-                             <type>{}</type>\n</location>",
-                            esc(&loc.name),
-                            loc.rank,
-                            esc(&loc.kind)
+                            "<locationgroup Id=\"{g}\">\n<name>{}</name>\n<rank>{}</rank>\n\
+                             <type>{}</type>",
+                            esc(&grp.name),
+                            grp.rank,
+                            esc(&grp.kind)
                         );
+                        for &l in &locs_of[g] {
+                            let loc = &self.locations[l];
+                            let _ = writeln!(
+                                s,
+                                "<location Id=\"{l}\">\n<name>{}</name>\n<rank>{}</rank>\n\
+                                 <type>{}</type>\n</location>",
+                                esc(&loc.name),
+                                loc.rank,
+                                esc(&loc.kind)
+                            );
+                        }
+                        s.push_str("</locationgroup>\n");
                     }
+                    stack.push(Step::Close);
+                    stack.extend(kids[i].iter().rev().map(|&c| Step::Open(c)));
                 }
-                s.push_str("</locationgroup>\n");
+                Step::Close => {
+                    s.push_str("</systemtreenode>\n");
+                }
             }
-            s.push_str("</systemtreenode>\n");
         }
     }
 
@@ -521,8 +553,9 @@ impl Cube {
 /// without a system tree gets one machine and one node, processes without a node go to a
 /// node, and locations without a process get a process of their own.
 #[allow(clippy::type_complexity)]
-fn system_tree(trace: &Trace) -> (Vec<SystemNode>, Vec<CubeGroup>, Vec<CubeLocation>, Vec<u32>) {
-    let d = &trace.defs;
+fn system_tree(
+    d: &crate::model::Definitions,
+) -> (Vec<SystemNode>, Vec<CubeGroup>, Vec<CubeLocation>, Vec<u32>) {
     let n = d.system_tree.len();
     // keep the trace's nodes whose parent chain is sound; find the roots
     let valid_parent = |p: Option<usize>| p.filter(|&p| p < n);
@@ -655,17 +688,25 @@ fn system_tree(trace: &Trace) -> (Vec<SystemNode>, Vec<CubeGroup>, Vec<CubeLocat
     procs.retain(|p| !p.locs.is_empty());
     // ordered by rank (§8.6); processes without a rank after them, in definition order
     procs.sort_by_key(|p| (p.rank.is_none(), p.rank, p.order));
-    let mut groups = Vec::new();
-    let mut locations = Vec::new();
-    let mut columns = Vec::new();
-    for (gi, p) in procs.iter().enumerate() {
+    // Location Ids (= columns) must be consecutive in document order, so processes go node
+    // by node (nodes are in pre-order), by rank within a node.
+    let mut placed = Vec::with_capacity(procs.len());
+    for (position, p) in procs.iter().enumerate() {
         let node = match p.node {
             Some(n) => n,
             None => fallback_node(&mut system),
         };
+        placed.push((node, position));
+    }
+    placed.sort();
+    let mut groups = Vec::new();
+    let mut locations = Vec::new();
+    let mut columns = Vec::new();
+    for (gi, &(node, position)) in placed.iter().enumerate() {
+        let p = &procs[position];
         groups.push(CubeGroup {
             name: p.name.clone(),
-            rank: p.rank.map_or(gi as i64, i64::from),
+            rank: p.rank.map_or(position as i64, i64::from),
             kind: p.kind.to_string(),
             node,
         });
@@ -878,7 +919,7 @@ fn parse_xml(file: &Path, xml: &str) -> Result<Elem> {
             Event::Start(e) => {
                 let el = open(&e, pos)?;
                 stack.push(el);
-                if stack.len() > 10_000 {
+                if stack.len() > 5_000 {
                     return Err(bad(pos, "XML nested too deeply".to_string()));
                 }
             }
@@ -1060,13 +1101,12 @@ impl Cube {
         let system_el = section("system")?;
         let mut system = Vec::new();
         let mut groups = Vec::new();
-        let mut locations = Vec::new();
         fn walk_sys(
             el: &Elem,
             parent: Option<usize>,
             system: &mut Vec<SystemNode>,
             groups: &mut Vec<CubeGroup>,
-            locations: &mut Vec<CubeLocation>,
+            locations: &mut Vec<(i64, CubeLocation)>,
         ) {
             for n in el.all("systemtreenode") {
                 system.push(SystemNode {
@@ -1085,17 +1125,35 @@ impl Cube {
                     });
                     let gi = groups.len() - 1;
                     for l in g.all("location") {
-                        locations.push(CubeLocation {
-                            name: l.child_text("name"),
-                            rank: l.child_text("rank").parse().unwrap_or(-1),
-                            kind: l.child_text("type"),
-                            group: gi,
-                        });
+                        let id = l.attr("Id").and_then(|v| v.trim().parse().ok());
+                        locations.push((
+                            id.unwrap_or(-1),
+                            CubeLocation {
+                                name: l.child_text("name"),
+                                rank: l.child_text("rank").parse().unwrap_or(-1),
+                                kind: l.child_text("type"),
+                                group: gi,
+                            },
+                        ));
                     }
                 }
             }
         }
-        walk_sys(system_el, None, &mut system, &mut groups, &mut locations);
+        let mut located = Vec::new();
+        walk_sys(system_el, None, &mut system, &mut groups, &mut located);
+        // the location Ids are the data columns (§8.6)
+        located.sort_by_key(|(id, _)| *id);
+        if located
+            .iter()
+            .enumerate()
+            .any(|(i, (id, _))| *id != i as i64)
+        {
+            return Err(bad(
+                system_el,
+                "location Ids are not 0, 1, … n−1 (they number the data columns)".to_string(),
+            ));
+        }
+        let locations: Vec<CubeLocation> = located.into_iter().map(|(_, l)| l).collect();
         let nloc = locations.len();
         let ncnode = cnodes.len();
 
@@ -1294,6 +1352,157 @@ mod tests {
         assert_eq!(&out[124..136], b"00000000003\0");
         let members = read_tar(Path::new("x"), &[out, vec![0; 1024]].concat()).unwrap();
         assert_eq!(members, vec![("0.index".to_string(), 512..515)]);
+    }
+
+    fn defs(
+        nodes: &[(&str, &str, Option<usize>)],
+        groups: &[(&str, Option<usize>)],
+        locs: &[(&str, Option<usize>, Option<u32>)],
+    ) -> crate::model::Definitions {
+        use crate::model::{Location, LocationGroup, SystemTreeNode};
+        crate::model::Definitions {
+            system_tree: nodes
+                .iter()
+                .enumerate()
+                .map(|(i, (name, class, parent))| SystemTreeNode {
+                    id: i as u64,
+                    name: name.to_string(),
+                    class: class.to_string(),
+                    parent: *parent,
+                })
+                .collect(),
+            location_groups: groups
+                .iter()
+                .enumerate()
+                .map(|(i, (name, node))| LocationGroup {
+                    id: i as u64,
+                    name: name.to_string(),
+                    kind: LocationGroupKind::Process,
+                    system_tree_parent: *node,
+                    creating_group: None,
+                })
+                .collect(),
+            locations: locs
+                .iter()
+                .enumerate()
+                .map(|(i, (name, group, rank))| Location {
+                    id: i as u64,
+                    name: name.to_string(),
+                    kind: LocationKind::CpuThread,
+                    group: *group,
+                    declared_events: None,
+                    rank: *rank,
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    /// A cube with only a system tree (one cnode, one metric), written and read back.
+    fn round_trip(d: &crate::model::Definitions) -> (Cube, Cube) {
+        let (system, groups, locations, _) = system_tree(d);
+        let n = locations.len();
+        let cube = Cube {
+            creator: "test".into(),
+            metrics: vec![CubeMetric {
+                id: "time".into(),
+                disp_name: "Time".into(),
+                unit: Unit::Sec,
+                url: String::new(),
+                descr: String::new(),
+                parent: None,
+                inclusive: false,
+            }],
+            regions: vec![CubeRegion {
+                name: "main".into(),
+                file: String::new(),
+                begin: -1,
+                end: -1,
+                paradigm: "user".into(),
+                role: "function".into(),
+                descr: String::new(),
+            }],
+            cnodes: vec![CubeCnode {
+                callee: 0,
+                parent: None,
+            }],
+            system,
+            groups,
+            locations,
+            values: vec![(0..n).map(|i| i as f64).collect()],
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.cubex");
+        let mut bytes = Vec::new();
+        cube.write(&mut bytes, 0).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+        let back = Cube::read(&p).unwrap();
+        (cube, back)
+    }
+
+    #[test]
+    fn a_trace_without_system_tree_gets_machine_node_and_a_process_per_location() {
+        let d = defs(&[], &[], &[("a", None, None), ("b", None, None)]);
+        let (cube, back) = round_trip(&d);
+        assert_eq!(cube, back);
+        let classes: Vec<&str> = cube.system.iter().map(|n| n.class.as_str()).collect();
+        assert_eq!(classes, ["machine", "node"]);
+        assert_eq!(cube.system[1].parent, Some(0));
+        assert_eq!(cube.groups.len(), 2);
+        assert!(cube
+            .groups
+            .iter()
+            .all(|g| g.node == 1 && g.kind == "process"));
+        assert_eq!(cube.groups[1].rank, 1);
+    }
+
+    #[test]
+    fn ranks_spread_over_nodes_keep_location_ids_in_document_order() {
+        // round-robin placement: node n0 has ranks 0 and 2, node n1 ranks 1 and 3; rank 2
+        // has two threads
+        let d = defs(
+            &[
+                ("m", "machine", None),
+                ("n0", "node", Some(0)),
+                ("n1", "node", Some(0)),
+            ],
+            &[
+                ("r0", Some(1)),
+                ("r1", Some(2)),
+                ("r2", Some(1)),
+                ("r3", Some(2)),
+            ],
+            &[
+                ("t0", Some(0), Some(0)),
+                ("t1", Some(1), Some(1)),
+                ("t2", Some(2), Some(2)),
+                ("t3", Some(3), Some(3)),
+                ("t2.1", Some(2), None),
+            ],
+        );
+        let (cube, back) = round_trip(&d);
+        assert_eq!(cube, back);
+        let order: Vec<(&str, i64)> = cube
+            .locations
+            .iter()
+            .map(|l| (l.name.as_str(), cube.groups[l.group].rank))
+            .collect();
+        assert_eq!(
+            order,
+            [("t0", 0), ("t2", 2), ("t2.1", 2), ("t1", 1), ("t3", 3)]
+        );
+        assert_eq!(cube.locations[2].rank, 1, "thread number in its process");
+        assert_eq!(cube.system[1].name, "node n0");
+        // in the XML the location Ids run 0, 1, 2, … in document order
+        let xml = cube.anchor_xml();
+        let ids: Vec<usize> = xml
+            .match_indices("<location Id=\"")
+            .map(|(i, m)| {
+                let rest = &xml[i + m.len()..];
+                rest[..rest.find('"').unwrap()].parse().unwrap()
+            })
+            .collect();
+        assert_eq!(ids, [0, 1, 2, 3, 4]);
     }
 
     #[test]
