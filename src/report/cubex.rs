@@ -374,11 +374,9 @@ impl Cube {
                 esc(&m.disp_name),
                 esc(&m.id)
             );
-            if m.url.is_empty() {
-                s.push_str("<url/>\n");
-            } else {
-                let _ = writeln!(s, "<url>{}</url>", esc(&m.url));
-            }
+            // empty elements as Scalasca writes them (`<url></url>`, not `<url/>`): Cube's
+            // own reader is a flex/bison scanner, not a general XML parser
+            let _ = writeln!(s, "<url>{}</url>", esc(&m.url));
             let _ = writeln!(s, "<descr>{}</descr>", esc(&m.descr));
             open.push(i);
         }
@@ -391,7 +389,7 @@ impl Cube {
                 s,
                 "<region id=\"{i}\" mod=\"{}\" begin=\"{}\" end=\"{}\">\n<name>{}</name>\n\
                  <mangled_name>{}</mangled_name>\n<paradigm>{}</paradigm>\n<role>{}</role>\n\
-                 <url/>\n<descr>{}</descr>\n</region>",
+                 <url></url>\n<descr>{}</descr>\n</region>",
                 esc(&r.file),
                 r.begin,
                 r.end,
@@ -420,7 +418,7 @@ impl Cube {
         }
         s.push_str("</program>\n<system>\n");
         self.write_system(&mut s);
-        s.push_str("</system>\n</cube>\n");
+        s.push_str("<topologies>\n</topologies>\n</system>\n</cube>\n");
         s
     }
 
