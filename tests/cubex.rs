@@ -711,3 +711,93 @@ fn readme_pandas_example_runs() {
         "about 0.9 s of Late Sender in ls: {line}"
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// Reviewed output
+
+/// The structure of a `.cubex` as text: metric tree, call tree with regions, system tree,
+/// and the rows (call paths with data) of every metric.
+fn structure(c: &Cube, anchor: &str) -> String {
+    let mut s = String::new();
+    let depth_of = |parents: &dyn Fn(usize) -> Option<usize>, mut i: usize| {
+        let mut d = 0;
+        while let Some(p) = parents(i) {
+            i = p;
+            d += 1;
+        }
+        d
+    };
+    s.push_str("metrics\n");
+    for (i, m) in c.metrics.iter().enumerate() {
+        let d = depth_of(&|k| c.metrics[k].parent, i);
+        s.push_str(&format!(
+            "{:w$}{i} {} \"{}\" {:?}{} — {}\n",
+            "",
+            m.id,
+            m.disp_name,
+            m.unit,
+            if m.url.is_empty() { "" } else { " url" },
+            m.descr,
+            w = 2 * d
+        ));
+    }
+    s.push_str("call paths\n");
+    for (i, n) in c.cnodes.iter().enumerate() {
+        let d = depth_of(&|k| c.cnodes[k].parent, i);
+        let r = &c.regions[n.callee];
+        s.push_str(&format!(
+            "{:w$}{i} {} [{} {} {}:{}]\n",
+            "",
+            r.name,
+            r.paradigm,
+            r.role,
+            r.file,
+            r.begin,
+            w = 2 * d
+        ));
+    }
+    s.push_str("system\n");
+    for line in system_shape(c) {
+        s.push_str(&line);
+        s.push('\n');
+    }
+    s.push_str("rows\n");
+    let nloc = c.locations.len();
+    for (k, m) in c.metrics.iter().enumerate() {
+        let rows: Vec<String> = (0..c.cnodes.len())
+            .filter(|&r| {
+                c.values[k][r * nloc..(r + 1) * nloc]
+                    .iter()
+                    .any(|&v| v != 0.0)
+            })
+            .map(|r| r.to_string())
+            .collect();
+        s.push_str(&format!("{}: {}\n", m.id, rows.join(" ")));
+    }
+    s.push_str(&format!(
+        "anchor.xml: {} bytes, {} regions\n",
+        anchor.len(),
+        c.regions.len()
+    ));
+    s
+}
+
+#[test]
+fn cubex_structure_of_every_shipped_trace() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, trace) in common::shipped_traces() {
+        let out = tmp.path().join(format!("{name}.cubex"));
+        let (code, _, err) = perfexpert(&[
+            "run",
+            "-q",
+            "--format",
+            "cubex",
+            "-o",
+            out.to_str().unwrap(),
+            trace.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let c = Cube::read(&out).unwrap();
+        insta::assert_snapshot!(format!("cubex_{name}"), structure(&c, &c.anchor_xml()));
+    }
+}
