@@ -762,16 +762,8 @@ fn structure(c: &Cube, anchor: &str) -> String {
         s.push('\n');
     }
     s.push_str("rows\n");
-    let nloc = c.locations.len();
     for (k, m) in c.metrics.iter().enumerate() {
-        let rows: Vec<String> = (0..c.cnodes.len())
-            .filter(|&r| {
-                c.values[k][r * nloc..(r + 1) * nloc]
-                    .iter()
-                    .any(|&v| v != 0.0)
-            })
-            .map(|r| r.to_string())
-            .collect();
+        let rows: Vec<String> = c.values[k].cnodes.iter().map(|r| r.to_string()).collect();
         s.push_str(&format!("{}: {}\n", m.id, rows.join(" ")));
     }
     s.push_str(&format!(

@@ -95,9 +95,41 @@ pub struct Cube {
     pub groups: Vec<CubeGroup>,
     /// In column order (§8.6): process by process, thread number ascending.
     pub locations: Vec<CubeLocation>,
-    /// `values[metric][cnode * locations.len() + location]`: exclusive along call paths,
-    /// inclusive along the metric tree (§1.1).
-    pub values: Vec<Vec<f64>>,
+    /// Per metric, its non-zero rows: exclusive along call paths, inclusive along the
+    /// metric tree (§1.1).
+    pub values: Vec<Rows>,
+}
+
+/// The call paths of one metric that have a non-zero value somewhere (ascending), with one
+/// value per location each: sparse, as the data files are.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Rows {
+    pub cnodes: Vec<usize>,
+    /// `values[i * locations + l]` belongs to `cnodes[i]`.
+    pub values: Vec<f64>,
+}
+
+impl Rows {
+    /// From dense values (`ncnode × nloc`), keeping the rows with a non-zero value.
+    fn from_dense(dense: &[f64], nloc: usize) -> Rows {
+        let mut r = Rows::default();
+        if nloc == 0 {
+            return r;
+        }
+        for (c, row) in dense.chunks_exact(nloc).enumerate() {
+            if row.iter().any(|&x| x != 0.0) {
+                r.cnodes.push(c);
+                r.values.extend_from_slice(row);
+            }
+        }
+        r
+    }
+
+    /// The row of `cnode`, if it has one.
+    pub fn row(&self, cnode: usize, nloc: usize) -> Option<&[f64]> {
+        let i = self.cnodes.binary_search(&cnode).ok()?;
+        self.values.get(i * nloc..(i + 1) * nloc)
+    }
 }
 
 /// Scalasca's online pattern documentation; the Cube GUI replaces `@mirror@` by a mirror.
@@ -296,13 +328,18 @@ impl Cube {
             .iter()
             .map(|&i| {
                 let k = a.order[i];
-                let mut v = vec![0.0; a.ncnode * nloc];
+                let mut rows = Rows::default();
+                let mut row = vec![0.0; nloc];
                 for c in 0..a.ncnode {
                     for (j, &l) in columns.iter().enumerate() {
-                        v[c * nloc + j] = a.value(k, c as u32, l);
+                        row[j] = a.value(k, c as u32, l);
+                    }
+                    if row.iter().any(|&x| x != 0.0) {
+                        rows.cnodes.push(c);
+                        rows.values.extend_from_slice(&row);
                     }
                 }
-                v
+                rows
             })
             .collect();
         Cube {
@@ -319,7 +356,11 @@ impl Cube {
 
     /// The value of `metric` at (`cnode`, `location`).
     pub fn value(&self, metric: usize, cnode: usize, location: usize) -> f64 {
-        self.values[metric][cnode * self.locations.len() + location]
+        self.values[metric]
+            .row(cnode, self.locations.len())
+            .and_then(|r| r.get(location))
+            .copied()
+            .unwrap_or(0.0)
     }
 
     /// The call path as region names from the root, joined by `/`.
@@ -502,33 +543,33 @@ impl Cube {
     /// `k.index` and `k.data` of metric `k` (§8.7): the non-zero rows, or one zero row.
     pub fn metric_files(&self, k: usize) -> (Vec<u8>, Vec<u8>) {
         let nloc = self.locations.len();
-        let v = &self.values[k];
-        let mut rows: Vec<usize> = (0..self.cnodes.len())
-            .filter(|&c| v[c * nloc..(c + 1) * nloc].iter().any(|&x| x != 0.0))
-            .collect();
-        if rows.is_empty() {
-            rows.push(0);
-        }
+        let zero = Rows {
+            cnodes: vec![0],
+            values: vec![0.0; nloc],
+        };
+        let data_rows = match &self.values[k] {
+            r if r.cnodes.is_empty() => &zero,
+            r => r,
+        };
+        let rows = &data_rows.cnodes;
         let mut index = Vec::with_capacity(22 + 4 * rows.len());
         index.extend_from_slice(b"CUBEX.INDEX");
         index.extend_from_slice(&1u32.to_le_bytes());
         index.extend_from_slice(&0u16.to_le_bytes());
         index.push(1);
         index.extend_from_slice(&(rows.len() as u32).to_le_bytes());
-        for &c in &rows {
+        for &c in rows {
             index.extend_from_slice(&(c as u32).to_le_bytes());
         }
         let mut data = Vec::with_capacity(10 + 8 * rows.len() * nloc);
         data.extend_from_slice(b"CUBEX.DATA");
         let float = self.metrics[k].unit == Unit::Sec;
-        for &c in &rows {
-            for &x in v.get(c * nloc..(c + 1) * nloc).unwrap_or(&[]) {
-                if float {
-                    data.extend_from_slice(&x.to_le_bytes());
-                } else {
-                    // counts and bytes are integral by construction (§1.1.4)
-                    data.extend_from_slice(&(x.round() as i64).to_le_bytes());
-                }
+        for &x in &data_rows.values {
+            if float {
+                data.extend_from_slice(&x.to_le_bytes());
+            } else {
+                // counts and bytes are integral by construction (§1.1.4)
+                data.extend_from_slice(&(x.round() as i64).to_le_bytes());
             }
         }
         (index, data)
@@ -1166,7 +1207,7 @@ impl Cube {
                 (Some(i), Some(d)) => (i, d),
                 (None, None) => {
                     // CubeW leaves out the files of a metric without data: zeros everywhere
-                    values.push(vec![0.0; ncnode * nloc]);
+                    values.push(Rows::default());
                     continue;
                 }
                 _ => {
@@ -1296,7 +1337,7 @@ impl Cube {
                     }
                 }
             }
-            values.push(v);
+            values.push(Rows::from_dense(&v, nloc));
         }
         let creator = cube
             .all("attr")
@@ -1427,7 +1468,10 @@ mod tests {
             system,
             groups,
             locations,
-            values: vec![(0..n).map(|i| i as f64).collect()],
+            values: vec![Rows {
+                cnodes: vec![0],
+                values: (0..n).map(|i| i as f64 + 1.0).collect(),
+            }],
         };
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("t.cubex");

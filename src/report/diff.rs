@@ -135,12 +135,14 @@ impl Summary {
                 .insert(m.id.clone(), (m.disp_name.clone(), m.unit, i));
         }
         let paths: Vec<String> = (0..c.cnodes.len()).map(|k| c.path(k)).collect();
-        let nloc = c.locations.len();
-        for (i, m) in c.metrics.iter().enumerate() {
-            for (k, p) in paths.iter().enumerate() {
-                let v: f64 = c.values[i][k * nloc..(k + 1) * nloc].iter().sum();
+        let nloc = c.locations.len().max(1);
+        for (m, rows) in c.metrics.iter().zip(&c.values) {
+            for (&k, row) in rows.cnodes.iter().zip(rows.values.chunks(nloc)) {
+                let v: f64 = row.iter().sum();
                 if v != 0.0 {
-                    *s.values.entry((m.id.clone(), p.clone())).or_insert(0.0) += v;
+                    *s.values
+                        .entry((m.id.clone(), paths[k].clone()))
+                        .or_insert(0.0) += v;
                 }
             }
         }
