@@ -793,3 +793,56 @@ fn cubex_structure_of_every_shipped_trace() {
         insta::assert_snapshot!(format!("cubex_{name}"), structure(&c, &c.anchor_xml()));
     }
 }
+
+/// A trace without any region event still gives a report Cube readers open: one artificial
+/// root call path, all values zero, every location listed.
+#[test]
+fn a_trace_without_events_gives_one_root_call_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let archive = common::otf2_builder::mpi_ranks_archive(
+        1_000_000_000,
+        &[("main", 1, 1)],
+        &[vec![0, 1]],
+        &[Vec::new(), Vec::new()],
+    );
+    let anchor = archive.write(tmp.path());
+    let out = tmp.path().join("empty.cubex");
+    let (code, _, err) = perfexpert(&[
+        "run",
+        "-q",
+        "--format",
+        "cubex",
+        "-o",
+        out.to_str().unwrap(),
+        anchor.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let c = Cube::read(&out).unwrap();
+    assert_eq!(c.cnodes.len(), 1);
+    assert_eq!(c.regions[c.cnodes[0].callee].role, "artificial");
+    assert_eq!(c.locations.len(), 2);
+    assert!(c.values.iter().all(|r| r.cnodes.is_empty()));
+    let Some(py) = common::venv_python("reading the report of an empty trace with pycubexr") else {
+        return;
+    };
+    let script = "import sys\nfrom pycubexr import CubexParser\n\
+                  with CubexParser(sys.argv[1]) as c:\n\
+                  \x20   vals = [c.get_metric_values(m).value(c.get_root_cnodes()[0]) for m in c.all_metrics()]\n\
+                  \x20   print(len(c.get_locations()), len(vals), sum(vals))\n";
+    let o = std::process::Command::new(py)
+        .args(["-c", script])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let printed = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        printed.split_whitespace().collect::<Vec<_>>()[..1],
+        ["2"],
+        "{printed}"
+    );
+    assert!(
+        printed.trim().ends_with(" 0") || printed.trim().ends_with(" 0.0"),
+        "{printed}"
+    );
+}

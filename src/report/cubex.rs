@@ -298,29 +298,37 @@ impl Cube {
             })
             .collect();
         let mut artificial = None;
-        let cnodes = replay
-            .tree
-            .nodes
-            .iter()
-            .map(|n| CubeCnode {
+        let mut root_region = |regions: &mut Vec<CubeRegion>| {
+            *artificial.get_or_insert_with(|| {
+                regions.push(CubeRegion {
+                    name: "program".to_string(),
+                    file: String::new(),
+                    begin: -1,
+                    end: -1,
+                    paradigm: "user".to_string(),
+                    role: "artificial".to_string(),
+                    descr: String::new(),
+                });
+                regions.len() - 1
+            })
+        };
+        let mut cnodes: Vec<CubeCnode> = Vec::with_capacity(replay.tree.nodes.len().max(1));
+        for n in &replay.tree.nodes {
+            cnodes.push(CubeCnode {
                 callee: match n.callee {
                     Callee::Region(r) => r as usize,
-                    Callee::ArtificialRoot => *artificial.get_or_insert_with(|| {
-                        regions.push(CubeRegion {
-                            name: "program".to_string(),
-                            file: String::new(),
-                            begin: -1,
-                            end: -1,
-                            paradigm: "user".to_string(),
-                            role: "artificial".to_string(),
-                            descr: String::new(),
-                        });
-                        regions.len() - 1
-                    }),
+                    Callee::ArtificialRoot => root_region(&mut regions),
                 },
                 parent: n.parent.map(|p| p as usize),
-            })
-            .collect();
+            });
+        }
+        if cnodes.is_empty() {
+            // a trace without region events: Cube readers need one root call path (§8.4)
+            cnodes.push(CubeCnode {
+                callee: root_region(&mut regions),
+                parent: None,
+            });
+        }
 
         let (system, groups, locations, columns) = system_tree(&trace.defs);
         let nloc = locations.len();
