@@ -330,6 +330,27 @@ fn our_cubex_has_scalascas_metric_ids_call_tree_and_system_tree() {
             "{name}: differs from scout.cubex: {:?}",
             &ds.changes[..ds.changes.len().min(5)]
         );
+        // Scalasca's full report (trace.cubex, after `square`) also has the class-time
+        // metrics (execution, mpi, comp, ...): it has every metric of ours, with the same
+        // totals per call path
+        let full_path = shared.join("traces/scorep").join(case).join("trace.cubex");
+        let full = Cube::read(&full_path).unwrap();
+        let dt = perfexpert::report::diff::diff(
+            &full_path,
+            &perfexpert::report::diff::Summary::from_cube(&full),
+            &dir,
+            &perfexpert::report::diff::Summary::from_cube(&ours),
+        );
+        assert_eq!(
+            dt.only_in_b,
+            Vec::<String>::new(),
+            "{name}: not in trace.cubex"
+        );
+        assert!(
+            dt.changes.is_empty(),
+            "{name}: differs from trace.cubex: {:?}",
+            &dt.changes[..dt.changes.len().min(5)]
+        );
         compared += 1;
     }
     assert!(

@@ -1246,19 +1246,28 @@ impl Cube {
             let format = index[17];
             let rows: Vec<usize> = match format {
                 1 => {
-                    let n = index
-                        .get(18..22)
-                        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
-                        .ok_or_else(|| {
-                            Error::format(&ipath, Place::Byte(18), "expected the row count")
-                        })?;
-                    let list = index.get(22..22 + 4 * n).ok_or_else(|| {
-                        Error::format(
-                            &ipath,
-                            Place::Byte(index.len() as u64),
-                            format!("unexpected end of data, expected {n} cnode numbers"),
-                        )
-                    })?;
+                    // CubeLib's remapper ends an index without rows right after the format
+                    let n = match index.get(18..22) {
+                        None if index.len() == 18 => 0,
+                        Some(b) => u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize,
+                        None => {
+                            return Err(Error::format(
+                                &ipath,
+                                Place::Byte(18),
+                                "expected the row count",
+                            ))
+                        }
+                    };
+                    let list = match n {
+                        0 => &[][..],
+                        _ => index.get(22..22 + 4 * n).ok_or_else(|| {
+                            Error::format(
+                                &ipath,
+                                Place::Byte(index.len() as u64),
+                                format!("unexpected end of data, expected {n} cnode numbers"),
+                            )
+                        })?,
+                    };
                     let enumeration = if m.inclusive {
                         &wide
                     } else {

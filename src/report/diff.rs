@@ -183,6 +183,11 @@ fn unit_rank(u: Unit) -> u8 {
 }
 
 pub fn diff(a_path: &Path, a: &Summary, b_path: &Path, b: &Summary) -> Diff {
+    let mut scale: HashMap<&str, f64> = HashMap::new();
+    for ((m, _), v) in a.values.iter().chain(&b.values) {
+        let s = scale.entry(m.as_str()).or_insert(0.0);
+        *s = s.max(v.abs());
+    }
     let mut keys: Vec<&(String, String)> = a.values.keys().chain(b.values.keys()).collect();
     keys.sort();
     keys.dedup();
@@ -193,8 +198,13 @@ pub fn diff(a_path: &Path, a: &Summary, b_path: &Path, b: &Summary) -> Diff {
             let vb = b.values.get(k).copied().unwrap_or(0.0);
             a.metrics.get(&k.0)?;
             let (name, unit, _) = b.metrics.get(&k.0)?;
-            // rounding noise (e.g. from converting inclusive values) is no change
-            let changed = (vb - va).abs() > 1e-9 * va.abs().max(vb.abs());
+            // rounding noise (e.g. from converting inclusive values) is no change: below
+            // 1e-9 of the larger value, or of the metric's largest value when one is ~0
+            let scale = va
+                .abs()
+                .max(vb.abs())
+                .max(scale.get(k.0.as_str()).copied().unwrap_or(0.0));
+            let changed = (vb - va).abs() > 1e-9 * scale;
             changed.then(|| Change {
                 metric: k.0.clone(),
                 name: name.clone(),
