@@ -777,6 +777,24 @@ fn system_tree(
     (system, groups, locations, columns)
 }
 
+/// An error about input, on one line whatever the input held (names and XML text can
+/// carry newlines and control characters).
+pub(crate) fn err(file: impl AsRef<Path>, place: Place, what: impl Into<String>) -> Error {
+    let what: String = what
+        .into()
+        .chars()
+        .flat_map(|c| {
+            let e: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            e
+        })
+        .collect();
+    Error::format(file, place, what)
+}
+
 fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for ch in s.chars() {
@@ -829,7 +847,7 @@ fn read_tar(path: &Path, bytes: &[u8]) -> Result<Vec<(String, std::ops::Range<us
     let mut at = 0usize;
     loop {
         let Some(h) = bytes.get(at..at + 512) else {
-            return Err(Error::format(
+            return Err(err(
                 path,
                 Place::Byte(at as u64),
                 "unexpected end of data, expected a 512-byte tar header (is this a .cubex file?)",
@@ -839,7 +857,7 @@ fn read_tar(path: &Path, bytes: &[u8]) -> Result<Vec<(String, std::ops::Range<us
             break;
         }
         if &h[257..262] != b"ustar" {
-            return Err(Error::format(
+            return Err(err(
                 path,
                 Place::Byte(at as u64 + 257),
                 "expected the tar magic \"ustar\" (is this a .cubex file?)",
@@ -868,14 +886,14 @@ fn read_tar(path: &Path, bytes: &[u8]) -> Result<Vec<(String, std::ops::Range<us
             u64::from_str_radix(s, 8).ok()
         };
         if parse_octal(field(148, 156)) != Some(sum as u64) {
-            return Err(Error::format(
+            return Err(err(
                 path,
                 Place::Byte(at as u64 + 148),
                 "tar header checksum does not match",
             ));
         }
         let size = parse_octal(field(124, 136)).ok_or_else(|| {
-            Error::format(
+            err(
                 path,
                 Place::Byte(at as u64 + 124),
                 "expected an octal member size in the tar header",
@@ -889,7 +907,7 @@ fn read_tar(path: &Path, bytes: &[u8]) -> Result<Vec<(String, std::ops::Range<us
         let start = at + 512;
         let end = start.checked_add(size).filter(|&e| e <= bytes.len());
         let Some(end) = end else {
-            return Err(Error::format(
+            return Err(err(
                 path,
                 Place::Byte(start as u64),
                 format!("unexpected end of data, expected {size} bytes of member {name}"),
@@ -938,7 +956,7 @@ fn parse_xml(file: &Path, xml: &str) -> Result<Elem> {
     use quick_xml::events::Event;
     let mut r = quick_xml::Reader::from_str(xml);
     let mut stack: Vec<Elem> = vec![Elem::default()];
-    let bad = |pos: u64, what: String| Error::format(file, Place::Byte(pos), what);
+    let bad = |pos: u64, what: String| err(file, Place::Byte(pos), what);
     let open = |e: &quick_xml::events::BytesStart, pos: u64| -> Result<Elem> {
         let mut el = Elem {
             name: String::from_utf8_lossy(e.name().as_ref()).into_owned(),
@@ -1027,22 +1045,21 @@ impl Cube {
         };
         let anchor_path = path.join("anchor.xml");
         let anchor = member("anchor.xml").ok_or_else(|| {
-            Error::format(
+            err(
                 path,
                 Place::File,
                 "no anchor.xml member: not a Cube4 archive",
             )
         })?;
         let xml = std::str::from_utf8(anchor).map_err(|e| {
-            Error::format(
+            err(
                 &anchor_path,
                 Place::Byte(e.valid_up_to() as u64),
-                "invalid UTF-8",
+                "invalid UTF-8, expected XML text",
             )
         })?;
         let cube = parse_xml(&anchor_path, xml)?;
-        let bad =
-            |el: &Elem, what: String| Error::format(&anchor_path, Place::Byte(el.offset), what);
+        let bad = |el: &Elem, what: String| err(&anchor_path, Place::Byte(el.offset), what);
         let int_attr = |el: &Elem, k: &str| -> Result<i64> {
             el.attr(k)
                 .and_then(|v| v.trim().parse::<i64>().ok())
@@ -1219,7 +1236,7 @@ impl Cube {
                     continue;
                 }
                 _ => {
-                    return Err(Error::format(
+                    return Err(err(
                         path,
                         Place::File,
                         format!(
@@ -1230,14 +1247,10 @@ impl Cube {
                 }
             };
             if index.len() < 18 || &index[..11] != b"CUBEX.INDEX" {
-                return Err(Error::format(
-                    &ipath,
-                    Place::Byte(0),
-                    "expected CUBEX.INDEX",
-                ));
+                return Err(err(&ipath, Place::Byte(0), "expected CUBEX.INDEX"));
             }
             if index[11..15] != 1u32.to_le_bytes() {
-                return Err(Error::format(
+                return Err(err(
                     &ipath,
                     Place::Byte(11),
                     "expected a little-endian index (marker 1)",
@@ -1250,18 +1263,12 @@ impl Cube {
                     let n = match index.get(18..22) {
                         None if index.len() == 18 => 0,
                         Some(b) => u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize,
-                        None => {
-                            return Err(Error::format(
-                                &ipath,
-                                Place::Byte(18),
-                                "expected the row count",
-                            ))
-                        }
+                        None => return Err(err(&ipath, Place::Byte(18), "expected the row count")),
                     };
                     let list = match n {
                         0 => &[][..],
                         _ => index.get(22..22 + 4 * n).ok_or_else(|| {
-                            Error::format(
+                            err(
                                 &ipath,
                                 Place::Byte(index.len() as u64),
                                 format!("unexpected end of data, expected {n} cnode numbers"),
@@ -1277,7 +1284,7 @@ impl Cube {
                     for (i, b) in list.chunks_exact(4).enumerate() {
                         let t = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
                         rows.push(*enumeration.get(t).ok_or_else(|| {
-                            Error::format(
+                            err(
                                 &ipath,
                                 Place::Byte(22 + 4 * i as u64),
                                 format!("cnode number {t} out of range (the anchor has {ncnode})"),
@@ -1294,7 +1301,7 @@ impl Cube {
                     }
                 }
                 f => {
-                    return Err(Error::format(
+                    return Err(err(
                         &ipath,
                         Place::Byte(17),
                         format!("index format {f} is not supported (expected 1 sparse or 3 dense)"),
@@ -1302,18 +1309,18 @@ impl Cube {
                 }
             };
             if data.starts_with(b"ZCUBEX.DATA") {
-                return Err(Error::format(
+                return Err(err(
                     &dpath,
                     Place::Byte(0),
                     "compressed Cube data (ZCUBEX) is not supported",
                 ));
             }
             if data.len() < 10 || &data[..10] != b"CUBEX.DATA" {
-                return Err(Error::format(&dpath, Place::Byte(0), "expected CUBEX.DATA"));
+                return Err(err(&dpath, Place::Byte(0), "expected CUBEX.DATA"));
             }
             let want = 10 + 8 * rows.len() * nloc;
             if data.len() != want {
-                return Err(Error::format(
+                return Err(err(
                     &dpath,
                     Place::Byte(data.len() as u64),
                     format!(
@@ -1334,7 +1341,7 @@ impl Cube {
                         "UINT64" => u64::from_le_bytes(b) as f64,
                         "INTEGER" | "INT64" => i64::from_le_bytes(b) as f64,
                         other => {
-                            return Err(Error::format(
+                            return Err(err(
                                 &anchor_path,
                                 Place::File,
                                 format!("metric {}: dtype {other} is not supported", m.id),

@@ -4,7 +4,7 @@
 //! between runs), metrics by id; a value missing on one side counts as 0.
 
 use crate::error::{Error, Place, Result};
-use crate::report::cubex::Cube;
+use crate::report::cubex::{err, Cube};
 use crate::rules::Unit;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -57,7 +57,7 @@ impl Summary {
         }
         match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
             Some(b'{') => Summary::from_json(path, &bytes),
-            _ => Err(Error::format(
+            _ => Err(err(
                 path,
                 Place::Byte(0),
                 "expected a JSON report (perfexpert run --format json) or a .cubex archive",
@@ -67,14 +67,14 @@ impl Summary {
 
     fn from_json(path: &Path, bytes: &[u8]) -> Result<Summary> {
         let r: JsonReport = serde_json::from_slice(bytes).map_err(|e| {
-            Error::format(
+            err(
                 path,
                 Place::Line(e.line() as u64),
                 format!("expected a perfexpert JSON report: {e}"),
             )
         })?;
         if r.format_version != 1 {
-            return Err(Error::format(
+            return Err(err(
                 path,
                 Place::File,
                 format!(
@@ -84,7 +84,7 @@ impl Summary {
             ));
         }
         let n = r.callpaths.len();
-        let bad = |what: String| Error::format(path, Place::File, what);
+        let bad = |what: String| err(path, Place::File, what);
         for (i, c) in r.callpaths.iter().enumerate() {
             if c.id as usize != i {
                 return Err(bad(format!("callpaths[{i}] has id {}, expected {i}", c.id)));
