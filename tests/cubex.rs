@@ -655,6 +655,20 @@ fn diff_bad_input_exits_2_naming_the_file() {
             cubex[..cubex.len() / 2].to_vec(),
             "unexpected end of data",
         ),
+        // a broken anchor whose text carries a newline: still one line
+        (
+            "newline.cubex",
+            {
+                let i = cubex
+                    .windows(12)
+                    .position(|w| w == b"</uniq_name>")
+                    .unwrap();
+                let mut c = cubex.clone();
+                c[i..i + 12].copy_from_slice(b"</uniq\nname>");
+                c
+            },
+            "malformed XML",
+        ),
         (
             "headless.cubex",
             {
