@@ -555,6 +555,24 @@ fn diff_ranks_changes_by_absolute_change() {
         assert_eq!(c["b"].as_f64().unwrap(), 0.0);
         assert_eq!(c["change"].as_f64().unwrap(), -total);
     }
+    // time at main/MPI_Barrier changed exactly as its sub-metric execution: implied, and the
+    // text leaves it out; the barrier wait itself is listed
+    let at_barrier = |m: &str| {
+        changes
+            .iter()
+            .find(|c| c["metric"] == m && c["callpath"] == "main/MPI_Barrier")
+            .unwrap_or_else(|| panic!("no change of {m} at main/MPI_Barrier"))
+    };
+    assert_eq!(at_barrier("time")["implied"], true);
+    assert_eq!(at_barrier("mpi_barrier_wait")["implied"], false);
+    let (code, text, _) = perfexpert(&["diff", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(
+        text.contains("Wait at Barrier (mpi_barrier_wait)"),
+        "{text}"
+    );
+    assert!(!text.contains("Time (time)"), "{text}");
+    assert!(text.contains("further changes equal a change of one of their sub-metrics"));
     // text: the three sections and the late sender line
     let (code, out, _) = perfexpert(&[
         "diff",

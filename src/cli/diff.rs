@@ -40,6 +40,10 @@ pub fn run(args: &DiffArgs, out: &mut dyn Write) -> Result<()> {
             )));
         }
         d.changes.retain(|c| &c.metric == m);
+        // asked for by name: shown even where a sub-metric changed alike
+        for c in &mut d.changes {
+            c.implied = false;
+        }
     }
     let r = match args.format {
         DiffFormat::Text => d.write_text(args.top, out),

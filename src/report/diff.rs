@@ -16,6 +16,8 @@ use std::path::Path;
 pub struct Summary {
     /// Metric id → (display name, unit, position in the report).
     pub metrics: HashMap<String, (String, Unit, usize)>,
+    /// Metric id → its parent's id in the metric tree.
+    pub parents: HashMap<String, String>,
     pub values: HashMap<(String, String), f64>,
 }
 
@@ -32,6 +34,7 @@ struct JsonMetric {
     id: String,
     name: String,
     unit: Unit,
+    parent: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -107,6 +110,9 @@ impl Summary {
         let mut s = Summary::default();
         for (i, m) in r.metrics.iter().enumerate() {
             s.metrics.insert(m.id.clone(), (m.name.clone(), m.unit, i));
+            if let Some(p) = &m.parent {
+                s.parents.insert(m.id.clone(), p.clone());
+            }
         }
         for v in &r.values {
             if !s.metrics.contains_key(&v.metric) {
@@ -133,6 +139,9 @@ impl Summary {
         for (i, m) in c.metrics.iter().enumerate() {
             s.metrics
                 .insert(m.id.clone(), (m.disp_name.clone(), m.unit, i));
+            if let Some(p) = m.parent.and_then(|p| c.metrics.get(p)) {
+                s.parents.insert(m.id.clone(), p.id.clone());
+            }
         }
         let paths: Vec<String> = (0..c.cnodes.len()).map(|k| c.path(k)).collect();
         let nloc = c.locations.len().max(1);
@@ -160,6 +169,9 @@ pub struct Change {
     pub a: f64,
     pub b: f64,
     pub change: f64,
+    /// A sub-metric changed by the same amount at this call path (Late Sender → Point-to-point
+    /// → Communication → MPI → …): the text output leaves such changes out.
+    pub implied: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -213,6 +225,7 @@ pub fn diff(a_path: &Path, a: &Summary, b_path: &Path, b: &Summary) -> Diff {
                 a: va,
                 b: vb,
                 change: vb - va,
+                implied: false,
             })
         })
         .collect();
@@ -229,6 +242,24 @@ pub fn diff(a_path: &Path, a: &Summary, b_path: &Path, b: &Summary) -> Diff {
             .then(order(&x.metric).cmp(&order(&y.metric)))
             .then(x.callpath.cmp(&y.callpath))
     });
+    // a change is implied when a child metric changed by the same amount at the same call path
+    let parent = |m: &str| b.parents.get(m).or_else(|| a.parents.get(m)).cloned();
+    let mut child_changes: HashMap<(String, String), Vec<f64>> = HashMap::new();
+    for c in &changes {
+        if let Some(p) = parent(&c.metric) {
+            child_changes
+                .entry((p, c.callpath.clone()))
+                .or_default()
+                .push(c.change);
+        }
+    }
+    for c in &mut changes {
+        if let Some(kids) = child_changes.get(&(c.metric.clone(), c.callpath.clone())) {
+            c.implied = kids
+                .iter()
+                .any(|&k| (k - c.change).abs() <= 1e-9 * k.abs().max(c.change.abs()));
+        }
+    }
     let only = |x: &Summary, y: &Summary| {
         let mut v: Vec<(usize, String)> = x
             .metrics
@@ -257,7 +288,7 @@ impl Diff {
             writeln!(out, "no metric changed at any call path")?;
         }
         let mut groups: BTreeMap<u8, Vec<&Change>> = BTreeMap::new();
-        for c in &self.changes {
+        for c in self.changes.iter().filter(|c| !c.implied) {
             groups.entry(unit_rank(c.unit)).or_default().push(c);
         }
         for (u, list) in groups {
@@ -296,6 +327,14 @@ impl Diff {
                     c.callpath
                 )?;
             }
+        }
+        let implied = self.changes.iter().filter(|c| c.implied).count();
+        if implied > 0 {
+            writeln!(
+                out,
+                "\n{implied} further changes equal a change of one of their sub-metrics at the same \
+                 call path (--format json lists them)"
+            )?;
         }
         if !self.only_in_a.is_empty() {
             writeln!(out, "\nmetrics only in A: {}", self.only_in_a.join(", "))?;
