@@ -1,6 +1,8 @@
 //! Reports of an analysis: the JSON document (docs/report-json.md) and the terminal text.
 //! A report knows nothing of how a value was found.
 
+pub mod cubex;
+pub mod diff;
 pub mod text;
 
 use crate::analysis::scores::{Finding, ScoreParams};

@@ -40,7 +40,7 @@ impl Style {
     }
 }
 
-fn fmt_value(v: f64, unit: crate::rules::Unit) -> String {
+pub(crate) fn fmt_value(v: f64, unit: crate::rules::Unit) -> String {
     match unit {
         crate::rules::Unit::Sec => seconds(v),
         crate::rules::Unit::Occ => format!("{v:.0}"),

@@ -20,6 +20,13 @@ pub fn builtin_count() -> usize {
     builtin::BUILTIN.len()
 }
 
+/// Whether `id` is the metric of a built-in rule (files are named `rules/<paradigm>/<id>.toml`).
+pub fn is_builtin_id(id: &str) -> bool {
+    builtin::BUILTIN
+        .iter()
+        .any(|(p, _)| Path::new(p).file_stem().is_some_and(|s| s == id))
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Unit {
