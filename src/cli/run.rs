@@ -146,13 +146,22 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
         Some(dir) => {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::io(dir, "cannot create directory", e))?;
-            for f in formats {
+            for &f in &formats {
                 let name = match f {
                     Format::Text => "report.txt",
                     Format::Json => "report.json",
                     Format::Cubex => "report.cubex",
                 };
                 write_file(&dir.join(name), |w| write(f, w))?;
+            }
+            // The files and the terminal summary together: with text among the formats,
+            // the summary is also printed (not coloured: it is the same text as report.txt).
+            if formats.contains(&Format::Text) {
+                if let Err(e) = write(Format::Text, out) {
+                    if e.kind() != std::io::ErrorKind::BrokenPipe {
+                        return Err(Error::Usage(format!("cannot write the report: {e}")));
+                    }
+                }
             }
         }
     }
