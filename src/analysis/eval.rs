@@ -139,6 +139,14 @@ impl Ctx<'_> {
                 ev.kind[i as usize] == EventKind::MpiIsend
                     && self.replay.msg_links[l as usize].cancelled[ev.arg[i as usize] as usize],
             ),
+            Field::LastRelease => match ev.kind[i as usize] {
+                EventKind::ThreadAcquireLock | EventKind::OmpAcquireLock => self
+                    .replay
+                    .omp
+                    .last_release(l, i)
+                    .map_or(Value::None, |(rl, ri)| Value::Event(rl, ri)),
+                _ => Value::None,
+            },
             Field::Sent => ev
                 .coll(i as usize)
                 .map_or(Value::None, |c| Value::Num(c.sent as f64)),
