@@ -101,6 +101,12 @@ impl Report {
         };
         // thread number = position of the location inside its process
         let mut seen_in_group: std::collections::HashMap<Option<usize>, u32> = Default::default();
+        // a worker thread's rank is its process's (the master's) rank
+        let group_rank: std::collections::HashMap<Option<usize>, u32> = d
+            .locations
+            .iter()
+            .filter_map(|l| l.rank.map(|r| (l.group, r)))
+            .collect();
         let locations = d
             .locations
             .iter()
@@ -111,7 +117,7 @@ impl Report {
                 LocationEntry {
                     id: l.id,
                     name: l.name.clone(),
-                    rank: l.rank,
+                    rank: l.rank.or_else(|| group_rank.get(&l.group).copied()),
                     thread,
                     process: l.group.map(|g| d.location_groups[g].name.clone()),
                 }
