@@ -480,3 +480,53 @@ fn hybrid_late_sender_on_the_calling_thread() {
         ("omp_idle_threads", "main", &[0.0, 1.8, 0.0, 1.8]),
     ]);
 }
+
+/// Issue 13 point 4 on a trace of the official OTF2 writer (testdata/generated/omp_teams4,
+/// `tools/gen_trace.py --pattern omp-teams`, commands in its README): teams of 4 and 2
+/// threads alternate. The values follow from the generator's timing model (ns): in a team of
+/// 4, thread k reaches the critical section at fork + 500 + 50k + round(2000 (1 + 0.2 k/3)),
+/// i.e. +2500, +2683, +2867, +3050, and the lock is held 500 ns from max(arrival + 200,
+/// previous release + 100): thread 1 waits 3200 − 2683 = 517, thread 2 3800 − 2867 = 933,
+/// thread 3 4400 − 3050 = 1350; in a team of 2 thread 1 arrives at +2950 and waits
+/// 3200 − 2950 = 250. A team of 2 lives 4710 ns from fork to join: threads 2 and 3 owe it as
+/// limited parallelism.
+#[test]
+fn generated_trace_with_teams_of_4_and_2_threads() {
+    let trace = perfexpert::open(&common::testdata("generated/omp_teams4/traces.otf2")).unwrap();
+    let replay = Replay::new(&trace);
+    let a = perfexpert::analysis::analyse(&trace, &replay, RuleSet::load(&[]).unwrap());
+    let sizes: Vec<usize> = replay.omp.teams.iter().map(|t| t.members.len()).collect();
+    assert_eq!(sizes, [4, 2, 4, 2]);
+    let r = Run {
+        _dir: tempfile::tempdir().unwrap(),
+        trace,
+        replay,
+        a,
+    };
+    let p = "main/!$omp parallel @gen.c:10";
+    let ns = |x: f64| x * 1e-9;
+    let close = |got: f64, want: f64, what: &str| {
+        assert!((got - want).abs() < 1e-12, "{what}: got {got}, want {want}")
+    };
+    let crit = format!("{p}/!$omp critical @gen.c:12");
+    for (l, want) in [0.0, 2.0 * (517.0 + 250.0), 2.0 * 933.0, 2.0 * 1350.0]
+        .into_iter()
+        .enumerate()
+    {
+        close(
+            r.v("omp_lock_contention_critical", &crit, l as u32),
+            ns(want),
+            "critical contention",
+        );
+    }
+    for (l, want) in [0.0, 0.0, 2.0 * 4710.0, 2.0 * 4710.0]
+        .into_iter()
+        .enumerate()
+    {
+        close(
+            r.v("omp_limited_parallelism", p, l as u32),
+            ns(want),
+            "limited parallelism",
+        );
+    }
+}
