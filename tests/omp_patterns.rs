@@ -530,3 +530,92 @@ fn generated_trace_with_teams_of_4_and_2_threads() {
         );
     }
 }
+
+/// MPI called from a worker thread (MPI_THREAD_MULTIPLE, or `omp single` on another thread):
+/// rank 1's thread 1 receives the message rank 0's master sends 1 s late, and rank 0's
+/// thread 1 meets rank 1's master in an MPI_Barrier. The communicators name processes by
+/// their master; the waits go to the threads that called MPI (§3.6).
+#[test]
+fn hybrid_mpi_on_worker_threads() {
+    let mut tb = Tb::new(&[2, 2]);
+    let recv = "main/!$omp parallel @t.c:1/MPI_Recv";
+    let barrier = "main/!$omp parallel @t.c:1/MPI_Barrier";
+    let world_barrier = Ev::MpiCollectiveEnd {
+        op: 0,
+        comm: 0,
+        root: u32::MAX,
+        sent: 0,
+        recvd: 0,
+    };
+    for p in 0..2 {
+        tb.enter(p, 0, 0.0, MAIN)
+            .ev(p, 0, 1.0, Ev::ThreadFork(2))
+            .ev(p, 0, 1.0, Ev::ThreadTeamBegin(1 + p as u32))
+            .enter(p, 0, 1.0, PAR)
+            .ev(p, 1, 1.0, Ev::ThreadTeamBegin(1 + p as u32))
+            .enter(p, 1, 1.0, PAR);
+    }
+    // rank 0: the master sends at 2.0; thread 1 enters the barrier at 2.5
+    tb.enter(0, 0, 2.0, "MPI_Send")
+        .ev(
+            0,
+            0,
+            2.0,
+            Ev::MpiSend {
+                to: 1,
+                comm: 0,
+                tag: 0,
+                bytes: 8,
+            },
+        )
+        .leave(0, 0, 2.1, "MPI_Send")
+        .enter(0, 1, 2.5, "MPI_Barrier")
+        .ev(0, 1, 2.5, Ev::MpiCollectiveBegin)
+        .ev(0, 1, 2.6, world_barrier)
+        .leave(0, 1, 2.6, "MPI_Barrier");
+    // rank 1: thread 1 receives from 1.0; the master enters the barrier at 1.5
+    tb.enter(1, 1, 1.0, "MPI_Recv")
+        .ev(
+            1,
+            1,
+            2.05,
+            Ev::MpiRecv {
+                from: 0,
+                comm: 0,
+                tag: 0,
+                bytes: 8,
+            },
+        )
+        .leave(1, 1, 2.1, "MPI_Recv")
+        .enter(1, 0, 1.5, "MPI_Barrier")
+        .ev(1, 0, 1.5, Ev::MpiCollectiveBegin)
+        .ev(1, 0, 2.6, world_barrier)
+        .leave(1, 0, 2.6, "MPI_Barrier");
+    for p in 0..2 {
+        for t in 0..2 {
+            tb.leave(p, t, 3.0, PAR)
+                .ev(p, t, 3.0, Ev::ThreadTeamEnd(1 + p as u32));
+        }
+        tb.ev(p, 0, 3.0, Ev::ThreadJoin).leave(p, 0, 4.0, MAIN);
+    }
+    let r = tb.run();
+    r.check(&[
+        ("mpi_latesender", recv, &[0.0, 0.0, 0.0, 1.0]),
+        ("omp_idle_threads", "main", &[0.0, 2.0, 0.0, 2.0]),
+    ]);
+    let close = |got: f64, want: f64, what: &str| {
+        assert!((got - want).abs() < TOL, "{what}: got {got}, want {want}")
+    };
+    close(
+        r.v("mpi_barrier_wait", barrier, 2),
+        1.0,
+        "rank 1 master waits",
+    );
+    close(
+        r.v("mpi_barrier_wait", barrier, 1),
+        0.0,
+        "rank 0 thread 1 is last",
+    );
+    assert_eq!(r.replay.matching.messages, 1);
+    assert_eq!(r.replay.collectives.instances, 1);
+}

@@ -342,8 +342,8 @@ impl Replay {
             }
         };
         let (msg_links, matching, p2p_violators, unmatched_locations) =
-            matching::match_messages(trace, &in_mpi);
-        let (instances, collectives) = collectives::instances(trace);
+            matching::match_messages(trace, &in_mpi, &omp.master);
+        let (instances, collectives) = collectives::instances(trace, &omp.master);
         Replay {
             tree,
             locations,
