@@ -23,6 +23,7 @@ const ROLE_CRITICAL: u8 = 12;
 const ROLE_CRITICAL_SBLOCK: u8 = 13;
 const ROLE_BARRIER: u8 = 15;
 const ROLE_IMPLICIT_BARRIER: u8 = 16;
+const ROLE_TASK: u8 = 20;
 const ROLE_POINT2POINT: u8 = 28;
 const PARADIGM_USER: u8 = 1;
 const PARADIGM_OPENMP: u8 = 3;
@@ -58,6 +59,7 @@ fn region_kind(name: &str) -> (u8, u8) {
         n if n.starts_with("!$omp implicit barrier") => (ROLE_IMPLICIT_BARRIER, PARADIGM_OPENMP),
         n if n.starts_with("!$omp critical sblock") => (ROLE_CRITICAL_SBLOCK, PARADIGM_OPENMP),
         n if n.starts_with("!$omp critical") => (ROLE_CRITICAL, PARADIGM_OPENMP),
+        n if n.starts_with("!$omp task ") => (ROLE_TASK, PARADIGM_OPENMP),
         n if n.starts_with("!$omp") || n.starts_with("omp_") => (ROLE_FUNCTION, PARADIGM_OPENMP),
         n if n.starts_with("MPI_") => (ROLE_POINT2POINT, PARADIGM_MPI),
         _ => (ROLE_FUNCTION, PARADIGM_USER),
@@ -618,4 +620,34 @@ fn hybrid_mpi_on_worker_threads() {
     );
     assert_eq!(r.replay.matching.messages, 1);
     assert_eq!(r.replay.collectives.instances, 1);
+}
+
+/// §4.7.2: time a thread spends executing tasks inside a barrier is not waiting. The master
+/// arrives at the implicit barrier at 3.0, 0.4 s before the worker, and runs a task there
+/// from 3.1 to 3.3: it waited 0.2 s.
+#[test]
+fn tasks_executed_in_a_barrier_are_not_waiting() {
+    let mut tb = Tb::new(&[2]);
+    let task = "!$omp task @t.c:6";
+    tb.enter(0, 0, 0.0, MAIN)
+        .ev(0, 0, 1.0, Ev::ThreadFork(2))
+        .ev(0, 0, 1.0, Ev::ThreadTeamBegin(1))
+        .enter(0, 0, 1.0, PAR)
+        .enter(0, 0, 3.0, IBAR)
+        .call(0, 0, 3.1, 3.3, task)
+        .leave(0, 0, 3.5, IBAR)
+        .leave(0, 0, 3.5, PAR)
+        .ev(0, 0, 3.5, Ev::ThreadTeamEnd(1))
+        .ev(0, 0, 3.5, Ev::ThreadJoin)
+        .leave(0, 0, 4.0, MAIN)
+        .ev(0, 1, 1.0, Ev::ThreadTeamBegin(1))
+        .enter(0, 1, 1.0, PAR)
+        .call(0, 1, 3.4, 3.5, IBAR)
+        .leave(0, 1, 3.5, PAR)
+        .ev(0, 1, 3.5, Ev::ThreadTeamEnd(1));
+    let r = tb.run();
+    r.check(&[
+        ("omp_ibarrier_wait", P_IBAR, &[0.2, 0.0]),
+        ("omp_idle_threads", "main", &[0.0, 1.5]),
+    ]);
 }

@@ -237,7 +237,7 @@ fn unknown_field_lists_the_fields() {
     assert_eq!(
         bad("on = \"collective\"\nlet = [\"m.late = m.begin > 0\"]\nseverity = \"1\"\nat = \"m.evnt\"\n"),
         "bad.toml:9:9: a member has no field `evnt`; it has: begin, end, sent, recv, rank, \
-         event, late"
+         tasks, event, late"
     );
     // a queued instance `B` has the bindings of the rule it came from
     assert_eq!(

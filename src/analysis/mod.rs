@@ -615,6 +615,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                     sent: c.sent as f64,
                     recv: c.received as f64,
                     rank: rank as u32,
+                    tasks: 0.0,
                 });
             }
             let root_v = if root >= 0xFFFF_FFFD {
@@ -789,6 +790,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                 sent: 0.0,
                 recv: 0.0,
                 rank,
+                tasks: 0.0,
             });
         }
         let n = members.len() as f64;
@@ -803,7 +805,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
     let team_rules = by_trigger(Trigger::Team);
     let barrier_rules = by_trigger(Trigger::ThreadBarrier);
     let secs = |t: u64| (t as f64 - trace.global_offset as f64) / trace.timer_resolution as f64;
-    let member = |loc: u32, thread: u32, enter: u32, leave: u32| {
+    let member = |loc: u32, thread: u32, enter: u32, leave: u32, tasks: u64| {
         let ev = &trace.events[loc as usize];
         let end = if leave == NONE { enter } else { leave };
         Member {
@@ -814,6 +816,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
             sent: 0.0,
             recv: 0.0,
             rank: thread,
+            tasks: tasks as f64 / trace.timer_resolution as f64,
         }
     };
     if !team_rules.is_empty() && !replay.omp.teams.is_empty() {
@@ -825,7 +828,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                 let ms: Vec<Member> = t
                     .members
                     .iter()
-                    .map(|mb| member(mb.loc, mb.thread, mb.enter, mb.leave))
+                    .map(|mb| member(mb.loc, mb.thread, mb.enter, mb.leave, 0))
                     .collect();
                 let n = ms.len() as f64;
                 (
@@ -852,9 +855,9 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                 let ms: Vec<Member> = b
                     .members
                     .iter()
-                    .map(|&(loc, thread, enter)| {
-                        let leave = replay.locations[loc as usize].exitptr[enter as usize];
-                        member(loc, thread, enter, leave)
+                    .map(|b| {
+                        let leave = replay.locations[b.loc as usize].exitptr[b.enter as usize];
+                        member(b.loc, b.thread, b.enter, leave, b.tasks)
                     })
                     .collect();
                 let n = ms.len() as f64;

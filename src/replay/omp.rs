@@ -8,7 +8,7 @@
 
 use super::calltree::{CallTree, Callee, NO_CNODE};
 use super::{LocationState, NONE};
-use crate::model::{EventKind, Events, LocationKind, Paradigm, RegionIdx, Trace};
+use crate::model::{EventKind, Events, LocationKind, Paradigm, RegionIdx, RegionRole, Trace};
 use std::collections::HashMap;
 
 /// What the replay needs to know about a region for OpenMP (§2.2).
@@ -16,6 +16,8 @@ use std::collections::HashMap;
 pub enum OmpRegion {
     Parallel,
     Barrier,
+    /// A task region (role TASK or TASK_UNTIED) executed by a thread.
+    Task,
     Other,
 }
 
@@ -28,6 +30,7 @@ pub fn region_kinds(trace: &Trace) -> Vec<OmpRegion> {
         .map(|r| match crate::analysis::classify::classify(r).0 {
             "OMP_PARALLEL" => OmpRegion::Parallel,
             "OMP_EBARRIER" | "OMP_IBARRIER" => OmpRegion::Barrier,
+            _ if r.role == RegionRole::TASK || r.role == RegionRole::TASK_UNTIED => OmpRegion::Task,
             _ => OmpRegion::Other,
         })
         .collect()
@@ -152,12 +155,24 @@ pub struct Team {
     pub members: Vec<TeamMember>,
 }
 
+/// One thread at a barrier instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BarrierMember {
+    pub loc: u32,
+    pub thread: u32,
+    /// The ENTER of the barrier region.
+    pub enter: u32,
+    /// Ticks the thread spent executing tasks inside the barrier (outermost task regions
+    /// entered between the barrier's ENTER and LEAVE, §4.7.2).
+    pub tasks: u64,
+}
+
 /// The k-th barrier (explicit or implicit) of a team on each member that reached it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BarrierInstance {
     pub team: u32,
-    /// (location, thread, ENTER of the barrier region), in thread order.
-    pub members: Vec<(u32, u32, u32)>,
+    /// In thread order.
+    pub members: Vec<BarrierMember>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -372,7 +387,7 @@ fn build_teams(
     for (k, team) in st.teams[base as usize..].iter_mut().enumerate() {
         // a thread in a team twice (clock trouble) keeps its first instance
         team.members.dedup_by_key(|mb| mb.loc);
-        let mut per: Vec<(u32, u32, Vec<u32>)> = Vec::new();
+        let mut per: Vec<(u32, u32, Vec<BarrierMember>)> = Vec::new();
         for mb in &team.members {
             let ev = &trace.events[mb.loc as usize];
             let end = if mb.leave == NONE {
@@ -380,20 +395,26 @@ fn build_teams(
             } else {
                 mb.leave as usize
             };
-            let bars: Vec<u32> = (mb.enter as usize + 1..end)
+            let ls = &locations[mb.loc as usize];
+            let bars: Vec<BarrierMember> = (mb.enter as usize + 1..end)
                 .filter(|&i| {
                     ev.kind[i] == EventKind::Enter
                         && kinds.get(ev.arg[i] as usize) == Some(&OmpRegion::Barrier)
                 })
-                .map(|i| i as u32)
+                .map(|i| BarrierMember {
+                    loc: mb.loc,
+                    thread: mb.thread,
+                    enter: i as u32,
+                    tasks: task_ticks(ev, ls, kinds, i),
+                })
                 .collect();
             per.push((mb.loc, mb.thread, bars));
         }
         let n = per.iter().map(|p| p.2.len()).max().unwrap_or(0);
         for j in 0..n {
-            let members: Vec<(u32, u32, u32)> = per
+            let members: Vec<BarrierMember> = per
                 .iter()
-                .filter_map(|(l, t, b)| b.get(j).map(|&e| (*l, *t, e)))
+                .filter_map(|(_, _, b)| b.get(j).copied())
                 .collect();
             st.barriers.push(BarrierInstance {
                 team: base + k as u32,
@@ -401,6 +422,31 @@ fn build_teams(
             });
         }
     }
+}
+
+/// The duration of the outermost task regions executed inside the region instance entered at
+/// `enter` (§4.7.2).
+fn task_ticks(ev: &Events, ls: &LocationState, kinds: &[OmpRegion], enter: usize) -> u64 {
+    let leave = ls.exitptr[enter];
+    let end = if leave == NONE {
+        ev.len()
+    } else {
+        leave as usize
+    };
+    let mut total = 0;
+    let mut i = enter + 1;
+    while i < end {
+        if ev.kind[i] == EventKind::Enter && kinds.get(ev.arg[i] as usize) == Some(&OmpRegion::Task)
+        {
+            let x = ls.exitptr[i];
+            let stop = if x == NONE { end - 1 } else { x as usize };
+            total += ev.time[stop].saturating_sub(ev.time[i]);
+            i = stop + 1;
+        } else {
+            i += 1;
+        }
+    }
+    total
 }
 
 /// §4.7.3: per lock of the process, acquisitions and releases in acquisition order; each

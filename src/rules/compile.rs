@@ -100,6 +100,7 @@ pub enum Field {
     MemberSent,
     MemberRecv,
     MemberRank,
+    MemberTasks,
     MemberEvent,
     /// A per-member binding (`m.sync`), by slot.
     MemberLet(u16),
@@ -263,6 +264,7 @@ fn field_of(t: Type, name: &str, scope: &Scope) -> Option<(Field, Type)> {
         (Type::Member, "sent") => (MemberSent, Type::Num),
         (Type::Member, "recv") => (MemberRecv, Type::Num),
         (Type::Member, "rank") => (MemberRank, Type::Num),
+        (Type::Member, "tasks") => (MemberTasks, Type::Num),
         (Type::Member, "event") => (MemberEvent, Type::Event),
         (Type::Member, n) => {
             let (_, t, s) = scope.member_lets.iter().find(|(x, _, _)| x == n)?;
@@ -300,7 +302,7 @@ fn fields_of(t: Type, scope: &Scope) -> Option<String> {
             "last_release",
         ],
         Type::Region => &["name", "paradigm", "role", "class", "mode"],
-        Type::Member => &["begin", "end", "sent", "recv", "rank", "event"],
+        Type::Member => &["begin", "end", "sent", "recv", "rank", "tasks", "event"],
         _ => &[],
     };
     let mut v: Vec<String> = base.iter().map(|s| s.to_string()).collect();
