@@ -651,3 +651,57 @@ fn tasks_executed_in_a_barrier_are_not_waiting() {
         ("omp_idle_threads", "main", &[0.0, 1.5]),
     ]);
 }
+
+/// Broken thread streams (a worker's team events before any fork, a team end without a
+/// begin, a fork without a join, a parallel region never left, a lock released by nobody
+/// who acquired it) are analysed without a panic: the unbalanced stream is repaired (§3.4)
+/// and the orphan parallel region belongs to no team.
+#[test]
+fn broken_thread_streams_are_analysed() {
+    let mut tb = Tb::new(&[3]);
+    tb.enter(0, 0, 0.0, MAIN)
+        .ev(0, 0, 1.0, Ev::ThreadReleaseLock(3, 0))
+        .ev(0, 0, 2.0, Ev::ThreadFork(3))
+        .enter(0, 0, 2.0, PAR)
+        .ev(0, 0, 2.1, Ev::ThreadAcquireLock(3, 1))
+        .call(0, 0, 2.5, 3.0, IBAR)
+        .leave(0, 0, 3.0, PAR)
+        .leave(0, 0, 4.0, MAIN);
+    // thread 1: a team and a parallel region before the master's first fork, then a team
+    // end without a begin, then a region it never leaves
+    tb.ev(0, 1, 0.5, Ev::ThreadTeamBegin(1))
+        .call(0, 1, 0.5, 0.6, PAR)
+        .ev(0, 1, 0.7, Ev::ThreadTeamEnd(1))
+        .ev(0, 1, 1.5, Ev::ThreadTeamEnd(1))
+        .ev(0, 1, 2.0, Ev::ThreadTeamBegin(1))
+        .enter(0, 1, 2.0, PAR)
+        .call(0, 1, 2.2, 3.0, IBAR);
+    // thread 2: only a lock acquisition, outside any region
+    tb.ev(0, 2, 2.2, Ev::ThreadAcquireLock(3, 2));
+    let r = tb.run();
+    assert_eq!(r.replay.omp.stats.orphan_regions, 1);
+    assert_eq!(r.replay.omp.teams.len(), 1);
+    assert_eq!(r.replay.omp.teams[0].members.len(), 2);
+    // the region left open on thread 1 was closed at its last event (a repair)
+    let repairs: u64 = r.replay.locations[1].repairs.iter().sum();
+    assert_eq!(repairs, 1);
+    // the orphan region has no master stack to hang below: a root of its own, so the tree
+    // gets the artificial root of §3.1.4
+    let paths: Vec<String> = (0..r.replay.tree.len() as u32)
+        .map(|c| r.replay.path_name(&r.trace, c))
+        .collect();
+    assert!(
+        paths.contains(&"program/!$omp parallel @t.c:1".to_string()),
+        "{paths:?}"
+    );
+    // the barrier instance is still formed: thread 1 (at 2.2) waits for the master (2.5)
+    let close = |got: f64, want: f64| assert!((got - want).abs() < TOL, "{got} vs {want}");
+    let ibar = format!("program/{P_IBAR}");
+    close(r.v("omp_ibarrier_wait", &ibar, 1), 0.3);
+    close(r.v("omp_ibarrier_wait", &ibar, 0), 0.0);
+    // the acquisition after the stray release: 1.0 − ENTER of its region (2.0) < 0, nothing
+    close(
+        r.v("omp_lock_contention_critical", &format!("program/{P}"), 0),
+        0.0,
+    );
+}
