@@ -680,6 +680,27 @@ fn broken_thread_streams_are_analysed() {
     tb.ev(0, 2, 2.2, Ev::ThreadAcquireLock(3, 2));
     let r = tb.run();
     assert_eq!(r.replay.omp.stats.orphan_regions, 1);
+    // and the report says so
+    let findings = perfexpert::analysis::scores::score(
+        &r.trace,
+        &r.replay,
+        &r.a,
+        perfexpert::analysis::scores::ScoreParams::default(),
+    );
+    let report = perfexpert::report::Report::build(
+        &r.trace,
+        &r.replay,
+        &r.a,
+        findings,
+        perfexpert::analysis::scores::ScoreParams::default(),
+    );
+    assert_eq!(
+        report.diagnostics.warnings,
+        [
+            "1 parallel-region instance(s) on threads whose master had not forked: in no team, \
+          no fork/join or barrier analysis"
+        ]
+    );
     assert_eq!(r.replay.omp.teams.len(), 1);
     assert_eq!(r.replay.omp.teams[0].members.len(), 2);
     // the region left open on thread 1 was closed at its last event (a repair)

@@ -203,7 +203,18 @@ impl Report {
                 repairs: rep.iter().map(|s| s.repairs.iter().sum::<u64>()).sum(),
                 clamped_timestamps: rep.iter().map(|s| s.clamped).sum(),
                 measurement_gaps: rep.iter().map(|s| s.gaps).sum(),
-                warnings: trace.warnings.iter().map(|w| w.to_string()).collect(),
+                warnings: trace
+                    .warnings
+                    .iter()
+                    .map(|w| w.to_string())
+                    .chain((replay.omp.stats.orphan_regions > 0).then(|| {
+                        format!(
+                            "{} parallel-region instance(s) on threads whose master had not \
+                             forked: in no team, no fork/join or barrier analysis",
+                            replay.omp.stats.orphan_regions
+                        )
+                    }))
+                    .collect(),
             },
         }
     }
