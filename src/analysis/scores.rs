@@ -92,7 +92,8 @@ pub fn score(trace: &Trace, replay: &Replay, a: &Analysis, p: ScoreParams) -> Ve
         / trace.timer_resolution as f64;
     // D(m) = Σ time (§6.3): with OpenMP, `time` also holds the idle time of worker threads
     // (§3.5), which the replay's exclusive time does not
-    if !replay.omp.teams.is_empty() {
+    let has_workers = (replay.omp.master.iter().enumerate()).any(|(l, &m)| m as usize != l);
+    if has_workers {
         if let Some(k) = a.rules.index_of("time") {
             total_time = a.values[k].iter().sum();
         }
