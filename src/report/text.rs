@@ -144,6 +144,7 @@ pub fn write(r: &Report, opt: &TextOptions, out: &mut dyn Write) -> std::io::Res
             let who = match l.rank {
                 Some(rank) if l.thread == 0 => format!("rank {rank}"),
                 Some(rank) => format!("rank {rank}.{}", l.thread),
+                None if l.process.is_some() => format!("thread {}", l.thread),
                 None => format!("location {}", l.id),
             };
             (l.id, who)

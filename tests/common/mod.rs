@@ -35,11 +35,11 @@ pub fn bin() -> std::process::Command {
     std::process::Command::new(env!("CARGO_BIN_EXE_perfexpert"))
 }
 
-/// Every OTF2 trace shipped in testdata/scorep and testdata/generated: (group_name, path
-/// relative to the project root, as a user there would type it), sorted.
+/// Every OTF2 trace shipped in testdata/scorep, testdata/scorep-omp and testdata/generated:
+/// (group_name, path relative to the project root, as a user there would type it), sorted.
 pub fn shipped_traces() -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
-    for group in ["scorep", "generated"] {
+    for group in ["scorep", "scorep-omp", "generated"] {
         for e in std::fs::read_dir(testdata(group)).unwrap().flatten() {
             if e.path().join("traces.otf2").exists() {
                 let name = format!("{group}_{}", e.file_name().to_string_lossy());
