@@ -3,7 +3,8 @@
 //! Reads the NPB LU class S trace shipped in testdata/ (158 k events) and, when
 //! `bench/run.sh` has generated it, the 12 M-event ping-pong trace of the performance issue
 //! (bench/out/traces/pingpong_16x150000). For events/s and peak RSS side by side with
-//! libotf2, run `bash bench/run.sh`.
+//! libotf2, run `bash bench/run.sh`. `otf1_wrf` reads the OTF 1 WRF trace of ../shared in place
+//! (skipped when it is absent).
 
 use std::path::{Path, PathBuf};
 
@@ -42,6 +43,20 @@ fn pingpong_12m(b: divan::Bencher) {
     let Some(p) = trace("bench/out/traces/pingpong_16x150000/traces.otf2") else {
         return;
     };
+    let n = read(&p);
+    b.counter(divan::counter::ItemsCount::new(n))
+        .bench(|| read(&p));
+}
+
+/// The OTF 1 WRF trace (VampirTrace, 16 zlib streams, 1.2 M events), read in place from
+/// ../shared (GPL data, never copied into the project).
+#[divan::bench(sample_count = 10)]
+fn otf1_wrf(b: divan::Bencher) {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/public/otf1-wrf/wrf.otf");
+    if !p.exists() {
+        eprintln!("skipped: ../shared/traces/public/otf1-wrf is absent");
+        return;
+    }
     let n = read(&p);
     b.counter(divan::counter::ItemsCount::new(n))
         .bench(|| read(&p));

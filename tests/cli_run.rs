@@ -67,11 +67,25 @@ fn several_formats_go_to_a_directory() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let o = out.to_str().unwrap();
-    let (code, _, err) = perfexpert(&["run", "--format", "text,json", "-o", o, LS]);
+    let (code, stdout, err) = perfexpert(&["run", "--format", "text,json", "-o", o, LS]);
     assert_eq!(code, 0, "{err}");
-    assert!(std::fs::read_to_string(out.join("report.txt"))
-        .unwrap()
-        .contains("Late Sender"));
+    let text = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(text.contains("Late Sender"));
+    // the terminal gets the summary too, the same text as the file
+    assert_eq!(stdout, text);
+    // without text among the formats, nothing goes to the terminal
+    let out2 = dir.path().join("out2");
+    let (code, stdout, err) = perfexpert(&[
+        "run",
+        "--format",
+        "json,cubex",
+        "-o",
+        out2.to_str().unwrap(),
+        LS,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(out2.join("report.cubex").is_file());
     let json = std::fs::read_to_string(out.join("report.json")).unwrap();
     assert!(json.contains("\"format_version\": 1"));
 }

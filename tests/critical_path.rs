@@ -336,3 +336,41 @@ fn the_path_never_exceeds_the_run_on_the_scorep_traces() {
     }
     assert!(n >= 12, "{n} traces");
 }
+
+/// Scalasca value of `metric` per rank (summed over call paths) from a trace_dump.csv.
+fn scout_per_rank(csv: &std::path::Path, metric: &str) -> std::collections::BTreeMap<u32, f64> {
+    let mut out = std::collections::BTreeMap::new();
+    for line in std::fs::read_to_string(csv).unwrap().lines() {
+        let f: Vec<&str> = line.split(',').collect();
+        if f.len() >= 7 && f[0] == metric {
+            *out.entry(f[3].parse().unwrap()).or_insert(0.0) += f[6].parse::<f64>().unwrap();
+        }
+    }
+    out
+}
+
+/// Where the only waits are Late Sender (ls) or Wait at Barrier (barrier), each rank's row
+/// total of the wait matrix is Scalasca's value for that rank.
+#[test]
+fn wait_matrix_rows_agree_with_scalasca_where_one_pattern_waits() {
+    let Some(shared) = common::shared() else {
+        return;
+    };
+    for (name, metric) in [("ls", "mpi_latesender"), ("barrier", "mpi_barrier_wait")] {
+        let dir = shared.join("traces/scorep").join(name);
+        let trace = perfexpert::open(&dir).unwrap();
+        let replay = Replay::new(&trace);
+        let g = Graph::new(&trace, &replay);
+        let w = wait_matrix(&trace, &g);
+        let scout = scout_per_rank(&dir.join("trace_dump.csv"), metric);
+        for row in &w.rows {
+            let want = scout.get(&row.rank).copied().unwrap_or(0.0);
+            assert!(
+                (row.total_s - want).abs() < 1e-6,
+                "{name} rank {}: {} vs scout {want}",
+                row.rank,
+                row.total_s
+            );
+        }
+    }
+}

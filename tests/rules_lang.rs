@@ -227,7 +227,7 @@ fn unknown_field_lists_the_fields() {
     assert_eq!(
         bad("on = \"receive\"\nseverity = \"R.time - S.duration\"\nat = \"R\"\n"),
         "bad.toml:7:24: an event has no field `duration`; it has: time, enter, leave, call, \
-         bytes, tag, rank, kind, send, recv, sent, received, cancelled"
+         bytes, tag, rank, kind, send, recv, sent, received, cancelled, last_release"
     );
     assert_eq!(
         bad("on = \"receive\"\nwhen = \"R.call.clas == 'P2P_RECV'\"\nseverity = \"1\"\nat = \"R\"\n"),
@@ -237,7 +237,7 @@ fn unknown_field_lists_the_fields() {
     assert_eq!(
         bad("on = \"collective\"\nlet = [\"m.late = m.begin > 0\"]\nseverity = \"1\"\nat = \"m.evnt\"\n"),
         "bad.toml:9:9: a member has no field `evnt`; it has: begin, end, sent, recv, rank, \
-         event, late"
+         tasks, event, late"
     );
     // a queued instance `B` has the bindings of the rule it came from
     assert_eq!(
@@ -423,7 +423,7 @@ fn unknown_trigger() {
     assert_eq!(
         bad("on = \"recv\"\nseverity = \"1\"\nat = \"R\"\n"),
         "bad.toml:6:6: unknown variant `recv`, expected one of `receive`, `send`, \
-         `collective`, `world_call`, `event`, `callpath`, `rule`, `sum`, `derived`"
+         `collective`, `world_call`, `team`, `thread_barrier`, `event`, `callpath`, `rule`, `sum`, `derived`"
     );
 }
 
@@ -804,4 +804,133 @@ fn feeding_across_passes_is_checked_at_load() {
     )
     .unwrap();
     RuleSet::load(&[dir.path().to_path_buf()]).unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The OpenMP extensions (docs/rules.md): triggers `team` and `thread_barrier`, the event field
+// `last_release`, the call-path bindings of idle threads
+
+/// Load one user rule (the preamble's metadata, id `id`, plus `body`) and analyse `trace`.
+fn with_rule(trace: &str, id: &str, body: &str) -> (Trace, Replay, Analysis) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("x.toml"),
+        format!("{}{body}", PREAMBLE.replace("bad_rule", id)),
+    )
+    .unwrap();
+    analysed(trace, &[dir.path().to_path_buf()])
+}
+
+#[test]
+fn team_trigger_binds_fork_join_size_and_the_threads() {
+    // omp_fork: 50 parallel regions of 4 threads; the master's share of each team's lifetime
+    let (_, _, a) = with_rule(
+        "scorep-omp/omp_fork/traces.otf2",
+        "team_lifetime",
+        "on = \"team\"\nlet = [\"first = min(m in members: m.begin)\"]\nwhen = \"size == 4\"\n\
+         for = \"m.rank == 0\"\nseverity = \"join - fork\"\nat = \"m.event\"\n\
+         violation = \"first < fork\"\n",
+    );
+    let k = a.rules.index_of("team_lifetime").unwrap();
+    assert_eq!(a.stats[k].values().map(|s| s.n).sum::<u64>(), 50);
+    // the master's inclusive time of the parallel region is join − fork (§3.2)
+    let (t, r, _) = analysed("scorep-omp/omp_fork/traces.otf2", &[]);
+    let c = (0..r.tree.len() as u32)
+        .find(|&c| r.path_name(&t, c) == "main/short_region/!$omp parallel @app.c:19")
+        .unwrap();
+    let incl = r.locations[0].incl[c as usize] as f64 / t.timer_resolution as f64;
+    assert!(close(total(&a, "team_lifetime"), incl), "{incl}");
+    // one instance per thread and team without `for`
+    let (_, _, a) = with_rule(
+        "scorep-omp/omp_fork/traces.otf2",
+        "team_members",
+        "on = \"team\"\nseverity = \"1\"\nat = \"m.event\"\n",
+    );
+    assert_eq!(total(&a, "team_members"), 200.0);
+}
+
+#[test]
+fn thread_barrier_trigger_binds_the_threads_that_reached_it() {
+    // omp_barrier: per call of the explicit phase (2 calls) an explicit barrier and the
+    // region-end implicit barrier, per call of the implicit phase (2) the implicit barrier of
+    // the `for` (OPARI2 merges it with the region's end): 6 instances of 4 threads
+    let (_, _, a) = with_rule(
+        "scorep-omp/omp_barrier/traces.otf2",
+        "barrier_arrivals",
+        "on = \"thread_barrier\"\nwhen = \"size == 4\"\nseverity = \"1\"\nat = \"m.event\"\n",
+    );
+    assert_eq!(total(&a, "barrier_arrivals"), 24.0);
+    // `fork` belongs to teams, not to barrier instances
+    let err = bad("on = \"thread_barrier\"\nseverity = \"fork\"\nat = \"m.event\"\n");
+    assert_eq!(
+        err,
+        "bad.toml:7:13: unknown name `fork`; known here: size, m"
+    );
+}
+
+#[test]
+fn last_release_is_the_release_an_acquisition_waited_for() {
+    // omp_critical: 3 regions × 4 threads acquire the one lock of the critical construct; only
+    // the very first acquisition has no earlier release
+    let (_, _, a) = with_rule(
+        "scorep-omp/omp_critical/traces.otf2",
+        "acquisitions_after_a_release",
+        "on = \"event\"\nkinds = [\"ThreadAcquireLock\"]\nwhen = \"exists(E.last_release)\"\n\
+         severity = \"1\"\nat = \"E\"\n",
+    );
+    assert_eq!(total(&a, "acquisitions_after_a_release"), 11.0);
+    // the release is of the same lock, earlier, on another thread or the same one
+    let (_, _, a) = with_rule(
+        "scorep-omp/omp_critical/traces.otf2",
+        "release_before_acquire",
+        "on = \"event\"\nkinds = [\"ThreadAcquireLock\"]\n\
+         when = \"E.last_release.kind == 'ThreadReleaseLock' && E.last_release.time <= E.time\"\n\
+         severity = \"1\"\nat = \"E\"\n",
+    );
+    assert_eq!(total(&a, "release_before_acquire"), 11.0);
+    // a field that only acquisitions have
+    let (_, _, a) = with_rule(
+        "scorep/ls/traces.otf2",
+        "sends_with_release",
+        "on = \"event\"\nkinds = [\"MpiSend\"]\nwhen = \"exists(E.last_release)\"\n\
+         severity = \"1\"\nat = \"E\"\n",
+    );
+    assert_eq!(total(&a, "sends_with_release"), 0.0);
+}
+
+#[test]
+fn callpath_bindings_of_idle_threads() {
+    // omp_fork: the master runs main/serial_work (50 × 10 ms) alone; each of the 3 workers
+    // owes the master's time there (§3.5.3), where it has no time of its own
+    let (t, r, a) = with_rule(
+        "scorep-omp/omp_fork/traces.otf2",
+        "serial_owed",
+        "on = \"callpath\"\nwhen = \"!master && !omp_subtree && time == 0\"\n\
+         severity = \"master_time\"\n",
+    );
+    let v = values(&t, &r, &a, "serial_owed");
+    let at_serial: Vec<f64> = v
+        .iter()
+        .filter(|x| x.0 == "main/serial_work")
+        .map(|x| x.2)
+        .collect();
+    assert_eq!(at_serial.len(), 3, "{v:?}");
+    assert!(
+        at_serial.iter().all(|&x| (x - 0.504046).abs() < 1e-6),
+        "{v:?}"
+    );
+    // inside a parallel region every team member's inclusive time equals the master's
+    let (_, _, a) = with_rule(
+        "scorep-omp/omp_fork/traces.otf2",
+        "team_gap",
+        "on = \"callpath\"\nwhen = \"omp_root && !master\"\nseverity = \"abs(master_incl - incl)\"\n",
+    );
+    assert!(total(&a, "team_gap") < 1e-9);
+    // without OpenMP every location is its own master
+    let (_, _, a) = with_rule(
+        "scorep/ls/traces.otf2",
+        "non_masters",
+        "on = \"callpath\"\nwhen = \"!master || omp_subtree || omp_root\"\nseverity = \"1\"\n",
+    );
+    assert_eq!(total(&a, "non_masters"), 0.0);
 }

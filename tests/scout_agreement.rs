@@ -18,6 +18,8 @@ struct Row {
     metric: String,
     path: String,
     rank: u32,
+    /// The OpenMP thread number (Cube's location rank inside its process; 0 without threads).
+    thread: u32,
     value: f64,
 }
 
@@ -33,6 +35,7 @@ fn rows(file: &Path) -> Vec<Row> {
                 metric: f[0].to_string(),
                 path: f[1].to_string(),
                 rank: f[3].parse().unwrap(),
+                thread: f[4].parse().unwrap(),
                 value: f[6].parse().unwrap(),
             }
         })
@@ -43,8 +46,25 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-6 || (a - b).abs() <= 1e-4 * b.abs().max(a.abs())
 }
 
+/// A deliberate difference: given a row, the reason (with its spec section) for not
+/// comparing it, if it is one.
+type Deliberate<'a> = &'a dyn Fn(&str, &str, u32, u32) -> Option<&'static str>;
+
 /// Compare one trace; returns (values checked, disagreements).
 fn compare(dir: &Path, trace_dump: Option<&Path>) -> (usize, Vec<String>) {
+    compare_with(dir, trace_dump, &|_, _, _, _| None, false).0
+}
+
+/// Compare one trace, skipping the deliberate differences; `time_from_trace_dump`: the
+/// `time` of scout_dump.csv is scout's raw time, before Cube's remapper adds the idle time
+/// of worker threads (patterns.md §3.5), so `time` is compared with trace_dump.csv only.
+/// Returns (values checked, disagreements) and the deliberate differences met.
+fn compare_with(
+    dir: &Path,
+    trace_dump: Option<&Path>,
+    deliberate: Deliberate,
+    time_from_trace_dump: bool,
+) -> ((usize, Vec<String>), Vec<String>) {
     let name = dir.file_name().unwrap().to_string_lossy().to_string();
     let trace = perfexpert::open(&dir.join("traces.otf2")).unwrap();
     let replay = Replay::new(&trace);
@@ -57,14 +77,28 @@ fn compare(dir: &Path, trace_dump: Option<&Path>) -> (usize, Vec<String>) {
     let by_path: HashMap<String, u32> = (0..replay.tree.len() as u32)
         .map(|c| (replay.path_name(&trace, c), c))
         .collect();
-    let loc_of_rank: HashMap<u32, u32> = trace
-        .defs
+    // (MPI rank of the process, thread number) → location: a process's rank is the rank of
+    // its master; pure OpenMP traces have one process, rank 0 (as in Cube)
+    let d = &trace.defs;
+    let rank_of_group: HashMap<Option<usize>, u32> = d
+        .locations
+        .iter()
+        .filter_map(|l| l.rank.map(|r| (l.group, r)))
+        .collect();
+    let loc_of: HashMap<(u32, u32), u32> = d
         .locations
         .iter()
         .enumerate()
-        .filter_map(|(i, l)| l.rank.map(|r| (r, i as u32)))
+        .map(|(i, l)| {
+            let rank = l
+                .rank
+                .or_else(|| rank_of_group.get(&l.group).copied())
+                .unwrap_or(0);
+            ((rank, replay.omp.thread[i]), i as u32)
+        })
         .collect();
     let mut bad = Vec::new();
+    let mut skipped = Vec::new();
     let mut checked = 0;
     let mut seen: HashSet<(usize, u32, u32)> = HashSet::new();
     let mut check = |rows: Vec<Row>, complete: bool, bad: &mut Vec<String>| {
@@ -72,18 +106,41 @@ fn compare(dir: &Path, trace_dump: Option<&Path>) -> (usize, Vec<String>) {
             let Some(&k) = ours.get(r.metric.as_str()) else {
                 continue;
             };
+            if complete && time_from_trace_dump && r.metric == "time" {
+                continue;
+            }
+            if let Some(why) = deliberate(&r.metric, &r.path, r.rank, r.thread) {
+                if r.value != 0.0 {
+                    skipped.push(format!(
+                        "{name}: {} {} rank {} thread {}: {why}",
+                        r.metric, r.path, r.rank, r.thread
+                    ));
+                }
+                if let (Some(&c), Some(&l)) =
+                    (by_path.get(&r.path), loc_of.get(&(r.rank, r.thread)))
+                {
+                    seen.insert((k, c, l));
+                }
+                continue;
+            }
             let Some(&c) = by_path.get(&r.path) else {
                 if r.value != 0.0 {
                     bad.push(format!("{name}: {} has no call path {}", r.metric, r.path));
                 }
                 continue;
             };
-            let l = loc_of_rank[&r.rank];
+            let Some(&l) = loc_of.get(&(r.rank, r.thread)) else {
+                bad.push(format!(
+                    "{name}: no location for rank {} thread {}",
+                    r.rank, r.thread
+                ));
+                continue;
+            };
             let v = a.value(k, c, l);
             if !close(v, r.value) {
                 bad.push(format!(
-                    "{name}: {} {} rank {}: ours {v}, Scalasca {}",
-                    r.metric, r.path, r.rank, r.value
+                    "{name}: {} {} rank {} thread {}: ours {v}, Scalasca {}",
+                    r.metric, r.path, r.rank, r.thread, r.value
                 ));
             }
             seen.insert((k, c, l));
@@ -122,7 +179,7 @@ fn compare(dir: &Path, trace_dump: Option<&Path>) -> (usize, Vec<String>) {
             }
         }
     }
-    (checked, bad)
+    ((checked, bad), skipped)
 }
 
 /// scout.log says "N clock condition violations detected: Point-to-point: P Collective: C"
@@ -195,4 +252,59 @@ fn every_shared_metric_agrees_with_scalasca() {
         bad.join("\n")
     );
     eprintln!("{total} metric values agree with Scalasca");
+}
+
+/// The differences from Scalasca on the OpenMP and hybrid traces that are deliberate.
+fn omp_deliberate(metric: &str, path: &str, rank: u32, thread: u32) -> Option<&'static str> {
+    // patterns.md §3.5.2: Cube's remapper walks the call paths in Scalasca's id order; the
+    // MPI_Recv inside `omp master`, entered only on rank 1, got an id after main/MPI_Finalize
+    // and is taken for serial code, so the master's 0.2 s there becomes idle time (and time)
+    // of rank 1's thread 1, which was in fact waiting in the implicit barrier. perfexpert
+    // walks the tree in pre-order: no idle time there.
+    if matches!(metric, "omp_idle_threads" | "time")
+        && path.ends_with("/!$omp master @app.c:22/MPI_Recv")
+        && (rank, thread) == (1, 1)
+    {
+        return Some("§3.5.2: Cube remapper's id-order walk (artefact)");
+    }
+    None
+}
+
+/// Every scout_dump.csv (and trace_dump.csv, for time, idle threads and the derived metrics)
+/// of the OpenMP and hybrid traces in testdata/scorep-omp, per metric, call path, rank and
+/// thread.
+#[test]
+fn every_shared_metric_agrees_with_scalasca_on_openmp_traces() {
+    let root = common::testdata("scorep-omp");
+    let mut dirs: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("scout_dump.csv").exists())
+        .collect();
+    dirs.sort();
+    assert_eq!(dirs.len(), 5, "the OpenMP traces in testdata/scorep-omp");
+    let mut total = 0;
+    let mut bad = Vec::new();
+    let mut skipped = Vec::new();
+    for dir in &dirs {
+        let td = dir.join("trace_dump.csv");
+        let ((n, b), s) = compare_with(dir, Some(&td), &omp_deliberate, true);
+        total += n;
+        bad.extend(b);
+        skipped.extend(s);
+    }
+    assert!(
+        bad.is_empty(),
+        "{} disagreements:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+    // the artefact is there in the reference (and only there): if it vanished, the
+    // exception above would hide nothing and should go
+    assert_eq!(skipped.len(), 2, "{skipped:#?}");
+    eprintln!(
+        "{total} metric values agree with Scalasca; deliberate differences:\n{}",
+        skipped.join("\n")
+    );
 }

@@ -2,7 +2,8 @@
 """Write an MPI-like OTF2 trace of any size with the official OTF2 writer, for tests and benchmarks.
 
 usage: tools/gen_trace.py OUTDIR [--ranks N] [--iterations N]
-                          [--pattern {pingpong,ring,alltoall-nb,barrier,mixed}]
+                          [--pattern {pingpong,ring,alltoall-nb,barrier,mixed,omp-teams}]
+                          [--threads N]
                           [--imbalance F] [--compute-ns N] [--jitter F] [--seed N]
                           [--msg-bytes N] [--timer-resolution N] [--event-api {direct,python}]
 
@@ -27,6 +28,21 @@ Each rank r runs  main { ITERATIONS x [compute, communication] }  where the comm
   mixed        compute, pingpong, ring, alltoall-nb, compute, MPI_Allreduce,
                MPI_Bcast (root: iteration % R), MPI_Barrier.
 Every MPI call is Enter(region), its MPI event(s), Leave(region).
+
+  omp-teams    (one process, --ranks 1) an OpenMP program of --threads threads, written as
+               Score-P writes OpenMP traces (patterns.md §5.6): per iteration the master
+               computes alone in `serial`, then forks a team whose size alternates between
+               --threads (even iterations) and max(1, threads // 2) (odd iterations) — the
+               parallel regions use different numbers of threads, which Scalasca 2.6 refuses.
+               Each team thread k: THREAD_TEAM_BEGIN, Enter `!$omp parallel`, `work` of
+               compute_ns * (1 + imbalance * k/(n-1)), then `!$omp critical` (lock 1 acquired in
+               arrival order, held 500 ns in `!$omp critical sblock`), then
+               `!$omp implicit barrier` (everyone leaves 200 ns after the last arrived), Leave,
+               THREAD_TEAM_END; the master's THREAD_JOIN follows the last THREAD_TEAM_END. The
+               locations of the process are "Master thread", "OMP thread 1", ...; the thread
+               team communicator covers them all. Events: 2 + the sum over iterations of
+               4 + 14 * (team size). Written through the package's EventWriter methods
+               (--event-api is ignored).
 
 Events per rank and iteration (plus 2 per rank for main):
   pingpong 8 (2 for the unpaired last rank of an odd count); ring 12; alltoall-nb 8(R-1)+4;
@@ -509,6 +525,146 @@ def write_trace(args):
     return total, anchor
 
 
+# OpenMP regions of the omp-teams pattern, by index: (name, role, paradigm).
+O_MAIN, O_SERIAL, O_WORK, O_PAR, O_CRIT, O_SBLOCK, O_IBAR = range(7)
+OMP_REGIONS = [
+    ("main", RegionRole.FUNCTION, Paradigm.USER),
+    ("serial", RegionRole.FUNCTION, Paradigm.USER),
+    ("work", RegionRole.FUNCTION, Paradigm.USER),
+    ("!$omp parallel @gen.c:10", RegionRole.PARALLEL, Paradigm.OPENMP),
+    ("!$omp critical @gen.c:12", RegionRole.CRITICAL, Paradigm.OPENMP),
+    ("!$omp critical sblock @gen.c:12", RegionRole.CRITICAL_SBLOCK, Paradigm.OPENMP),
+    ("!$omp implicit barrier @gen.c:14", RegionRole.IMPLICIT_BARRIER, Paradigm.OPENMP),
+]
+NS_HOLD = 500  # the critical section's body
+
+
+def team_size(threads, iteration):
+    return threads if iteration % 2 == 0 else max(1, threads // 2)
+
+
+def write_omp_trace(args):
+    """The omp-teams pattern (see the docstring): one process of --threads threads."""
+    if args.ranks != 1:
+        sys.exit("gen_trace.py: --pattern omp-teams writes one process: use --ranks 1")
+    out = Path(args.outdir)
+    anchor = out / "traces.otf2"
+    existing = [p for p in (anchor, out / "traces.def", out / "traces") if p.exists()]
+    if existing:
+        if not args.force:
+            sys.exit(f"gen_trace.py: {anchor} exists (use --force to replace the trace)")
+        for p in existing:
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+    res, T = args.timer_resolution, args.threads
+
+    def ticks(ns):
+        return max(1, round(ns * res / 1e9))
+
+    gap, call, hold, coll = ticks(NS_GAP), ticks(NS_CALL), ticks(NS_HOLD), ticks(NS_CALL)
+    with otf2.writer.open(str(out), timer_resolution=res) as trace:
+        trace.creator = "perfexpert tools/gen_trace.py"
+        trace.description = " ".join(
+            f"--{k.replace('_', '-')} {v}"
+            for k, v in vars(args).items()
+            if k not in ("outdir", "force", "event_api")
+        )
+        defs = trace.definitions
+        machine = defs.system_tree_node("machine", class_name="machine")
+        node = defs.system_tree_node("node0", class_name="node", parent=machine)
+        defs.system_tree_node_domain(machine, otf2.SystemTreeDomain.MACHINE)
+        defs.system_tree_node_domain(node, otf2.SystemTreeDomain.SHARED_MEMORY)
+        defs.paradigm(Paradigm.OPENMP, "OpenMP", otf2.ParadigmClass.THREAD_FORK_JOIN)
+        regions = [
+            defs.region(name, region_role=role, paradigm=paradigm)
+            for name, role, paradigm in OMP_REGIONS
+        ]
+        group = defs.location_group(
+            "Process", location_group_type=otf2.LocationGroupType.PROCESS, system_tree_parent=node
+        )
+        locations = [
+            defs.location(
+                "Master thread" if t == 0 else f"OMP thread {t}",
+                type=otf2.LocationType.CPU_THREAD,
+                group=group,
+            )
+            for t in range(T)
+        ]
+        defs.group(
+            "", members=locations, group_type=otf2.GroupType.COMM_LOCATIONS, paradigm=Paradigm.OPENMP
+        )
+        team_group = defs.group(
+            "", members=list(range(T)), group_type=otf2.GroupType.COMM_GROUP, paradigm=Paradigm.OPENMP
+        )
+        team = defs.comm("OpenMP team", group=team_group)
+        ws = [trace.event_writer_from_location(loc) for loc in locations]
+        model = Paradigm.OPENMP
+        rng = random.Random(args.seed)
+        t = ticks(NS_START)
+        first = t
+        ws[0].enter(t, regions[O_MAIN])
+        order = 0  # the lock's acquisition order
+        for i in range(args.iterations):
+            m = ws[0]
+            m.enter(t + gap, regions[O_SERIAL])
+            t += gap + max(1, round(args.compute_ns * res / 1e9))
+            m.leave(t, regions[O_SERIAL])
+            n = team_size(T, i)
+            fork = t + gap
+            m.thread_fork(fork, model, n)
+            begin = [fork + ticks(100 + 50 * k) for k in range(n)]
+            enter = [b + call for b in begin]
+            arrive = []
+            for k in range(n):
+                w = ws[k]
+                w.thread_team_begin(begin[k], team)
+                w.enter(enter[k], regions[O_PAR])
+                w.enter(enter[k] + gap, regions[O_WORK])
+                c = args.compute_ns * (1 + args.imbalance * k / (n - 1 if n > 1 else 1))
+                if args.jitter:
+                    c *= 1 + args.jitter * (2 * rng.random() - 1)
+                done = enter[k] + gap + max(1, round(c * res / 1e9))
+                w.leave(done, regions[O_WORK])
+                arrive.append(done + gap)
+            # the critical section, in arrival order (ties: thread order)
+            last_release = 0
+            barrier = [0] * n
+            for k in sorted(range(n), key=lambda k: (arrive[k], k)):
+                w = ws[k]
+                w.enter(arrive[k], regions[O_CRIT])
+                acquired = max(arrive[k] + call, last_release + gap)
+                w.thread_acquire_lock(acquired, model, 1, order)
+                w.enter(acquired, regions[O_SBLOCK])
+                w.leave(acquired + hold, regions[O_SBLOCK])
+                last_release = acquired + hold
+                w.thread_release_lock(last_release, model, 1, order)
+                order += 1
+                w.leave(last_release + call, regions[O_CRIT])
+                barrier[k] = last_release + call + gap
+            out_at = max(barrier) + coll
+            end = 0
+            for k in range(n):
+                w = ws[k]
+                w.enter(barrier[k], regions[O_IBAR])
+                w.leave(out_at + ticks(10 * k), regions[O_IBAR])
+                left = out_at + ticks(10 * k) + call
+                w.leave(left, regions[O_PAR])
+                w.thread_team_end(left + gap, team)
+                end = max(end, left + gap)
+            t = end + gap
+            m.thread_join(t, model)
+        t += gap
+        ws[0].leave(t, regions[O_MAIN])
+        trace._update_timestamps(first)
+        trace._update_timestamps(t)
+        trace._realtime_timestamp = REALTIME_SECONDS
+        total = sum(loc._number_of_events_written for loc in locations)
+    expected = 2 + sum(4 + 14 * team_size(T, i) for i in range(args.iterations))
+    if total != expected:
+        sys.exit(f"gen_trace.py: wrote {total} events, the program made {expected}")
+    return total, anchor
+
+
 def count(kind, minimum=0):
     """argparse type: an integer >= minimum; accepts 1e9-style input for integer values."""
 
@@ -548,7 +704,7 @@ def main(argv=None):
     )
     p.add_argument(
         "--pattern",
-        choices=["pingpong", "ring", "alltoall-nb", "barrier", "mixed"],
+        choices=["pingpong", "ring", "alltoall-nb", "barrier", "mixed", "omp-teams"],
         default="pingpong",
         help="message pattern (default pingpong)",
     )
@@ -587,9 +743,15 @@ def main(argv=None):
         help="direct: libotf2's event writer functions (fast, default); python: the package's "
         "EventWriter methods (slow, same bytes)",
     )
+    p.add_argument(
+        "--threads",
+        type=count("--threads", 1),
+        default=4,
+        help="threads of the process (omp-teams only; default 4)",
+    )
     p.add_argument("--force", action="store_true", help="replace a trace already in OUTDIR")
     args = p.parse_args(argv)
-    total, anchor = write_trace(args)
+    total, anchor = write_omp_trace(args) if args.pattern == "omp-teams" else write_trace(args)
     print(f"{total} events written to {anchor}")
 
 

@@ -10,7 +10,9 @@
 //!   event that completes the wait: for a receive (`sendptr`), the ENTER of the matched send's
 //!   call → the receive; for a collective instance (§5.4), the ENTER of each member's call that
 //!   this member depends on → this member's COLL_END (1-to-N: the root; N-to-1: the root
-//!   depends on every member; scans: lower ranks; otherwise every other member). Its weight
+//!   depends on every member; scans: lower ranks; otherwise every other member); for an
+//!   OpenMP barrier instance (§5.6), every other thread's ENTER of the barrier → this
+//!   thread's LEAVE of it. Its weight
 //!   is the time from the moment the target's location and the *latest* of its sources were
 //!   both ready to the target, the same as the local edge into the target after the wait
 //!   window: so an earlier source never looks binding, and recomputing with some weights set
@@ -172,8 +174,38 @@ impl<'a> Graph<'a> {
             inst_enter.push(enters);
             inst_shape.push((shape, root));
         }
+        // OpenMP barrier instances (§5.6): every thread leaves the barrier after the last
+        // one entered it
+        for b in &replay.omp.barriers {
+            let n = inst_enter.len() as u32;
+            let mut enters = Vec::with_capacity(b.members.len());
+            for (k, m) in b.members.iter().enumerate() {
+                enters.push(EventRef {
+                    loc: m.loc,
+                    event: m.enter,
+                });
+                let leave = replay.locations[m.loc as usize]
+                    .exitptr
+                    .get(m.enter as usize)
+                    .copied()
+                    .unwrap_or(NONE);
+                if leave != NONE {
+                    deps[m.loc as usize].push(Dep {
+                        event: leave,
+                        source: Source::Coll {
+                            inst: n,
+                            k: k as u32,
+                        },
+                    });
+                }
+            }
+            inst_enter.push(enters);
+            inst_shape.push((Shape::All, u32::MAX));
+        }
         for d in deps.iter_mut() {
             d.sort_by_key(|d| d.event);
+            // one dependency per target event (a COLL_END is never also a barrier's LEAVE)
+            d.dedup_by_key(|d| d.event);
         }
         let mut g = Graph {
             trace,

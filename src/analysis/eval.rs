@@ -14,6 +14,8 @@ pub struct Member {
     pub sent: f64,
     pub recv: f64,
     pub rank: u32,
+    /// Seconds spent executing tasks inside the operation (thread barriers; 0 elsewhere).
+    pub tasks: f64,
 }
 
 /// Interned strings of each region: name, paradigm, role, class, mode.
@@ -77,6 +79,7 @@ impl Ctx<'_> {
                     Field::MemberSent => Value::Num(mb.sent),
                     Field::MemberRecv => Value::Num(mb.recv),
                     Field::MemberRank => Value::Num(mb.rank as f64),
+                    Field::MemberTasks => Value::Num(mb.tasks),
                     Field::MemberEvent => Value::Event(mb.loc, mb.event),
                     Field::MemberLet(s) => self.member_vals[m as usize][s as usize],
                     _ => Value::None,
@@ -139,6 +142,14 @@ impl Ctx<'_> {
                 ev.kind[i as usize] == EventKind::MpiIsend
                     && self.replay.msg_links[l as usize].cancelled[ev.arg[i as usize] as usize],
             ),
+            Field::LastRelease => match ev.kind[i as usize] {
+                EventKind::ThreadAcquireLock | EventKind::OmpAcquireLock => self
+                    .replay
+                    .omp
+                    .last_release(l, i)
+                    .map_or(Value::None, |(rl, ri)| Value::Event(rl, ri)),
+                _ => Value::None,
+            },
             Field::Sent => ev
                 .coll(i as usize)
                 .map_or(Value::None, |c| Value::Num(c.sent as f64)),

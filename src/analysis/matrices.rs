@@ -104,6 +104,9 @@ pub fn wait_matrix(trace: &Trace, g: &Graph) -> WaitMatrix {
         ) else {
             continue;
         };
+        if a == b {
+            continue; // threads of one process waiting for each other (OpenMP)
+        }
         *cells.entry((a, b)).or_default() += t;
     }
     let rows = (0..n)

@@ -402,17 +402,32 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                 let ctx = setup.ctx(&[], &[], &[], &[], &none);
                 let mut out = Vec::new();
                 let mut env = vec![Value::None; rule.slots as usize];
+                // §3.5: the master of this location's process (itself without OpenMP)
+                let m = replay.omp.master[l] as usize;
+                let ms = &replay.locations[m];
+                let res = trace.timer_resolution as f64;
                 for c in 0..ncnode {
-                    if st.visits[c] == 0 && st.time[c] == 0 {
+                    // a worker may owe idle time where only its master was (§3.5.3)
+                    if st.visits[c] == 0
+                        && st.time[c] == 0
+                        && (m == l || (ms.time[c] == 0 && ms.incl[c] == 0))
+                    {
                         continue;
                     }
                     let crate::replay::calltree::Callee::Region(r) = replay.tree.nodes[c].callee
                     else {
                         continue;
                     };
-                    env[0] = Value::Num(st.time[c] as f64 / trace.timer_resolution as f64);
+                    env[0] = Value::Num(st.time[c] as f64 / res);
                     env[1] = Value::Num(st.visits[c] as f64);
                     env[2] = Value::Region(r);
+                    let sub = replay.omp.subtree[c];
+                    env[3] = Value::Bool(m == l);
+                    env[4] = Value::Num(ms.time[c] as f64 / res);
+                    env[5] = Value::Num(st.incl[c] as f64 / res);
+                    env[6] = Value::Num(ms.incl[c] as f64 / res);
+                    env[7] = Value::Bool(sub != 0);
+                    env[8] = Value::Bool(sub == 2);
                     if !setup.prelude(rule, &ctx, &mut env) {
                         continue;
                     }
@@ -603,6 +618,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                     sent: c.sent as f64,
                     recv: c.received as f64,
                     rank: rank as u32,
+                    tasks: 0.0,
                 });
             }
             let root_v = if root >= 0xFFFF_FFFD {
@@ -777,6 +793,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                 sent: 0.0,
                 recv: 0.0,
                 rank,
+                tasks: 0.0,
             });
         }
         let n = members.len() as f64;
@@ -786,6 +803,74 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
             add(&mut values, x);
         }
         coll_violators.extend(v);
+    }
+    // OpenMP teams and barrier instances (§4.7, §5.6): members are threads
+    let team_rules = by_trigger(Trigger::Team);
+    let barrier_rules = by_trigger(Trigger::ThreadBarrier);
+    let secs = |t: u64| (t as f64 - trace.global_offset as f64) / trace.timer_resolution as f64;
+    let member = |loc: u32, thread: u32, enter: u32, leave: u32, tasks: u64| {
+        let ev = &trace.events[loc as usize];
+        let end = if leave == NONE { enter } else { leave };
+        Member {
+            loc,
+            event: enter,
+            begin: secs(ev.time[enter as usize]),
+            end: secs(ev.time[end as usize]),
+            sent: 0.0,
+            recv: 0.0,
+            rank: thread,
+            tasks: tasks as f64 / trace.timer_resolution as f64,
+        }
+    };
+    if !team_rules.is_empty() && !replay.omp.teams.is_empty() {
+        let insts: Vec<(Vec<Member>, [Value; 3])> = replay
+            .omp
+            .teams
+            .iter()
+            .map(|t| {
+                let ms: Vec<Member> = t
+                    .members
+                    .iter()
+                    .map(|mb| member(mb.loc, mb.thread, mb.enter, mb.leave, 0))
+                    .collect();
+                let n = ms.len() as f64;
+                (
+                    ms,
+                    [
+                        Value::Num(n),
+                        Value::Num(secs(t.fork)),
+                        Value::Num(secs(t.join)),
+                    ],
+                )
+            })
+            .collect();
+        let (c, _) = run_instances(&team_rules, &insts, 3);
+        for x in &c {
+            add(&mut values, x);
+        }
+    }
+    if !barrier_rules.is_empty() && !replay.omp.barriers.is_empty() {
+        let insts: Vec<(Vec<Member>, [Value; 3])> = replay
+            .omp
+            .barriers
+            .iter()
+            .map(|b| {
+                let ms: Vec<Member> = b
+                    .members
+                    .iter()
+                    .map(|b| {
+                        let leave = replay.locations[b.loc as usize].exitptr[b.enter as usize];
+                        member(b.loc, b.thread, b.enter, leave, b.tasks)
+                    })
+                    .collect();
+                let n = ms.len() as f64;
+                (ms, [Value::Num(n), Value::None, Value::None])
+            })
+            .collect();
+        let (c, _) = run_instances(&barrier_rules, &insts, 1);
+        for x in &c {
+            add(&mut values, x);
+        }
     }
     // §7.1: collective violations once per (instance, member), whichever rules saw them
     violations.collective = coll_violators.len() as u64;

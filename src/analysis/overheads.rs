@@ -118,8 +118,10 @@ pub fn overheads(a: &Analysis) -> Overheads {
             }
         }
         let ovh: f64 = overhead.iter().map(|&k| res_sum(k, c)).sum();
-        let cls = cls.map(|x| x.max(0.0));
-        let unidentified = (ovh - cls.iter().sum::<f64>()).max(0.0);
+        // differences of sums leave rounding noise: below a picosecond is zero
+        let clean = |x: f64| if x < 1e-12 { 0.0 } else { x };
+        let cls = cls.map(clean);
+        let unidentified = clean(ovh - cls.iter().sum::<f64>());
         if ovh == 0.0 && cls.iter().all(|&x| x == 0.0) {
             continue;
         }

@@ -84,12 +84,20 @@ pub fn score(trace: &Trace, replay: &Replay, a: &Analysis, p: ScoreParams) -> Ve
                     .is_ok()
         })
         .collect();
-    let total_time: f64 = replay
+    let mut total_time: f64 = replay
         .locations
         .iter()
         .map(|st| st.time.iter().sum::<u64>() as f64)
         .sum::<f64>()
         / trace.timer_resolution as f64;
+    // D(m) = Σ time (§6.3): with OpenMP, `time` also holds the idle time of worker threads
+    // (§3.5), which the replay's exclusive time does not
+    let has_workers = (replay.omp.master.iter().enumerate()).any(|(l, &m)| m as usize != l);
+    if has_workers {
+        if let Some(k) = a.rules.index_of("time") {
+            total_time = a.values[k].iter().sum();
+        }
+    }
     let root_of = |mut k: usize| {
         while let Some(parent) = &rules[k].info.parent {
             match a.rules.index_of(parent) {

@@ -81,8 +81,11 @@ impl Info {
                 c
             })
             .collect();
-        let mut events_per_kind = BTreeMap::new();
-        for k in EventKind::ALL {
+        let mut events_per_kind = trace.native_event_kinds.clone();
+        for k in EventKind::ALL
+            .into_iter()
+            .filter(|_| trace.native_event_kinds.is_empty())
+        {
             let n: u64 = per_kind.iter().map(|c| c[k as usize]).sum();
             if n > 0 {
                 events_per_kind.insert(k.print_name(), n);

@@ -1,5 +1,6 @@
 //! The command line: one module per subcommand. `main.rs` parses, this runs.
 
+pub mod diff;
 pub mod info;
 pub mod rules;
 pub mod run;
@@ -34,6 +35,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Compare two reports (JSON or .cubex): per metric and call path, what changed, ranked
+    /// by absolute change.
+    Diff(diff::DiffArgs),
 }
 
 /// Run a parsed command, writing to `out`.
@@ -42,5 +46,6 @@ pub fn run(cli: Cli, out: &mut dyn std::io::Write) -> crate::Result<()> {
         Command::Info { trace, json } => info::run(&trace, json, out),
         Command::Run(args) => run::run(&args, out),
         Command::Rules(cmd) => rules::run(&cmd, out),
+        Command::Diff(args) => diff::run(&args, out),
     }
 }

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 pub enum Format {
     Text,
     Json,
+    /// Cube4 archive (patterns.md §8), for the Cube viewer; needs `-o`.
+    Cubex,
     /// One self-contained HTML page with charts (issue 14).
     Html,
 }
@@ -24,7 +26,8 @@ pub struct RunArgs {
     /// Output formats, comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "text")]
     pub format: Vec<Format>,
-    /// Write to this file (one format) or directory (several: report.txt, report.json).
+    /// Write to this file (one format) or directory (several: report.txt, report.json,
+    /// report.cubex).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Rule files or directories that add rules or override built-ins by id.
@@ -90,6 +93,13 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
             )));
         }
     }
+    if args.format.contains(&Format::Cubex) && args.output.is_none() {
+        return Err(Error::Usage(
+            "--format cubex writes a binary archive: name the file (or, with several formats, \
+             the directory) with -o"
+                .to_string(),
+        ));
+    }
     progress.stage("reading the trace");
     let trace = crate::open(&args.trace)?;
     progress.stage("replaying");
@@ -98,6 +108,10 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let analysis = crate::analysis::analyse(&trace, &replay, rules);
     let params = ScoreParams::default();
     let findings = score(&trace, &replay, &analysis, params);
+    let cube = args
+        .format
+        .contains(&Format::Cubex)
+        .then(|| crate::report::cubex::Cube::from_analysis(&trace, &replay, &analysis));
     let mut report = Report::build(&trace, &replay, &analysis, findings, params);
     progress.stage("critical path and matrices");
     report
@@ -116,6 +130,9 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
         }
     }
     drop(progress);
+    let mtime = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     let color = args.output.is_none()
         && std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
@@ -125,8 +142,12 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
         metric: args.metric.clone(),
         color,
     };
-    let mut formats = args.format.clone();
-    formats.dedup();
+    let mut formats = Vec::new();
+    for f in &args.format {
+        if !formats.contains(f) {
+            formats.push(*f);
+        }
+    }
     let write = |f: Format, w: &mut dyn Write| -> std::io::Result<()> {
         match f {
             Format::Text => {
@@ -138,6 +159,10 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
             }
             Format::Json => report.write_json(w),
             Format::Html => crate::report::html::write(&report, w),
+            Format::Cubex => match &cube {
+                Some(c) => c.write(w, mtime),
+                None => Err(std::io::Error::other("no Cube report was built")),
+            },
         }
     };
     match &args.output {
@@ -155,13 +180,23 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
         Some(dir) => {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::io(dir, "cannot create directory", e))?;
-            for f in formats {
+            for &f in &formats {
                 let name = match f {
                     Format::Text => "report.txt",
                     Format::Json => "report.json",
                     Format::Html => "report.html",
+                    Format::Cubex => "report.cubex",
                 };
                 write_file(&dir.join(name), |w| write(f, w))?;
+            }
+            // The files and the terminal summary together: with text among the formats,
+            // the summary is also printed (not coloured: it is the same text as report.txt).
+            if formats.contains(&Format::Text) {
+                if let Err(e) = write(Format::Text, out) {
+                    if e.kind() != std::io::ErrorKind::BrokenPipe {
+                        return Err(Error::Usage(format!("cannot write the report: {e}")));
+                    }
+                }
             }
         }
     }
@@ -171,7 +206,10 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
 fn write_file(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
     let file = std::fs::File::create(path).map_err(|e| Error::io(path, "cannot create", e))?;
     let mut w = std::io::BufWriter::new(file);
-    f(&mut w)
-        .and_then(|_| w.flush())
-        .map_err(|e| Error::io(path, "cannot write", e))
+    f(&mut w).and_then(|_| w.flush()).map_err(|e| {
+        // never leave a partial report behind that looks complete
+        drop(w);
+        let _ = std::fs::remove_file(path);
+        Error::io(path, "cannot write", e)
+    })
 }

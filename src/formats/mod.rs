@@ -1,5 +1,6 @@
 //! Trace readers, chosen by the file's content (not its name).
 
+pub mod otf1;
 pub mod otf2;
 
 use crate::error::{Error, Place, Result};
@@ -11,9 +12,10 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Otf2,
+    Otf1,
 }
 
-/// Find the file to read: the path itself, or the single OTF2 anchor in a directory
+/// Find the file to read: the path itself, or the single OTF2 anchor or OTF master file in a directory
 /// (a Score-P experiment directory).
 fn resolve(path: &Path) -> Result<PathBuf> {
     if !path.is_dir() {
@@ -22,7 +24,7 @@ fn resolve(path: &Path) -> Result<PathBuf> {
     let entries = std::fs::read_dir(path).map_err(|e| Error::io(path, "cannot list", e))?;
     let mut anchors: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "otf2") && p.is_file())
+        .filter(|p| p.extension().is_some_and(|x| x == "otf2" || x == "otf") && p.is_file())
         .collect();
     anchors.sort();
     match anchors.len() {
@@ -30,12 +32,12 @@ fn resolve(path: &Path) -> Result<PathBuf> {
         0 => Err(Error::format(
             path,
             Place::File,
-            "a directory without a trace: expected an OTF2 anchor file (*.otf2) in it",
+            "a directory without a trace: expected an OTF2 anchor file (*.otf2) or an OTF master file (*.otf) in it",
         )),
         n => Err(Error::format(
             path,
             Place::File,
-            format!("{n} OTF2 anchor files in this directory; name the one to read"),
+            format!("{n} trace anchor files (*.otf2, *.otf) in this directory; name the one to read"),
         )),
     }
 }
@@ -56,6 +58,9 @@ pub fn detect(path: &Path) -> Result<Format> {
     if otf2::sniff(head) {
         return Ok(Format::Otf2);
     }
+    if otf1::sniff(head) {
+        return Ok(Format::Otf1);
+    }
     let what = if n == 0 {
         "empty file".to_string()
     } else {
@@ -64,7 +69,7 @@ pub fn detect(path: &Path) -> Result<Format> {
     Err(Error::format(
         path,
         Place::Byte(0),
-        format!("{what}; expected a trace: an OTF2 anchor (bytes 03 42|23 'OTF2')"),
+        format!("{what}; expected a trace: an OTF2 anchor (bytes 03 42|23 'OTF2') or an OTF master file ('<hex>:<hex>')"),
     ))
 }
 
@@ -81,5 +86,6 @@ pub fn open(path: &Path) -> Result<Trace> {
     let path = resolve(path)?;
     match detect(&path)? {
         Format::Otf2 => otf2::read(&path),
+        Format::Otf1 => otf1::read(&path),
     }
 }

@@ -79,6 +79,8 @@ impl RegionRole {
     pub const PARALLEL: RegionRole = RegionRole(5);
     pub const BARRIER: RegionRole = RegionRole(15);
     pub const IMPLICIT_BARRIER: RegionRole = RegionRole(16);
+    pub const TASK: RegionRole = RegionRole(20);
+    pub const TASK_UNTIED: RegionRole = RegionRole(34);
     pub const COLL_ONE2ALL: RegionRole = RegionRole(23);
     pub const COLL_ALL2ONE: RegionRole = RegionRole(24);
     pub const COLL_ALL2ALL: RegionRole = RegionRole(25);

@@ -44,6 +44,9 @@ pub struct Trace {
     pub events: Vec<Events>,
     /// Problems that did not stop the reading.
     pub warnings: Vec<Warning>,
+    /// Event counts per kind as the format's reference reader names them, where the model's
+    /// kinds do not tell them apart (OTF 1: otfprint's kinds); empty for OTF2.
+    pub native_event_kinds: std::collections::BTreeMap<&'static str, u64>,
 }
 
 impl Trace {

@@ -24,15 +24,21 @@ pub struct CollStats {
 }
 
 /// Group the MPI collective operations (blocking: MpiCollectiveEnd) into instances.
-pub fn instances(trace: &Trace) -> (Vec<Instance>, CollStats) {
-    // per (comm, location): the COLL_END events in trace order
-    let mut seqs: HashMap<(CommIdx, u32), Vec<u32>> = HashMap::new();
+/// `master[l]` is the location that stands for `l`'s process in the communicators (its
+/// master thread): a collective called on any thread of a process is that process's.
+pub fn instances(trace: &Trace, master: &[u32]) -> (Vec<Instance>, CollStats) {
+    // per (comm, process): the COLL_END events (location, event) in trace order
+    let mut seqs: HashMap<(CommIdx, u32), Vec<EventRef>> = HashMap::new();
     let mut stats = CollStats::default();
     for (l, ev) in trace.events.iter().enumerate() {
+        let p = master.get(l).copied().unwrap_or(l as u32);
         for i in 0..ev.len() {
             if ev.kind[i] == EventKind::MpiCollectiveEnd {
                 let comm = ev.coll.comm[ev.arg[i] as usize];
-                seqs.entry((comm, l as u32)).or_default().push(i as u32);
+                seqs.entry((comm, p)).or_default().push(EventRef {
+                    loc: l as u32,
+                    event: i as u32,
+                });
             }
         }
     }
@@ -56,7 +62,7 @@ pub fn instances(trace: &Trace) -> (Vec<Instance>, CollStats) {
                         out.push(Instance {
                             comm,
                             seq: k as u32,
-                            members: vec![EventRef { loc: l, event: e }],
+                            members: vec![e],
                         });
                         stats.instances += 1;
                     }
@@ -72,7 +78,7 @@ pub fn instances(trace: &Trace) -> (Vec<Instance>, CollStats) {
                 continue;
             }
         };
-        let lists: Vec<&[u32]> = members
+        let lists: Vec<&[EventRef]> = members
             .iter()
             .map(|&l| seqs.get(&(comm, l)).map_or(&[][..], |v| v.as_slice()))
             .collect();
@@ -86,11 +92,7 @@ pub fn instances(trace: &Trace) -> (Vec<Instance>, CollStats) {
             out.push(Instance {
                 comm,
                 seq: k as u32,
-                members: members
-                    .iter()
-                    .zip(&lists)
-                    .map(|(&loc, v)| EventRef { loc, event: v[k] })
-                    .collect(),
+                members: lists.iter().map(|v| v[k]).collect(),
             });
             stats.instances += 1;
         }

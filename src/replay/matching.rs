@@ -60,11 +60,17 @@ pub type Violators = Vec<u32>;
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Side {
     comm: CommIdx,
+    /// The sending and receiving processes: the locations of the ranks (their master
+    /// threads; any thread of a process may call MPI, §3.6).
     from: LocIdx,
     to: LocIdx,
     tag: u32,
-    /// Program order on the sender, posting order on the receiver.
-    order: u32,
+    /// Program order on the sender, posting order on the receiver: for a thread of a
+    /// multi-threaded process the posting timestamp first (threads of one process share a
+    /// clock), 0 otherwise; then the event's position on its location.
+    order: (u64, u32),
+    /// The location that recorded the event.
+    loc: LocIdx,
     event: u32,
     msg: u32,
 }
@@ -77,7 +83,13 @@ struct LocSides {
     ignored: u64,
 }
 
-fn sides(trace: &Trace, l: usize, in_mpi: &(dyn Fn(usize, usize) -> bool + Sync)) -> LocSides {
+fn sides(
+    trace: &Trace,
+    l: usize,
+    in_mpi: &(dyn Fn(usize, usize) -> bool + Sync),
+    master: &[u32],
+    threaded: bool,
+) -> LocSides {
     let ev = &trace.events[l];
     let nmsg = ev.msg.peer.len();
     let mut links = MsgLinks {
@@ -89,7 +101,8 @@ fn sides(trace: &Trace, l: usize, in_mpi: &(dyn Fn(usize, usize) -> bool + Sync)
     let mut pending_isend: HashMap<u64, u32> = HashMap::new(); // request → msg index
     let mut posted_irecv: HashMap<u64, u32> = HashMap::new(); // request → IRECV_REQUEST event
     let (mut unresolved, mut ignored) = (0, 0);
-    let me = l as LocIdx;
+    // the process this location belongs to, as the communicators name it
+    let me = master.get(l).copied().unwrap_or(l as u32) as LocIdx;
     for i in 0..ev.len() {
         match ev.kind[i] {
             EventKind::MpiSend | EventKind::MpiIsend | EventKind::MpiRecv | EventKind::MpiIrecv => {
@@ -105,6 +118,7 @@ fn sides(trace: &Trace, l: usize, in_mpi: &(dyn Fn(usize, usize) -> bool + Sync)
                 };
                 let is_send = matches!(ev.kind[i], EventKind::MpiSend | EventKind::MpiIsend);
                 let mut order = i as u32;
+                let at = |j: u32| if threaded { ev.time[j as usize] } else { 0 };
                 if ev.kind[i] == EventKind::MpiIsend {
                     if let Some(r) = m.request {
                         pending_isend.insert(r, k);
@@ -122,7 +136,8 @@ fn sides(trace: &Trace, l: usize, in_mpi: &(dyn Fn(usize, usize) -> bool + Sync)
                     from,
                     to,
                     tag: m.tag,
-                    order,
+                    order: (at(order), order),
+                    loc: l as LocIdx,
                     event: i as u32,
                     msg: k,
                 };
@@ -168,13 +183,26 @@ fn sides(trace: &Trace, l: usize, in_mpi: &(dyn Fn(usize, usize) -> bool + Sync)
 /// Match every receive to its send. `in_mpi(l, i)` says whether event `i` of location `l`
 /// lies inside an MPI call (§4.1.3). Returns the links per location, the statistics, the
 /// locations touched by clock-condition violations and those with unmatched messages.
+/// `master[l]` is the location standing for `l`'s process in the communicators (the process's
+/// master thread; `l` itself without threads).
 pub fn match_messages(
     trace: &Trace,
     in_mpi: &(dyn Fn(usize, usize) -> bool + Sync),
+    master: &[u32],
 ) -> (Vec<MsgLinks>, MatchStats, Violators, Vec<u32>) {
+    let mut threads = vec![0u32; trace.events.len()];
+    for &m in master {
+        if let Some(n) = threads.get_mut(m as usize) {
+            *n += 1;
+        }
+    }
     let per: Vec<LocSides> = (0..trace.events.len())
         .into_par_iter()
-        .map(|l| sides(trace, l, in_mpi))
+        .map(|l| {
+            let m = master.get(l).map_or(l, |&m| m as usize);
+            let threaded = threads.get(m).is_some_and(|&n| n > 1);
+            sides(trace, l, in_mpi, master, threaded)
+        })
         .collect();
     let mut stats = MatchStats {
         unresolved_peers: per.iter().map(|p| p.unresolved).sum(),
@@ -196,29 +224,29 @@ pub fn match_messages(
         match key(&s).cmp(&key(&r)) {
             std::cmp::Ordering::Less => {
                 stats.unmatched_sends += 1;
-                unmatched.insert(s.from);
+                unmatched.insert(s.loc);
                 a += 1;
             }
             std::cmp::Ordering::Greater => {
                 stats.unmatched_receives += 1;
-                unmatched.insert(r.to);
+                unmatched.insert(r.loc);
                 b += 1;
             }
             std::cmp::Ordering::Equal => {
-                let ts = trace.events[s.from as usize].time[s.event as usize];
-                let tr = trace.events[r.to as usize].time[r.event as usize];
+                let ts = trace.events[s.loc as usize].time[s.event as usize];
+                let tr = trace.events[r.loc as usize].time[r.event as usize];
                 if ts > tr {
                     stats.clock_violations += 1;
                     stats.max_violation_ticks = stats.max_violation_ticks.max(ts - tr);
-                    violating.insert(s.from);
-                    violating.insert(r.to);
+                    violating.insert(s.loc);
+                    violating.insert(r.loc);
                 }
-                links[s.from as usize].partner[s.msg as usize] = EventRef {
-                    loc: r.to,
+                links[s.loc as usize].partner[s.msg as usize] = EventRef {
+                    loc: r.loc,
                     event: r.event,
                 };
-                links[r.to as usize].partner[r.msg as usize] = EventRef {
-                    loc: s.from,
+                links[r.loc as usize].partner[r.msg as usize] = EventRef {
+                    loc: s.loc,
                     event: s.event,
                 };
                 stats.messages += 1;
@@ -230,8 +258,8 @@ pub fn match_messages(
     stats.violation_locations = violating.len() as u64;
     stats.unmatched_sends += (sends.len() - a) as u64;
     stats.unmatched_receives += (recvs.len() - b) as u64;
-    unmatched.extend(sends[a..].iter().map(|s| s.from));
-    unmatched.extend(recvs[b..].iter().map(|r| r.to));
+    unmatched.extend(sends[a..].iter().map(|s| s.loc));
+    unmatched.extend(recvs[b..].iter().map(|r| r.loc));
     (
         links,
         stats,

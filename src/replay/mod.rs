@@ -5,6 +5,7 @@
 pub mod calltree;
 pub mod collectives;
 pub mod matching;
+pub mod omp;
 
 use crate::model::{EventKind, Events, RegionIdx, Trace};
 use calltree::{CallTree, CnodeIdx, LocalTree, NO_CNODE};
@@ -33,6 +34,8 @@ pub struct LocationState {
     pub clamped: u64,
     /// Measurement pauses (MEASUREMENT_OFF … ON): their time is attributed to nothing (§3.2).
     pub gaps: u64,
+    /// Inclusive time per call path in ticks (the sum of `time` over its subtree).
+    pub incl: Vec<u64>,
 }
 
 /// The replay state over the whole trace.
@@ -50,6 +53,8 @@ pub struct Replay {
     /// Collective-operation instances (§5.4).
     pub instances: Vec<collectives::Instance>,
     pub collectives: collectives::CollStats,
+    /// Threads: masters, teams, barrier instances, lock order (§5.6).
+    pub omp: omp::OmpState,
 }
 
 struct PassA {
@@ -61,7 +66,14 @@ struct PassA {
     repairs: Vec<u64>,
 }
 
-fn pass_a(ev: &Events) -> PassA {
+/// What a worker thread needs from its master (§3.1.3): the master's stack at each fork,
+/// and which regions are parallel regions.
+struct Worker<'a> {
+    forks: &'a [omp::ForkStack],
+    kinds: &'a [omp::OmpRegion],
+}
+
+fn pass_a(ev: &Events, worker: Option<Worker>) -> PassA {
     let n = ev.len();
     let mut local = LocalTree::default();
     let mut cnode = vec![NO_CNODE; n];
@@ -73,6 +85,35 @@ fn pass_a(ev: &Events) -> PassA {
     let mut last_t = ev.time.first().copied().unwrap_or(0);
     let mut clamped = 0;
     let (mut paused, mut gaps) = (false, 0);
+    // §3.1.3: a worker's frames below `base` are its master's stack at the fork (entered
+    // by nobody here: no visits, no time); `by_enter`: the prefix was pushed at the ENTER
+    // of a parallel region (traces without THREAD_TEAM_BEGIN) and goes with its LEAVE
+    let mut base = 0usize;
+    let mut by_enter = false;
+    let push_prefix = |t: u64,
+                       local: &mut LocalTree,
+                       stack: &mut Vec<(RegionIdx, CnodeIdx, u32)>,
+                       time: &mut Vec<u64>,
+                       visits: &mut Vec<u64>,
+                       repairs: &mut Vec<u64>|
+     -> usize {
+        let Some(w) = &worker else { return 0 };
+        let k = w.forks.partition_point(|f| f.time <= t);
+        let Some(f) = k.checked_sub(1).map(|k| &w.forks[k]) else {
+            return 0;
+        };
+        for &r in &f.stack {
+            let parent = stack.last().map_or(NO_CNODE, |s| s.1);
+            let c = local.child(parent, r, t);
+            if c as usize == time.len() {
+                time.push(0);
+                visits.push(0);
+                repairs.push(0);
+            }
+            stack.push((r, c, NONE));
+        }
+        stack.len()
+    };
     for i in 0..n {
         let mut t = ev.time[i];
         if t < last_t {
@@ -80,14 +121,55 @@ fn pass_a(ev: &Events) -> PassA {
             clamped += 1;
         }
         if let Some(&(_, c, _)) = stack.last() {
-            if !paused {
+            if !paused && stack.len() > base {
                 time[c as usize] += t - last_t;
             }
         }
         last_t = t;
         match ev.kind[i] {
+            EventKind::ThreadTeamBegin if worker.is_some() && stack.is_empty() => {
+                base = push_prefix(
+                    t,
+                    &mut local,
+                    &mut stack,
+                    &mut time,
+                    &mut visits,
+                    &mut repairs,
+                );
+                by_enter = false;
+                if let Some(&(_, c, _)) = stack.last() {
+                    cnode[i] = c;
+                }
+            }
+            EventKind::ThreadTeamEnd if base > 0 && !by_enter => {
+                while stack.len() > base {
+                    if let Some((_, c, _)) = stack.pop() {
+                        repairs[c as usize] += 1;
+                    }
+                }
+                if let Some(&(_, c, _)) = stack.last() {
+                    cnode[i] = c;
+                }
+                stack.clear();
+                base = 0;
+            }
             EventKind::Enter => {
                 let region = ev.arg[i];
+                if stack.is_empty()
+                    && worker.as_ref().is_some_and(|w| {
+                        w.kinds.get(region as usize) == Some(&omp::OmpRegion::Parallel)
+                    })
+                {
+                    base = push_prefix(
+                        t,
+                        &mut local,
+                        &mut stack,
+                        &mut time,
+                        &mut visits,
+                        &mut repairs,
+                    );
+                    by_enter = base > 0;
+                }
                 let parent = stack.last().map_or(NO_CNODE, |s| s.1);
                 let c = local.child(parent, region, t);
                 if c as usize == time.len() {
@@ -102,8 +184,9 @@ fn pass_a(ev: &Events) -> PassA {
             }
             EventKind::Leave => {
                 let region = ev.arg[i];
-                match stack.iter().rposition(|s| s.0 == region) {
+                match stack[base..].iter().rposition(|s| s.0 == region) {
                     Some(k) => {
+                        let k = k + base;
                         // §3.4.2: instances above the one left are closed here too
                         while stack.len() > k + 1 {
                             if let Some((_, c, _)) = stack.pop() {
@@ -125,6 +208,11 @@ fn pass_a(ev: &Events) -> PassA {
                         }
                     }
                 }
+                if by_enter && base > 0 && stack.len() == base {
+                    stack.clear();
+                    base = 0;
+                    by_enter = false;
+                }
             }
             kind => {
                 if let Some(&(_, c, e)) = stack.last() {
@@ -142,8 +230,9 @@ fn pass_a(ev: &Events) -> PassA {
             }
         }
     }
-    // §3.4.4: instances still open at the end close at the last event.
-    for (_, c, _) in stack.drain(..) {
+    // §3.4.4: instances still open at the end close at the last event (the inherited
+    // prefix is not the worker's own).
+    for (_, c, _) in stack.drain(..).skip(base) {
         repairs[c as usize] += 1;
     }
     PassA {
@@ -165,7 +254,43 @@ fn pass_a(ev: &Events) -> PassA {
 impl Replay {
     /// Pass A of §5.5 over every location, then the call-tree merge.
     pub fn new(trace: &Trace) -> Replay {
-        let parts: Vec<PassA> = trace.events.par_iter().map(pass_a).collect();
+        let openmp = omp::has_openmp(trace);
+        let (master, thread) = omp::masters(trace, openmp);
+        let kinds = if openmp {
+            omp::region_kinds(trace)
+        } else {
+            Vec::new()
+        };
+        // masters' fork stacks first: the workers' call paths hang below them (§3.1.3)
+        let mut has_workers = vec![false; trace.events.len()];
+        for (l, &m) in master.iter().enumerate() {
+            if m as usize != l {
+                has_workers[m as usize] = true;
+            }
+        }
+        let forks: Vec<Vec<omp::ForkStack>> = (0..trace.events.len())
+            .into_par_iter()
+            .map(|l| {
+                if has_workers[l] {
+                    omp::fork_stacks(&trace.events[l], &kinds)
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        let parts: Vec<PassA> = trace
+            .events
+            .par_iter()
+            .enumerate()
+            .map(|(l, ev)| {
+                let m = master[l] as usize;
+                let worker = (m != l).then(|| Worker {
+                    forks: &forks[m],
+                    kinds: &kinds,
+                });
+                pass_a(ev, worker)
+            })
+            .collect();
         let locals: Vec<LocalTree> = parts.iter().map(|p| p.local.clone()).collect();
         let loc_ids: Vec<u64> = trace.defs.locations.iter().map(|l| l.id).collect();
         let region_ids: Vec<u64> = trace.defs.regions.iter().map(|r| r.id).collect();
@@ -194,7 +319,21 @@ impl Replay {
                 s
             })
             .collect();
-        let locations: Vec<LocationState> = locations;
+        let mut locations: Vec<LocationState> = locations;
+        let omp = if openmp {
+            omp::build(trace, &tree, &mut locations, &kinds, master, thread)
+        } else {
+            omp::OmpState {
+                master,
+                thread,
+                subtree: vec![0; tree.len()],
+                last_release: vec![Vec::new(); trace.events.len()],
+                ..Default::default()
+            }
+        };
+        for s in locations.iter_mut() {
+            s.incl = omp::inclusive(&tree, &s.time);
+        }
         let in_mpi = |l: usize, i: usize| {
             let e = locations[l].enterptr[i];
             e != NONE && {
@@ -203,8 +342,8 @@ impl Replay {
             }
         };
         let (msg_links, matching, p2p_violators, unmatched_locations) =
-            matching::match_messages(trace, &in_mpi);
-        let (instances, collectives) = collectives::instances(trace);
+            matching::match_messages(trace, &in_mpi, &omp.master);
+        let (instances, collectives) = collectives::instances(trace, &omp.master);
         Replay {
             tree,
             locations,
@@ -214,6 +353,7 @@ impl Replay {
             unmatched_locations,
             instances,
             collectives,
+            omp,
         }
     }
 

@@ -1,6 +1,8 @@
 //! Reports of an analysis: the JSON document (docs/report-json.md) and the terminal text.
 //! A report knows nothing of how a value was found.
 
+pub mod cubex;
+pub mod diff;
 pub mod html;
 pub mod text;
 
@@ -111,6 +113,12 @@ impl Report {
         };
         // thread number = position of the location inside its process
         let mut seen_in_group: std::collections::HashMap<Option<usize>, u32> = Default::default();
+        // a worker thread's rank is its process's (the master's) rank
+        let group_rank: std::collections::HashMap<Option<usize>, u32> = d
+            .locations
+            .iter()
+            .filter_map(|l| l.rank.map(|r| (l.group, r)))
+            .collect();
         let locations = d
             .locations
             .iter()
@@ -121,7 +129,7 @@ impl Report {
                 LocationEntry {
                     id: l.id,
                     name: l.name.clone(),
-                    rank: l.rank,
+                    rank: l.rank.or_else(|| group_rank.get(&l.group).copied()),
                     thread,
                     process: l.group.map(|g| d.location_groups[g].name.clone()),
                 }
@@ -207,7 +215,18 @@ impl Report {
                 repairs: rep.iter().map(|s| s.repairs.iter().sum::<u64>()).sum(),
                 clamped_timestamps: rep.iter().map(|s| s.clamped).sum(),
                 measurement_gaps: rep.iter().map(|s| s.gaps).sum(),
-                warnings: trace.warnings.iter().map(|w| w.to_string()).collect(),
+                warnings: trace
+                    .warnings
+                    .iter()
+                    .map(|w| w.to_string())
+                    .chain((replay.omp.stats.orphan_regions > 0).then(|| {
+                        format!(
+                            "{} parallel-region instance(s) on threads whose master had not \
+                             forked: in no team, no fork/join or barrier analysis",
+                            replay.omp.stats.orphan_regions
+                        )
+                    }))
+                    .collect(),
             },
             critical_path: None,
             wait_matrix: None,

@@ -40,7 +40,7 @@ impl Style {
     }
 }
 
-fn fmt_value(v: f64, unit: crate::rules::Unit) -> String {
+pub(crate) fn fmt_value(v: f64, unit: crate::rules::Unit) -> String {
     match unit {
         crate::rules::Unit::Sec => seconds(v),
         crate::rules::Unit::Occ => format!("{v:.0}"),
@@ -144,6 +144,7 @@ pub fn write(r: &Report, opt: &TextOptions, out: &mut dyn Write) -> std::io::Res
             let who = match l.rank {
                 Some(rank) if l.thread == 0 => format!("rank {rank}"),
                 Some(rank) => format!("rank {rank}.{}", l.thread),
+                None if l.process.is_some() => format!("thread {}", l.thread),
                 None => format!("location {}", l.id),
             };
             (l.id, who)

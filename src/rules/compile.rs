@@ -88,6 +88,8 @@ pub enum Field {
     Sent,
     Received,
     Cancelled,
+    /// Of a lock acquisition: the release of the same lock before it in acquisition order.
+    LastRelease,
     RegionName,
     RegionParadigm,
     RegionRole,
@@ -98,6 +100,7 @@ pub enum Field {
     MemberSent,
     MemberRecv,
     MemberRank,
+    MemberTasks,
     MemberEvent,
     /// A per-member binding (`m.sync`), by slot.
     MemberLet(u16),
@@ -250,6 +253,7 @@ fn field_of(t: Type, name: &str, scope: &Scope) -> Option<(Field, Type)> {
         (Type::Event, "sent") => (Sent, Type::Num),
         (Type::Event, "received") => (Received, Type::Num),
         (Type::Event, "cancelled") => (Cancelled, Type::Bool),
+        (Type::Event, "last_release") => (LastRelease, Type::Event),
         (Type::Region, "name") => (RegionName, Type::Str),
         (Type::Region, "paradigm") => (RegionParadigm, Type::Str),
         (Type::Region, "role") => (RegionRole, Type::Str),
@@ -260,6 +264,7 @@ fn field_of(t: Type, name: &str, scope: &Scope) -> Option<(Field, Type)> {
         (Type::Member, "sent") => (MemberSent, Type::Num),
         (Type::Member, "recv") => (MemberRecv, Type::Num),
         (Type::Member, "rank") => (MemberRank, Type::Num),
+        (Type::Member, "tasks") => (MemberTasks, Type::Num),
         (Type::Member, "event") => (MemberEvent, Type::Event),
         (Type::Member, n) => {
             let (_, t, s) = scope.member_lets.iter().find(|(x, _, _)| x == n)?;
@@ -294,9 +299,10 @@ fn fields_of(t: Type, scope: &Scope) -> Option<String> {
             "sent",
             "received",
             "cancelled",
+            "last_release",
         ],
         Type::Region => &["name", "paradigm", "role", "class", "mode"],
-        Type::Member => &["begin", "end", "sent", "recv", "rank", "event"],
+        Type::Member => &["begin", "end", "sent", "recv", "rank", "tasks", "event"],
         _ => &[],
     };
     let mut v: Vec<String> = base.iter().map(|s| s.to_string()).collect();

@@ -20,6 +20,13 @@ pub fn builtin_count() -> usize {
     builtin::BUILTIN.len()
 }
 
+/// Whether `id` is the metric of a built-in rule (files are named `rules/<paradigm>/<id>.toml`).
+pub fn is_builtin_id(id: &str) -> bool {
+    builtin::BUILTIN
+        .iter()
+        .any(|(p, _)| Path::new(p).file_stem().is_some_and(|s| s == id))
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Unit {
@@ -40,6 +47,10 @@ pub enum Trigger {
     Collective,
     /// Each rank's first call of a region class, as one world-wide instance.
     WorldCall,
+    /// Each OpenMP team (one parallel-region instance): its threads are the members.
+    Team,
+    /// Each barrier instance of a team (explicit or implicit): the threads that reached it.
+    ThreadBarrier,
     /// Each event of the listed kinds inside an MPI call: `E`.
     Event,
     /// Each (call path, location): `time`, `visits`, `callee`.
@@ -60,12 +71,22 @@ impl Trigger {
             Trigger::Send => "send",
             Trigger::Collective => "collective",
             Trigger::WorldCall => "world_call",
+            Trigger::Team => "team",
+            Trigger::ThreadBarrier => "thread_barrier",
             Trigger::Event => "event",
             Trigger::Callpath => "callpath",
             Trigger::Rule => "rule",
             Trigger::Sum => "sum",
             Trigger::Derived => "derived",
         }
+    }
+
+    /// Whether instances have members (`members`, `m`, per-member bindings, `for`).
+    pub fn has_members(self) -> bool {
+        matches!(
+            self,
+            Trigger::Collective | Trigger::WorldCall | Trigger::Team | Trigger::ThreadBarrier
+        )
     }
 
     /// The pass of the engine a rule of this trigger runs in (docs/rules.md, "Evaluation
@@ -77,7 +98,7 @@ impl Trigger {
             Trigger::Event => 1,
             Trigger::Receive => 2,
             Trigger::Send => 3,
-            Trigger::Collective | Trigger::WorldCall => 4,
+            Trigger::Collective | Trigger::WorldCall | Trigger::Team | Trigger::ThreadBarrier => 4,
             Trigger::Sum | Trigger::Derived | Trigger::Rule => 5,
         }
     }
@@ -142,7 +163,10 @@ impl RuleFile {
     fn unused_key(&self, root: Trigger) -> Option<(String, usize)> {
         use Trigger::*;
         let on = self.on;
-        let has_instances = matches!(on, Receive | Send | Event | Collective | WorldCall | Rule);
+        let has_instances = matches!(
+            on,
+            Receive | Send | Event | Collective | WorldCall | Team | ThreadBarrier | Rule
+        );
         let keys: [(&str, Option<usize>, bool); 12] = [
             ("of", self.of.as_ref().map(|x| x.span().start), on == Rule),
             (
@@ -164,7 +188,7 @@ impl RuleFile {
             (
                 "for",
                 self.for_members.as_ref().map(|x| x.span().start),
-                matches!(on, Collective | WorldCall),
+                matches!(on, Collective | WorldCall | Team | ThreadBarrier),
             ),
             (
                 "severity",
@@ -823,7 +847,7 @@ fn compile_rule(
 ) -> Result<(Rule, Vec<(u16, usize)>)> {
     let ids = env.ids;
     let meta = env.metas[env.me];
-    let collective = matches!(rf.on, Trigger::Collective | Trigger::WorldCall);
+    let collective = rf.on.has_members();
     let item_vars: Vec<Vec<(String, Type, u16)>> =
         env.item_vars.iter().map(|v| v.vars.clone()).collect();
     let had_check = |t: u16| had_problem(env, t);
@@ -831,7 +855,7 @@ fn compile_rule(
         vars: Vec::new(),
         member_lets: Vec::new(),
         // rules fed by collective instances see the instance's members too
-        has_members: matches!(meta.root, Trigger::Collective | Trigger::WorldCall),
+        has_members: meta.root.has_members(),
         item_vars: &item_vars,
         interner,
         regexes,
@@ -880,6 +904,14 @@ fn compile_rule(
             need(rf.class.is_some(), "class")?;
             scope.declare("size", Type::Num);
         }
+        Trigger::Team => {
+            scope.declare("size", Type::Num);
+            scope.declare("fork", Type::Num);
+            scope.declare("join", Type::Num);
+        }
+        Trigger::ThreadBarrier => {
+            scope.declare("size", Type::Num);
+        }
         Trigger::Event => {
             scope.declare("E", Type::Event);
         }
@@ -887,6 +919,13 @@ fn compile_rule(
             scope.declare("time", Type::Num);
             scope.declare("visits", Type::Num);
             scope.declare("callee", Type::Region);
+            // §3.5: the process's master thread and the OpenMP subtrees
+            scope.declare("master", Type::Bool);
+            scope.declare("master_time", Type::Num);
+            scope.declare("incl", Type::Num);
+            scope.declare("master_incl", Type::Num);
+            scope.declare("omp_subtree", Type::Bool);
+            scope.declare("omp_root", Type::Bool);
         }
         Trigger::Rule => {
             need(rf.of.is_some(), "of")?;

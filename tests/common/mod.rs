@@ -35,11 +35,11 @@ pub fn bin() -> std::process::Command {
     std::process::Command::new(env!("CARGO_BIN_EXE_perfexpert"))
 }
 
-/// Every OTF2 trace shipped in testdata/scorep and testdata/generated: (group_name, path
-/// relative to the project root, as a user there would type it), sorted.
+/// Every OTF2 trace shipped in testdata/scorep, testdata/scorep-omp and testdata/generated:
+/// (group_name, path relative to the project root, as a user there would type it), sorted.
 pub fn shipped_traces() -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
-    for group in ["scorep", "generated"] {
+    for group in ["scorep", "scorep-omp", "generated"] {
         for e in std::fs::read_dir(testdata(group)).unwrap().flatten() {
             if e.path().join("traces.otf2").exists() {
                 let name = format!("{group}_{}", e.file_name().to_string_lossy());
@@ -53,4 +53,37 @@ pub fn shipped_traces() -> Vec<(String, PathBuf)> {
     }
     out.sort();
     out
+}
+
+/// The python of the project's virtual environment (`tools/venv.sh` makes it from
+/// tools/requirements.txt: otf2, pycubexr, pandas), or `None` with a clear `SKIPPED` on
+/// stderr when it cannot be made (PyPI unreachable, no python3-venv). Made once per test
+/// binary.
+pub fn venv_python(why: &str) -> Option<PathBuf> {
+    static PY: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    let r = PY.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let o = std::process::Command::new("bash")
+            .arg(root.join("tools/venv.sh"))
+            .output()
+            .map_err(|e| format!("cannot run bash: {e}"))?;
+        let py = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        if o.status.success() && !py.is_empty() {
+            Ok(PathBuf::from(py))
+        } else {
+            let err = String::from_utf8_lossy(&o.stderr);
+            let tail: Vec<&str> = err.lines().rev().take(3).collect();
+            Err(format!(
+                "tools/venv.sh failed (is PyPI reachable?): {}",
+                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+            ))
+        }
+    });
+    match r {
+        Ok(p) => Some(p.clone()),
+        Err(e) => {
+            eprintln!("SKIPPED: {why}: the Python environment is missing: {e}");
+            None
+        }
+    }
 }

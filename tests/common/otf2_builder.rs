@@ -402,7 +402,19 @@ pub enum Ev {
         sent: u64,
         recvd: u64,
     },
+    /// THREAD_FORK (model OpenMP) of `n` threads.
+    ThreadFork(u32),
+    ThreadJoin,
+    /// THREAD_TEAM_BEGIN / END of the team communicator `comm`.
+    ThreadTeamBegin(u32),
+    ThreadTeamEnd(u32),
+    /// THREAD_ACQUIRE_LOCK / RELEASE_LOCK (model OpenMP): lock id, acquisition order.
+    ThreadAcquireLock(u32, u32),
+    ThreadReleaseLock(u32, u32),
 }
+
+/// OTF2_PARADIGM_OPENMP, the threading model of the Thread* records.
+const MODEL_OPENMP: u8 = 3;
 
 impl Ev {
     /// The record bytes (without the timestamp).
@@ -457,6 +469,16 @@ impl Ev {
             } => {
                 let p = cat(&[&[op], &e.c32(comm), &e.c32(root), &e.c(sent), &e.c(recvd)]);
                 e.record(23, &p)
+            }
+            Ev::ThreadFork(n) => e.record(53, &cat(&[&[MODEL_OPENMP], &e.c32(n)])),
+            Ev::ThreadJoin => e.record(54, &[MODEL_OPENMP]),
+            Ev::ThreadTeamBegin(c) => e.record(55, &e.c32(c)),
+            Ev::ThreadTeamEnd(c) => e.record(56, &e.c32(c)),
+            Ev::ThreadAcquireLock(l, o) => {
+                e.record(57, &cat(&[&[MODEL_OPENMP], &e.c32(l), &e.c32(o)]))
+            }
+            Ev::ThreadReleaseLock(l, o) => {
+                e.record(58, &cat(&[&[MODEL_OPENMP], &e.c32(l), &e.c32(o)]))
             }
         }
     }
@@ -544,6 +566,101 @@ pub fn mpi_ranks_archive(
             event_count: n,
             local_defs: None,
         });
+    }
+    a
+}
+
+/// A threaded archive as Score-P writes it for OpenMP and hybrid programs: process `p` is MPI
+/// rank `p` (location group `p`), its thread `t` has location id `(t << 32) | p` (the master
+/// is thread 0 and the only location with an MPI rank); `procs[p][t]` is that thread's event
+/// stream. Communicator 0 is MPI_COMM_WORLD over the ranks, communicator `1 + p` the thread
+/// team of process `p`. Regions are `(name, RegionRole, Paradigm)`; clock as in
+/// [`mpi_ranks_archive`].
+pub fn threads_archive(
+    resolution: u64,
+    regions: &[(&str, u8, u8)],
+    procs: &[Vec<Vec<(u64, Ev)>>],
+) -> Archive {
+    let mut a = Archive::new(false);
+    let e = a.enc;
+    let mut strings: Vec<String> = vec![
+        String::new(),
+        "machine".into(),
+        "node".into(),
+        "MPI_COMM_WORLD".into(),
+        "OpenMP team".into(),
+    ];
+    let sid = |s: String, strings: &mut Vec<String>| -> u32 {
+        strings.push(s);
+        (strings.len() - 1) as u32
+    };
+    let region_names: Vec<u32> = regions
+        .iter()
+        .map(|(n, _, _)| sid((*n).into(), &mut strings))
+        .collect();
+    let rank_names: Vec<u32> = (0..procs.len())
+        .map(|r| sid(format!("MPI Rank {r}"), &mut strings))
+        .collect();
+    let nthreads = procs.iter().map(Vec::len).max().unwrap_or(0);
+    let thread_names: Vec<u32> = (0..nthreads)
+        .map(|t| {
+            let n = if t == 0 {
+                "Master thread".to_string()
+            } else {
+                format!("OMP thread {t}")
+            };
+            sid(n, &mut strings)
+        })
+        .collect();
+    for (i, s) in strings.iter().enumerate() {
+        a.string(i as u32, s);
+    }
+    let end = procs
+        .iter()
+        .flatten()
+        .flat_map(|r| r.iter().map(|(t, _)| *t))
+        .max()
+        .unwrap_or(0);
+    a.clock(resolution, 0, end + 1);
+    a.system_tree_node(0, 1, 1, u32::MAX);
+    a.system_tree_node(1, 2, 2, 0);
+    for (r, &n) in rank_names.iter().enumerate() {
+        a.location_group(r as u32, n, 1);
+    }
+    for (i, (_, role, paradigm)) in regions.iter().enumerate() {
+        a.region(i as u32, region_names[i], *role, *paradigm);
+    }
+    let masters: Vec<u64> = (0..procs.len() as u64).collect();
+    a.group(0, 0, 4, 4, &masters); // COMM_LOCATIONS (MPI): rank i = master of process i
+    a.group(1, 0, 5, 4, &masters); // COMM_GROUP: every rank
+    a.comm(0, 3, 1);
+    for (p, threads) in procs.iter().enumerate() {
+        let g = 2 + 2 * p as u32;
+        let ids: Vec<u64> = (0..threads.len() as u64)
+            .map(|t| (t << 32) | p as u64)
+            .collect();
+        a.group(g, 0, 4, 3, &ids); // COMM_LOCATIONS (OpenMP) of the process
+        a.group(
+            g + 1,
+            0,
+            5,
+            3,
+            &(0..threads.len() as u64).collect::<Vec<_>>(),
+        );
+        a.comm(1 + p as u32, 4, g + 1);
+    }
+    for (p, threads) in procs.iter().enumerate() {
+        for (t, evs) in threads.iter().enumerate() {
+            let id = ((t as u64) << 32) | p as u64;
+            let (bytes, n) = event_stream(e, a.chunk_size, evs);
+            a.location(id, thread_names[t], n, p as u32);
+            a.locs.push(Loc {
+                id,
+                events: bytes,
+                event_count: n,
+                local_defs: None,
+            });
+        }
     }
     a
 }
