@@ -12,7 +12,8 @@
 //!   this member depends on → this member's COLL_END (1-to-N: the root; N-to-1: the root
 //!   depends on every member; scans: lower ranks; otherwise every other member); for an
 //!   OpenMP barrier instance (§5.6), every other thread's ENTER of the barrier → this
-//!   thread's LEAVE of it. Its weight
+//!   thread's LEAVE of it; likewise for the k-th MPI_Init* and MPI_Finalize of every
+//!   location (§4.8: they synchronise all processes). Its weight
 //!   is the time from the moment the target's location and the *latest* of its sources were
 //!   both ready to the target, the same as the local edge into the target after the wait
 //!   window: so an earlier source never looks binding, and recomputing with some weights set
@@ -87,6 +88,8 @@ pub struct Graph<'a> {
     /// the instance's shape and root position.
     inst_enter: Vec<Vec<EventRef>>,
     inst_shape: Vec<(Shape, u32)>,
+    /// Instances of MPI_Init*: their waits are process start-up, left out of `waits`.
+    inst_startup: Vec<bool>,
     /// Waits: (waiting location, location waited for, seconds) per dependency target.
     pub waits: Vec<(u32, u32, u64)>,
 }
@@ -174,6 +177,69 @@ impl<'a> Graph<'a> {
             inst_enter.push(enters);
             inst_shape.push((shape, root));
         }
+        // MPI initialisation and finalisation synchronise every process (§4.8): the k-th
+        // MPI_Init* (MPI_Finalize) of every location that calls one forms an instance, each
+        // member's LEAVE waits for every member's ENTER
+        let mut startup: Vec<bool> = Vec::new();
+        let init_fin: Vec<u8> = trace
+            .defs
+            .regions
+            .iter()
+            .map(|r| match crate::analysis::classify::classify(r).0 {
+                "MPI_INIT" => 1,
+                "MPI_FINALIZE" => 2,
+                _ => 0,
+            })
+            .collect();
+        for which in [1u8, 2] {
+            let calls: Vec<Vec<(u32, u32)>> = trace
+                .events
+                .iter()
+                .enumerate()
+                .map(|(l, ev)| {
+                    (0..ev.len())
+                        .filter(|&i| {
+                            ev.kind[i] == EventKind::Enter
+                                && init_fin.get(ev.arg[i] as usize) == Some(&which)
+                        })
+                        .filter_map(|i| {
+                            let x = replay.locations[l].exitptr[i];
+                            (x != NONE).then_some((i as u32, x))
+                        })
+                        .collect()
+                })
+                .collect();
+            let most = calls.iter().map(|c| c.len()).max().unwrap_or(0);
+            for k in 0..most {
+                let members: Vec<(u32, u32, u32)> = calls
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(l, c)| c.get(k).map(|&(e, x)| (l as u32, e, x)))
+                    .collect();
+                if members.len() < 2 {
+                    continue;
+                }
+                let n = inst_enter.len() as u32;
+                for (j, &(l, _, x)) in members.iter().enumerate() {
+                    deps[l as usize].push(Dep {
+                        event: x,
+                        source: Source::Coll {
+                            inst: n,
+                            k: j as u32,
+                        },
+                    });
+                }
+                inst_enter.push(
+                    members
+                        .iter()
+                        .map(|&(l, e, _)| EventRef { loc: l, event: e })
+                        .collect(),
+                );
+                inst_shape.push((Shape::All, u32::MAX));
+                startup.resize(inst_enter.len() - 1, false);
+                startup.push(which == 1);
+            }
+        }
         // OpenMP barrier instances (§5.6): every thread leaves the barrier after the last
         // one entered it
         for b in &replay.omp.barriers {
@@ -215,6 +281,7 @@ impl<'a> Graph<'a> {
             windows: vec![Vec::new(); nloc],
             inst_enter,
             inst_shape,
+            inst_startup: startup,
             waits: Vec::new(),
         };
         g.compute_windows();
@@ -286,8 +353,12 @@ impl<'a> Graph<'a> {
                     te
                 };
                 let until = ready.min(t[d.event as usize]);
+                let startup = matches!(d.source, Source::Coll { inst, .. }
+                    if self.inst_startup.get(inst as usize) == Some(&true));
                 if until > from {
-                    waits.push((l as u32, latest.loc, until - from));
+                    if !startup {
+                        waits.push((l as u32, latest.loc, until - from));
+                    }
                     counted = (e, until);
                     // every local edge inside (e, d] overlaps [te, until]
                     for i in e + 1..=d.event {
@@ -351,6 +422,20 @@ impl<'a> Graph<'a> {
         let mut queued = vec![true; nloc];
         let mut broken = 0u64;
         let mut src = Vec::new();
+        // the run starts at the earliest first event: a location that starts later is
+        // reached from that start by an edge of its start-up delay
+        let t0 = self
+            .time
+            .iter()
+            .filter_map(|t| t.first())
+            .min()
+            .copied()
+            .unwrap_or(0);
+        for (d, t) in dist.iter_mut().zip(&self.time) {
+            if let (Some(d0), Some(&first)) = (d.first_mut(), t.first()) {
+                *d0 = first - t0;
+            }
+        }
         loop {
             let Some(l) = runnable.pop() else {
                 // every remaining location waits for another: a dependency cycle (only in a
@@ -432,7 +517,7 @@ impl<'a> Graph<'a> {
                 }
                 // a tie keeps the local edge: the location was not waiting
                 if let Some((v, h, s, coll)) = remote {
-                    if i == 0 || v > dist[l][i] || (v == dist[l][i] && h < hops[l][i]) {
+                    if v > dist[l][i] || (v == dist[l][i] && h < hops[l][i]) {
                         dist[l][i] = v;
                         hops[l][i] = h;
                         pred[l][i] = s;
@@ -476,6 +561,19 @@ impl<'a> Graph<'a> {
             loop {
                 let p = pred[cur.loc as usize][cur.event as usize];
                 if !p.is_some() {
+                    // the start-up delay of the location the path begins on
+                    let d = dist[cur.loc as usize][cur.event as usize];
+                    if d > 0 {
+                        let to = self.time[cur.loc as usize][cur.event as usize];
+                        steps.push(Step {
+                            loc: cur.loc,
+                            from: to - d,
+                            to,
+                            weight: d,
+                            cnode: STARTUP,
+                            via: Via::Local,
+                        });
+                    }
                     break;
                 }
                 let w = dist[cur.loc as usize][cur.event as usize]
@@ -534,6 +632,10 @@ impl<'a> Graph<'a> {
         )
     }
 }
+
+/// The call path of the path's first step when it begins on a location that started after
+/// the run did: the start-up delay.
+pub const STARTUP: CnodeIdx = NO_CNODE - 1;
 
 /// One edge of the path: `weight` ticks attributed to call path `cnode` on location `loc`
 /// (for a dependency edge, the target's location and call), spanning `from..to`.
@@ -687,7 +789,9 @@ pub fn critical_path_of(
     let mut by_region: HashMap<String, u64> = HashMap::new();
     let mut callpaths: Vec<CallpathShare> = Vec::new();
     for (&c, &t) in &by_cnode {
-        let name = if c == NO_CNODE {
+        let name = if c == STARTUP {
+            "(process start-up)".to_string()
+        } else if c == NO_CNODE {
             "(outside any region)".to_string()
         } else {
             match replay.tree.nodes[c as usize].callee {
@@ -696,7 +800,7 @@ pub fn critical_path_of(
             }
         };
         *by_region.entry(name).or_default() += t;
-        if c != NO_CNODE && t > 0 {
+        if c != NO_CNODE && c != STARTUP && t > 0 {
             callpaths.push(CallpathShare {
                 callpath: c,
                 time_s: sec(t),

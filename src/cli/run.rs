@@ -113,15 +113,24 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
         .contains(&Format::Cubex)
         .then(|| crate::report::cubex::Cube::from_analysis(&trace, &replay, &analysis));
     let mut report = Report::build(&trace, &replay, &analysis, findings, params);
-    progress.stage("critical path and matrices");
-    report
-        .add_structure(&trace, &replay, &analysis, &args.what_if)
-        .map_err(|r| {
-            Error::Usage(format!(
-                "--what-if {r}: no region of that name in {}",
-                args.trace.display()
-            ))
-        })?;
+    // the critical path and matrices cost about a quarter of a text-only run: only when a
+    // report shows them or an option asks for them
+    let structure = args.format.contains(&Format::Json)
+        || args.format.contains(&Format::Html)
+        || args.critical_path
+        || !args.what_if.is_empty()
+        || args.matrices_csv.is_some();
+    if structure {
+        progress.stage("critical path and matrices");
+        report
+            .add_structure(&trace, &replay, &analysis, &args.what_if)
+            .map_err(|r| {
+                Error::Usage(format!(
+                    "--what-if {r}: no region of that name in {}",
+                    args.trace.display()
+                ))
+            })?;
+    }
     if let Some(dir) = &args.matrices_csv {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "cannot create directory", e))?;
         if let (Some(w), Some(t)) = (&report.wait_matrix, &report.traffic_matrix) {

@@ -62,14 +62,6 @@ fn heat(x: f64) -> String {
     format!("rgb({:.0},{:.0},{:.0})", r, g, b)
 }
 
-/// A stable colour per name.
-fn color_of(name: &str) -> String {
-    let h = name
-        .bytes()
-        .fold(2166136261u32, |h, b| (h ^ b as u32).wrapping_mul(16777619));
-    format!("hsl({},55%,55%)", h % 360)
-}
-
 const STYLE: &str =
     "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}
 h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ccc}
@@ -79,11 +71,14 @@ tr.f{cursor:pointer}.muted{color:#777}svg text{font:11px system-ui,sans-serif}
 ul.tree{list-style:none;padding-left:18px}ul.tree li{margin:1px 0}
 .chart{display:none}.chart.on{display:block}";
 
-/// Inline script: clicking a finding row shows its bar chart.
+/// Inline script: clicking a finding row shows its bar chart; `?only=SECTION` in the address
+/// shows one section alone (tools/screenshots.sh takes the README's pictures that way).
 const SCRIPT: &str = "document.querySelectorAll('tr.f').forEach(function(r){r.addEventListener('click',function(){
 document.querySelectorAll('tr.f').forEach(function(x){x.classList.remove('sel');});
 document.querySelectorAll('.chart').forEach(function(x){x.classList.remove('on');});
-r.classList.add('sel');var c=document.getElementById('chart-'+r.dataset.k);if(c){c.classList.add('on');}});});";
+r.classList.add('sel');var c=document.getElementById('chart-'+r.dataset.k);if(c){c.classList.add('on');}});});
+var only=location.search.match(/[?&]only=([a-z-]+)/);if(only){document.querySelectorAll('body>section,body>h1,body>p').forEach(function(s){
+if(s.id!==only[1]){s.style.display='none';}});}";
 
 pub fn write(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     let mut h = String::new();
@@ -109,12 +104,20 @@ fn page(r: &Report, h: &mut String) -> std::fmt::Result {
         r.trace.events,
         secs(r.trace.duration_s)
     )?;
-    findings(r, h)?;
-    metric_tree(r, h)?;
-    critical_path(r, h)?;
-    wait_matrix(r, h)?;
-    traffic_matrix(r, h)?;
-    overheads(r, h)?;
+    type Section = fn(&Report, &mut String) -> std::fmt::Result;
+    let sections: [(&str, Section); 6] = [
+        ("findings", findings),
+        ("metric-tree", metric_tree),
+        ("critical-path", critical_path),
+        ("wait-matrix", wait_matrix),
+        ("traffic-matrix", traffic_matrix),
+        ("overheads", overheads),
+    ];
+    for (id, f) in sections {
+        write!(h, "<section id=\"{id}\">")?;
+        f(r, h)?;
+        write!(h, "</section>\n")?;
+    }
     write!(h, "<script>{SCRIPT}</script>\n</body></html>\n")
 }
 
@@ -219,7 +222,7 @@ fn findings(r: &Report, h: &mut String) -> std::fmt::Result {
 /// A horizontal bar chart.
 fn bars(h: &mut String, vals: &[(String, f64)], u: crate::rules::Unit) -> std::fmt::Result {
     let max = vals.iter().map(|v| v.1).fold(0.0f64, f64::max);
-    let (lw, bw, rh) = (110.0, 520.0, 18.0);
+    let (lw, bw, rh) = (160.0, 520.0, 18.0);
     let height = rh * vals.len() as f64 + 10.0;
     write!(
         h,
@@ -227,8 +230,14 @@ fn bars(h: &mut String, vals: &[(String, f64)], u: crate::rules::Unit) -> std::f
         lw + bw + 110.0
     )?;
     for (i, (label, v)) in vals.iter().enumerate() {
+        // values within rounding of zero (a metric computed as a difference) draw as zero
+        let v = &if v.abs() < 1e-9 { 0.0 } else { *v };
         let y = i as f64 * rh + 4.0;
-        let w = if max > 0.0 { bw * v / max } else { 0.0 };
+        let w = if max > 0.0 {
+            (bw * v / max).max(0.0)
+        } else {
+            0.0
+        };
         write!(
             h,
             "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\
@@ -370,13 +379,6 @@ fn critical_path(r: &Report, h: &mut String) -> std::fmt::Result {
         .take(12)
         .map(|s| (s.name.clone(), s.time_s))
         .collect();
-    stacked(
-        h,
-        &cp.regions
-            .iter()
-            .map(|s| (s.name.clone(), s.percent))
-            .collect::<Vec<_>>(),
-    )?;
     bars(h, &vals, crate::rules::Unit::Sec)?;
     if !cp.what_if.is_empty() {
         write!(h, "<h3>What if</h3><table><tr><th>region set to zero</th><th>new length</th><th>saved</th></tr>")?;
@@ -392,25 +394,6 @@ fn critical_path(r: &Report, h: &mut String) -> std::fmt::Result {
         write!(h, "</table>\n")?;
     }
     Ok(())
-}
-
-/// One bar split by share (percent), with a legend.
-fn stacked(h: &mut String, parts: &[(String, f64)]) -> std::fmt::Result {
-    let w = 820.0;
-    write!(h, "<svg width=\"{}\" height=\"26\" role=\"img\">", w + 10.0)?;
-    let mut x0 = 0.0;
-    for (name, p) in parts {
-        let pw = w * p / 100.0;
-        write!(
-            h,
-            "<rect x=\"{x0:.1}\" y=\"2\" width=\"{pw:.1}\" height=\"20\" fill=\"{}\"><title>{} {:.1}%</title></rect>",
-            color_of(name),
-            esc(name),
-            p
-        )?;
-        x0 += pw;
-    }
-    write!(h, "</svg>\n")
 }
 
 /// A heat map of `cells` (row, column, value, label) over `n` ranks.
