@@ -766,7 +766,7 @@ pub fn critical_path_of(
         *by_cnode.entry(s.cnode).or_default() += s.weight;
         *by_loc.entry(s.loc).or_default() += s.weight;
         match &mut cur {
-            Some(c) if c.0 == s.loc && s.via == Via::Local => {
+            Some(c) if c.0 == s.loc && s.via == Via::Local && c.4 != "start-up" => {
                 c.2 = s.to;
                 c.3 += s.weight;
             }
@@ -775,6 +775,7 @@ pub fn critical_path_of(
                     segments.push(seg(trace, c, t0, &sec));
                 }
                 let via = match s.via {
+                    Via::Local if s.cnode == STARTUP => "start-up",
                     Via::Local => "start",
                     Via::Message => "message",
                     Via::Collective => "collective",

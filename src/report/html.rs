@@ -307,7 +307,8 @@ fn critical_path(r: &Report, h: &mut String) -> std::fmt::Result {
     write!(
         h,
         "<h2>Critical path</h2>\n<p>Length {} of a {} run. The longest chain of computation and \
-         communication dependencies; time spent waiting for another rank is not on it.</p>\n",
+         communication dependencies; time spent waiting for another rank is not on it. \
+         Grey: the delay until the process the path begins on started.</p>\n",
         secs(cp.length_s),
         secs(cp.duration_s)
     )?;
@@ -353,9 +354,14 @@ fn critical_path(r: &Report, h: &mut String) -> std::fmt::Result {
                 y + 10.0
             )?;
         }
+        let fill = if s.via == "start-up" {
+            "#bbb"
+        } else {
+            "#c0392b"
+        };
         write!(
             h,
-            "<rect x=\"{x0:.1}\" y=\"{y}\" width=\"{:.1}\" height=\"{}\" fill=\"#c0392b\"><title>{} → {}: {} on the path</title></rect>",
+            "<rect x=\"{x0:.1}\" y=\"{y}\" width=\"{:.1}\" height=\"{}\" fill=\"{fill}\"><title>{} → {}: {} on the path</title></rect>",
             (x1 - x0).max(0.5),
             rh - 4.0,
             secs(s.start_s),
