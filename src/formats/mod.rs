@@ -1,6 +1,7 @@
 //! Trace readers, chosen by the file's content (not its name).
 
 pub mod otf2;
+pub mod paje;
 
 use crate::error::{Error, Place, Result};
 use crate::model::Trace;
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Otf2,
+    Paje,
 }
 
 /// Find the file to read: the path itself, or the single OTF2 anchor in a directory
@@ -56,6 +58,9 @@ pub fn detect(path: &Path) -> Result<Format> {
     if otf2::sniff(head) {
         return Ok(Format::Otf2);
     }
+    if paje::sniff_file(path)? {
+        return Ok(Format::Paje);
+    }
     let what = if n == 0 {
         "empty file".to_string()
     } else {
@@ -64,7 +69,7 @@ pub fn detect(path: &Path) -> Result<Format> {
     Err(Error::format(
         path,
         Place::Byte(0),
-        format!("{what}; expected a trace: an OTF2 anchor (bytes 03 42|23 'OTF2')"),
+        format!("{what}; expected a trace: an OTF2 anchor (bytes 03 42|23 'OTF2') or a Paje file (%EventDef header)"),
     ))
 }
 
@@ -81,5 +86,6 @@ pub fn open(path: &Path) -> Result<Trace> {
     let path = resolve(path)?;
     match detect(&path)? {
         Format::Otf2 => otf2::read(&path),
+        Format::Paje => paje::read(&path),
     }
 }

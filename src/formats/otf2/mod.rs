@@ -205,6 +205,7 @@ pub fn read(anchor_path: &Path) -> Result<Trace> {
         defs: trace_defs,
         events,
         warnings,
+        paje: None,
     })
 }
 

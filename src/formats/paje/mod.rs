@@ -1,0 +1,1059 @@
+//! Pure-Rust Paje reader (formats.md §C): SimGrid/SMPI, PajeNG/poti and StarPU traces.
+//!
+//! One pass over the memory-mapped file simulates the trace as PajeNG does (containers,
+//! state stacks, links by key, variable pieces, events), counts entities as `pj_dump` counts
+//! them (formats.md §D) and fills the common model:
+//!
+//! * every container that carries states (or message ends) is a location (one per
+//!   (container, state type) when a container has several state types); containers form
+//!   the system tree;
+//! * every distinct state value is a region (SMPI call names mapped to `MPI_*`,
+//!   patterns.md §2.1.2); Push/Pop/Set/Reset become Enter/Leave;
+//! * a link whose ends lie in MPI point-to-point states is a message: MpiSend/MpiIsend on the
+//!   start container, MpiRecv on the end container, paired by the link's key (patterns.md
+//!   §5.3.6), in a synthesised communicator over all locations;
+//! * a blocking MPI collective state gets an MpiCollectiveEnd before its Leave, on a
+//!   reconstructed communicator per collective region (patterns.md §5.4): instance k is the
+//!   k-th call on every location that calls it. Such communicators carry
+//!   `COMM_FLAG_RECONSTRUCTED`, so findings from them get lower precision (§6.3 ρ).
+//!
+//! Timestamps: decimal seconds converted exactly to integer ticks of 1 ns (10^9 per second);
+//! a file with finer dates is read again at 1 ps (10^12 per second).
+
+pub mod header;
+pub mod lex;
+pub mod mpi;
+
+use crate::error::{Error, Place, Result, Warning};
+use crate::model::*;
+use header::{EventDef, Kind, Role};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::path::Path;
+
+/// The first line that is not blank or a comment starts with `%EventDef` (or `%` then
+/// `EventDef`). `head` is the beginning of the file.
+pub fn sniff(head: &[u8]) -> bool {
+    for line in head.split(|&b| b == b'\n') {
+        let t: &[u8] = trim_start(line);
+        if t.is_empty() || t[0] == b'#' {
+            continue;
+        }
+        if let Some(rest) = t.strip_prefix(b"%") {
+            return trim_start(rest).starts_with(b"EventDef");
+        }
+        return false;
+    }
+    false
+}
+
+fn trim_start(s: &[u8]) -> &[u8] {
+    let k = s.iter().position(|&b| !lex::is_space(b)).unwrap_or(s.len());
+    &s[k..]
+}
+
+/// Whether the file at `path` is a Paje trace (reads at most its first 64 KiB).
+pub fn sniff_file(path: &Path) -> Result<bool> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
+    let mut head = Vec::with_capacity(1 << 16);
+    f.take(1 << 16)
+        .read_to_end(&mut head)
+        .map_err(|e| Error::io(path, "cannot read", e))?;
+    Ok(sniff(&head))
+}
+
+/// A small, fast hasher for short keys (aliases like `12`, names like `rank-3`).
+#[derive(Default, Clone, Copy)]
+struct Fx(u64);
+
+impl Hasher for Fx {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut h = self.0;
+        let mut c = bytes.chunks_exact(8);
+        for w in &mut c {
+            let v = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+            h = (h.rotate_left(5) ^ v).wrapping_mul(K);
+        }
+        for &b in c.remainder() {
+            h = (h.rotate_left(5) ^ b as u64).wrapping_mul(K);
+        }
+        self.0 = h;
+    }
+    #[inline]
+    fn write_u32(&mut self, v: u32) {
+        self.0 = (self.0.rotate_left(5) ^ v as u64).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    #[inline]
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    #[inline]
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Nature {
+    Container,
+    State,
+    Event,
+    Variable,
+    Link,
+}
+
+struct Type {
+    name: String,
+    nature: Nature,
+    /// Entity values of this type: alias or name → index into `Reader::value_names`.
+    values: FxMap<Box<[u8]>, u32>,
+}
+
+struct Container {
+    name: String,
+    ty: u32,
+    parent: Option<u32>,
+    destroyed: bool,
+    /// (state type or u32::MAX for "messages only", location)
+    locs: Vec<(u32, u32)>,
+}
+
+/// One location being filled.
+struct Loc {
+    container: u32,
+    events: Events,
+    /// Open states: region of each.
+    stack: Vec<RegionIdx>,
+    /// Time of the last state change (time-order check per (container, type)).
+    last: u64,
+}
+
+/// A link key: short ones inline (no allocation per link), long ones boxed.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum LinkKey {
+    Short(u8, [u8; 23]),
+    Long(Box<[u8]>),
+}
+
+impl LinkKey {
+    #[inline]
+    fn of(k: &[u8]) -> LinkKey {
+        if k.len() <= 23 {
+            let mut a = [0u8; 23];
+            a[..k.len()].copy_from_slice(k);
+            LinkKey::Short(k.len() as u8, a)
+        } else {
+            LinkKey::Long(Box::from(k))
+        }
+    }
+}
+
+/// One half of a link waiting for the other (keyed by container, type, key).
+struct Half {
+    start: bool,
+    /// Message size from the StartLink's `Size` field (0 if none).
+    bytes: u64,
+    /// The message event it produced: (location, message index).
+    msg: Option<(u32, u32)>,
+}
+
+struct Reader<'a> {
+    path: &'a Path,
+    digits: u32,
+    inexact: bool,
+    defs: Vec<Option<EventDef>>,
+    big_defs: FxMap<u64, EventDef>,
+    types: Vec<Type>,
+    type_ids: FxMap<Box<[u8]>, u32>,
+    /// Types by alias, looked up before names.
+    type_aliases: FxMap<Box<[u8]>, u32>,
+    containers: Vec<Container>,
+    cont_ids: FxMap<Box<[u8]>, u32>,
+    /// Containers by alias, looked up before names (an alias may equal another's name).
+    cont_aliases: FxMap<Box<[u8]>, u32>,
+    value_names: Vec<String>,
+    raw_values: FxMap<Box<[u8]>, u32>,
+    /// Region of each value name (None until first used by a state).
+    value_region: Vec<Option<RegionIdx>>,
+    region_ids: FxMap<String, RegionIdx>,
+    regions: Vec<Region>,
+    /// Per region: Some(op) for blocking MPI collectives; whether it is MPI point-to-point.
+    region_coll: Vec<Option<u8>>,
+    region_p2p: Vec<bool>,
+    region_mpi: Vec<bool>,
+    locs: Vec<Loc>,
+    pending: FxMap<(u32, u32, LinkKey), Half>,
+    /// Last time per (container, type) for events, variables and links.
+    last_other: FxMap<(u32, u32), u64>,
+    /// Per (container, variable type): start time of the current piece.
+    var_piece: FxMap<(u32, u32), u64>,
+    counts: PajeCounts,
+    pairs: u32,
+    messages: u64,
+    end_time: u64,
+    creator: String,
+    warnings: Vec<Warning>,
+    order_warnings: u64,
+    first_order_warning: Option<String>,
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Read a Paje trace.
+pub fn read(path: &Path) -> Result<Trace> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| Error::io(path, "cannot stat", e))?
+        .len();
+    if len == 0 {
+        return Err(Error::format(
+            path,
+            Place::Byte(0),
+            "empty file; expected a Paje trace",
+        ));
+    }
+    // SAFETY: the map is read-only; a file changed underneath us would give wrong data,
+    // never undefined behaviour beyond what reading a racing file gives (as in the OTF2 reader).
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, "cannot map", e))?;
+    let data: &[u8] = &map;
+    let first = Reader::new(path, 9).run(data)?;
+    if !first.inexact {
+        return Ok(first.finish());
+    }
+    let mut second = Reader::new(path, 12).run(data)?;
+    if second.inexact {
+        second.warnings.push(Warning {
+            file: path.display().to_string(),
+            message: "some dates have more than 12 fraction digits; they were rounded to 1 ps"
+                .into(),
+        });
+    }
+    Ok(second.finish())
+}
+
+impl<'a> Reader<'a> {
+    fn new(path: &'a Path, digits: u32) -> Reader<'a> {
+        let mut r = Reader {
+            path,
+            digits,
+            inexact: false,
+            defs: Vec::new(),
+            big_defs: FxMap::default(),
+            types: Vec::new(),
+            type_ids: FxMap::default(),
+            type_aliases: FxMap::default(),
+            containers: Vec::new(),
+            cont_ids: FxMap::default(),
+            cont_aliases: FxMap::default(),
+            value_names: Vec::new(),
+            raw_values: FxMap::default(),
+            value_region: Vec::new(),
+            region_ids: FxMap::default(),
+            regions: Vec::new(),
+            region_coll: Vec::new(),
+            region_p2p: Vec::new(),
+            region_mpi: Vec::new(),
+            locs: Vec::new(),
+            pending: FxMap::default(),
+            last_other: FxMap::default(),
+            var_piece: FxMap::default(),
+            counts: PajeCounts {
+                containers: 1,
+                ..Default::default()
+            },
+            pairs: 0,
+            messages: 0,
+            end_time: 0,
+            creator: String::new(),
+            warnings: Vec::new(),
+            order_warnings: 0,
+            first_order_warning: None,
+        };
+        // the implicit root type and container `0`
+        r.types.push(Type {
+            name: "0".into(),
+            nature: Nature::Container,
+            values: FxMap::default(),
+        });
+        r.type_ids.insert(Box::from(&b"0"[..]), 0);
+        r.containers.push(Container {
+            name: "0".into(),
+            ty: 0,
+            parent: None,
+            destroyed: false,
+            locs: Vec::new(),
+        });
+        r.cont_ids.insert(Box::from(&b"0"[..]), 0);
+        r
+    }
+
+    fn err(&self, line: u64, what: impl Into<String>) -> Error {
+        Error::format(self.path, Place::Line(line), what)
+    }
+
+    fn run(mut self, data: &[u8]) -> Result<Reader<'a>> {
+        let mut fields: Vec<&[u8]> = Vec::with_capacity(16);
+        let mut pending_def: Option<header::Pending> = None;
+        let mut pos = 0usize;
+        let mut line_no = 0u64;
+        while pos < data.len() {
+            line_no += 1;
+            let end = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |k| pos + k);
+            let line = &data[pos..end];
+            pos = end + 1;
+            // leading whitespace
+            let mut s = 0;
+            while s < line.len() && lex::is_space(line[s]) {
+                s += 1;
+            }
+            let line = &line[s..];
+            let Some(&c0) = line.first() else { continue };
+            if c0 == b'#' {
+                if self.creator.is_empty() {
+                    if let Some(rest) = line.strip_prefix(b"#This file was generated using ") {
+                        self.creator = lossy(rest).trim().to_string();
+                    }
+                }
+                continue;
+            }
+            if c0 == b'%' {
+                fields.clear();
+                lex::split(&line[1..], &mut fields)
+                    .map_err(|_| self.err(line_no, "unterminated double quote"))?;
+                pending_def = self.header_line(&fields, pending_def, line_no)?;
+                continue;
+            }
+            if pending_def.is_some() {
+                return Err(self.err(
+                    line_no,
+                    "a data line inside an %EventDef block (expected '% <field> <type>' or %EndEventDef)",
+                ));
+            }
+            fields.clear();
+            lex::split(line, &mut fields).map_err(|col| {
+                self.err(
+                    line_no,
+                    format!("unterminated double quote at column {}", col + s + 1),
+                )
+            })?;
+            let Some((&id, rest)) = fields.split_first() else {
+                continue; // a line holding only a comment
+            };
+            let Some(id) = lex::uint(id) else {
+                return Err(self.err(
+                    line_no,
+                    format!(
+                        "expected an event id (a number declared by %EventDef), found '{}'",
+                        lossy(id)
+                    ),
+                ));
+            };
+            let def =
+                match self.defs.get(id as usize) {
+                    Some(Some(d)) => d.clone(),
+                    _ => match self.big_defs.get(&id) {
+                        Some(d) => d.clone(),
+                        None => return Err(self.err(
+                            line_no,
+                            format!(
+                                "event id {id} is not declared by any %EventDef before this line"
+                            ),
+                        )),
+                    },
+                };
+            if rest.len() != def.nfields {
+                return Err(self.err(
+                    line_no,
+                    format!(
+                        "{:?} (id {id}, defined at line {}) has {} field(s), this line has {}",
+                        def.kind,
+                        def.line,
+                        def.nfields,
+                        rest.len()
+                    ),
+                ));
+            }
+            self.event(&def, rest, line_no)?;
+        }
+        if let Some(p) = pending_def {
+            return Err(self.err(line_no, format!("file ends inside %EventDef {p:?}")));
+        }
+        Ok(self)
+    }
+
+    fn header_line(
+        &mut self,
+        words: &[&[u8]],
+        pending: Option<header::Pending>,
+        line: u64,
+    ) -> Result<Option<header::Pending>> {
+        let Some((&first, rest)) = words.split_first() else {
+            return match pending {
+                Some(_) => Err(self.err(line, "an empty '%' line inside %EventDef")),
+                None => Ok(None),
+            };
+        };
+        match (first, pending) {
+            (b"EventDef", None) => header::begin(rest, line)
+                .map(Some)
+                .map_err(|e| self.err(line, e)),
+            (b"EndEventDef", Some(p)) => {
+                let (id, def) = p.end().map_err(|e| self.err(line, e))?;
+                if id < 4096 {
+                    if self.defs.len() <= id as usize {
+                        self.defs.resize(id as usize + 1, None);
+                    }
+                    self.defs[id as usize] = Some(def);
+                } else {
+                    self.big_defs.insert(id, def);
+                }
+                Ok(None)
+            }
+            (b"EventDef", Some(_)) => Err(self.err(
+                line,
+                "%EventDef inside another %EventDef (expected %EndEventDef first)",
+            )),
+            (b"EndEventDef", None) => Err(self.err(line, "%EndEventDef without %EventDef")),
+            (_, Some(mut p)) => {
+                p.field(words).map_err(|e| self.err(line, e))?;
+                Ok(Some(p))
+            }
+            (_, None) => Err(self.err(
+                line,
+                format!(
+                    "expected %EventDef or %EndEventDef, found '%{}'",
+                    lossy(first)
+                ),
+            )),
+        }
+    }
+
+    fn date(&mut self, def: &EventDef, f: &[&[u8]], line: u64) -> Result<u64> {
+        let s = f[def.at(Role::Time)];
+        let t = lex::date(s, self.digits, &mut self.inexact).map_err(|e| {
+            self.err(
+                line,
+                format!(
+                    "expected a date in seconds, found '{}' ({})",
+                    lossy(s),
+                    match e {
+                        lex::DateError::Syntax => "not a number",
+                        lex::DateError::Negative => "negative",
+                        lex::DateError::Overflow => "too large",
+                    }
+                ),
+            )
+        })?;
+        if t > self.end_time {
+            self.end_time = t;
+        }
+        Ok(t)
+    }
+
+    fn type_of(&self, s: &[u8], nature: Nature, what: &str, line: u64) -> Result<u32> {
+        match self.type_aliases.get(s).or_else(|| self.type_ids.get(s)) {
+            Some(&t) if self.types[t as usize].nature == nature => Ok(t),
+            Some(&t) => Err(self.err(
+                line,
+                format!(
+                    "type '{}' is a {:?} type; {what} needs a {nature:?} type",
+                    lossy(s),
+                    self.types[t as usize].nature
+                ),
+            )),
+            None => Err(self.err(line, format!("unknown type '{}'", lossy(s)))),
+        }
+    }
+
+    fn container(&self, s: &[u8], line: u64) -> Result<u32> {
+        self.cont_aliases
+            .get(s)
+            .or_else(|| self.cont_ids.get(s))
+            .copied()
+            .ok_or_else(|| self.err(line, format!("unknown container '{}'", lossy(s))))
+    }
+
+    fn define_type(
+        &mut self,
+        def: &EventDef,
+        f: &[&[u8]],
+        nature: Nature,
+        line: u64,
+    ) -> Result<()> {
+        let parent = f[def.at(Role::Type)];
+        self.type_of(parent, Nature::Container, "a type definition", line)?;
+        if nature == Nature::Link {
+            for r in [Role::StartContainerType, Role::EndContainerType] {
+                self.type_of(f[def.at(r)], Nature::Container, "a link type", line)?;
+            }
+        }
+        let name = f[def.at(Role::Name)];
+        let idx = self.types.len() as u32;
+        self.types.push(Type {
+            name: lossy(name),
+            nature,
+            values: FxMap::default(),
+        });
+        self.type_ids.insert(Box::from(name), idx);
+        if def.has(Role::Alias) {
+            self.type_aliases
+                .insert(Box::from(f[def.at(Role::Alias)]), idx);
+        }
+        Ok(())
+    }
+
+    /// The value name index of a state/event/link value.
+    #[inline]
+    fn value(&mut self, ty: u32, v: &[u8]) -> u32 {
+        if let Some(&k) = self.types[ty as usize].values.get(v) {
+            return k;
+        }
+        if let Some(&k) = self.raw_values.get(v) {
+            return k;
+        }
+        let k = self.value_names.len() as u32;
+        self.value_names.push(lossy(v));
+        self.value_region.push(None);
+        self.raw_values.insert(Box::from(v), k);
+        k
+    }
+
+    fn region_of_value(&mut self, k: u32) -> RegionIdx {
+        if let Some(r) = self.value_region[k as usize] {
+            return r;
+        }
+        let raw = &self.value_names[k as usize];
+        let (name, paradigm, role) = mpi::classify(raw);
+        let r = match self.region_ids.get(&name) {
+            Some(&r) => r,
+            None => {
+                let r = self.regions.len() as RegionIdx;
+                let coll = (paradigm == Paradigm::MPI)
+                    .then(|| mpi::collective_op(&name))
+                    .flatten();
+                self.region_coll.push(coll);
+                self.region_p2p.push(
+                    paradigm == Paradigm::MPI && role == RegionRole::POINT2POINT
+                        || name.starts_with("MPI_Wait")
+                        || name.starts_with("MPI_Test"),
+                );
+                self.region_mpi.push(paradigm == Paradigm::MPI);
+                self.regions.push(Region {
+                    id: r as u64,
+                    name: name.clone(),
+                    canonical_name: name.clone(),
+                    description: if *raw != name {
+                        format!("Paje state {raw}")
+                    } else {
+                        String::new()
+                    },
+                    role,
+                    paradigm,
+                    flags: 0,
+                    source_file: String::new(),
+                    begin_line: 0,
+                    end_line: 0,
+                });
+                self.region_ids.insert(name, r);
+                r
+            }
+        };
+        self.value_region[k as usize] = Some(r);
+        r
+    }
+
+    /// The location of (container, state type); `u32::MAX` = the container's message location.
+    fn loc(&mut self, c: u32, stype: u32) -> u32 {
+        let cont = &mut self.containers[c as usize];
+        if let Some(&(_, l)) = cont.locs.iter().find(|x| x.0 == stype) {
+            return l;
+        }
+        if stype == u32::MAX {
+            if let Some(&(_, l)) = cont.locs.first() {
+                return l;
+            }
+        } else if let Some(x) = cont.locs.iter_mut().find(|x| x.0 == u32::MAX) {
+            // a location made for messages before the first state: it takes this type
+            x.0 = stype;
+            return x.1;
+        }
+        let l = self.locs.len() as u32;
+        cont.locs.push((stype, l));
+        self.locs.push(Loc {
+            container: c,
+            events: Events::default(),
+            stack: Vec::new(),
+            last: 0,
+        });
+        l
+    }
+
+    fn check_order(&mut self, last: u64, t: u64, what: &str, c: u32, line: u64) {
+        if t < last {
+            self.order_warnings += 1;
+            if self.first_order_warning.is_none() {
+                self.first_order_warning = Some(format!(
+                    "line {line}: {what} of container '{}' at {} s is earlier than the previous one at {} s",
+                    self.containers[c as usize].name,
+                    t as f64 / 10f64.powi(self.digits as i32),
+                    last as f64 / 10f64.powi(self.digits as i32),
+                ));
+            }
+        }
+    }
+
+    fn leave_top(&mut self, l: u32, t: u64) {
+        let loc = &mut self.locs[l as usize];
+        if let Some(r) = loc.stack.pop() {
+            if let Some(op) = self.region_coll[r as usize] {
+                loc.events.push_coll(
+                    t,
+                    EventKind::MpiCollectiveEnd,
+                    Coll {
+                        op,
+                        // the region for now; the reconstructed communicator in `finish`
+                        comm: r,
+                        root: if mpi::rooted(op) { 0 } else { u32::MAX },
+                        sent: if op == 0 { 0 } else { 1 },
+                        received: if op == 0 { 0 } else { 1 },
+                        request: None,
+                    },
+                );
+            }
+            loc.events.push_region(t, EventKind::Leave, r);
+        }
+    }
+
+    fn event(&mut self, def: &EventDef, f: &[&[u8]], line: u64) -> Result<()> {
+        match def.kind {
+            Kind::DefineContainerType => self.define_type(def, f, Nature::Container, line),
+            Kind::DefineStateType => self.define_type(def, f, Nature::State, line),
+            Kind::DefineEventType => self.define_type(def, f, Nature::Event, line),
+            Kind::DefineVariableType => self.define_type(def, f, Nature::Variable, line),
+            Kind::DefineLinkType => self.define_type(def, f, Nature::Link, line),
+            Kind::DefineEntityValue => {
+                let ty = f[def.at(Role::Type)];
+                let t = match self.type_aliases.get(ty).or_else(|| self.type_ids.get(ty)) {
+                    Some(&t) if self.types[t as usize].nature != Nature::Container => t,
+                    _ => {
+                        return Err(self.err(
+                            line,
+                            format!(
+                                "unknown state, event or link type '{}' for an entity value",
+                                lossy(ty)
+                            ),
+                        ))
+                    }
+                };
+                let name = f[def.at(Role::Name)];
+                let k = self.value_names.len() as u32;
+                self.value_names.push(lossy(name));
+                self.value_region.push(None);
+                let values = &mut self.types[t as usize].values;
+                values.insert(Box::from(name), k);
+                if def.has(Role::Alias) {
+                    values.insert(Box::from(f[def.at(Role::Alias)]), k);
+                }
+                Ok(())
+            }
+            Kind::CreateContainer => {
+                let t = self.date(def, f, line)?;
+                let _ = t;
+                let ty = self.type_of(
+                    f[def.at(Role::Type)],
+                    Nature::Container,
+                    "PajeCreateContainer",
+                    line,
+                )?;
+                let parent = self.container(f[def.at(Role::Container)], line)?;
+                let name = f[def.at(Role::Name)];
+                let idx = self.containers.len() as u32;
+                self.containers.push(Container {
+                    name: lossy(name),
+                    ty,
+                    parent: Some(parent),
+                    destroyed: false,
+                    locs: Vec::new(),
+                });
+                self.cont_ids.insert(Box::from(name), idx);
+                if def.has(Role::Alias) {
+                    self.cont_aliases
+                        .insert(Box::from(f[def.at(Role::Alias)]), idx);
+                }
+                self.counts.containers += 1;
+                Ok(())
+            }
+            Kind::DestroyContainer => {
+                let t = self.date(def, f, line)?;
+                self.type_of(
+                    f[def.at(Role::Type)],
+                    Nature::Container,
+                    "PajeDestroyContainer",
+                    line,
+                )?;
+                let c = self.container(f[def.at(Role::Name)], line)?;
+                let locs: Vec<u32> = self.containers[c as usize]
+                    .locs
+                    .iter()
+                    .map(|x| x.1)
+                    .collect();
+                for l in locs {
+                    while !self.locs[l as usize].stack.is_empty() {
+                        self.leave_top(l, t);
+                    }
+                }
+                self.containers[c as usize].destroyed = true;
+                Ok(())
+            }
+            Kind::NewEvent => {
+                let t = self.date(def, f, line)?;
+                let ty =
+                    self.type_of(f[def.at(Role::Type)], Nature::Event, "PajeNewEvent", line)?;
+                let c = self.container(f[def.at(Role::Container)], line)?;
+                let last = self.last_other.insert((c, ty), t).unwrap_or(0);
+                self.check_order(last, t, "an event", c, line);
+                self.counts.events += 1;
+                Ok(())
+            }
+            Kind::SetState | Kind::PushState | Kind::PopState | Kind::ResetState => {
+                let t = self.date(def, f, line)?;
+                let ty =
+                    self.type_of(f[def.at(Role::Type)], Nature::State, "a state event", line)?;
+                let c = self.container(f[def.at(Role::Container)], line)?;
+                let l = self.loc(c, ty);
+                let last = self.locs[l as usize].last;
+                self.check_order(last, t, "a state change", c, line);
+                self.locs[l as usize].last = t.max(last);
+                match def.kind {
+                    Kind::PushState | Kind::SetState => {
+                        if def.kind == Kind::SetState {
+                            while !self.locs[l as usize].stack.is_empty() {
+                                self.leave_top(l, t);
+                            }
+                        }
+                        let v = self.value(ty, f[def.at(Role::Value)]);
+                        let r = self.region_of_value(v);
+                        let loc = &mut self.locs[l as usize];
+                        loc.stack.push(r);
+                        loc.events.push_region(t, EventKind::Enter, r);
+                        self.counts.states += 1;
+                    }
+                    Kind::PopState => {
+                        if self.locs[l as usize].stack.is_empty() {
+                            return Err(self.err(
+                                line,
+                                format!(
+                                    "PajePopState on container '{}' whose state stack is empty",
+                                    self.containers[c as usize].name
+                                ),
+                            ));
+                        }
+                        self.leave_top(l, t);
+                    }
+                    _ => {
+                        while !self.locs[l as usize].stack.is_empty() {
+                            self.leave_top(l, t);
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Kind::SetVariable | Kind::AddVariable | Kind::SubVariable => {
+                let t = self.date(def, f, line)?;
+                let ty = self.type_of(
+                    f[def.at(Role::Type)],
+                    Nature::Variable,
+                    "a variable event",
+                    line,
+                )?;
+                let c = self.container(f[def.at(Role::Container)], line)?;
+                let last = self.last_other.insert((c, ty), t).unwrap_or(0);
+                self.check_order(last, t, "a variable change", c, line);
+                // a change at the start time of the current piece modifies it (formats.md §C.4)
+                match self.var_piece.insert((c, ty), t) {
+                    Some(start) if start == t => {}
+                    Some(_) => self.counts.variables += 1,
+                    None => {
+                        if def.kind != Kind::SetVariable {
+                            return Err(self.err(
+                                line,
+                                format!(
+                                    "{:?} on container '{}' before any PajeSetVariable of that variable",
+                                    def.kind, self.containers[c as usize].name
+                                ),
+                            ));
+                        }
+                        self.counts.variables += 1;
+                    }
+                }
+                Ok(())
+            }
+            Kind::StartLink | Kind::EndLink => self.link(def, f, line),
+            Kind::TraceFile => Err(self.err(
+                line,
+                "PajeTraceFile (including another trace file) is not supported",
+            )),
+        }
+    }
+
+    fn link(&mut self, def: &EventDef, f: &[&[u8]], line: u64) -> Result<()> {
+        let start = def.kind == Kind::StartLink;
+        let t = self.date(def, f, line)?;
+        let ty = self.type_of(f[def.at(Role::Type)], Nature::Link, "a link event", line)?;
+        let c = self.container(f[def.at(Role::Container)], line)?;
+        let end_role = if start {
+            Role::StartContainer
+        } else {
+            Role::EndContainer
+        };
+        let e = self.container(f[def.at(end_role)], line)?;
+        let last = self.last_other.insert((c, ty), t).unwrap_or(0);
+        self.check_order(last, t, "a link end", c, line);
+        let key = LinkKey::of(f[def.at(Role::Key)]);
+        let other = self.pending.remove(&(c, ty, key.clone()));
+        if let Some(h) = &other {
+            if h.start == start {
+                return Err(self.err(
+                    line,
+                    format!(
+                        "link key '{}' is already open with a {} on this container and type",
+                        lossy(f[def.at(Role::Key)]),
+                        if start {
+                            "PajeStartLink"
+                        } else {
+                            "PajeEndLink"
+                        }
+                    ),
+                ));
+            }
+        }
+        let bytes = if start {
+            if def.has(Role::Size) {
+                lex::lenient_count(f[def.at(Role::Size)]).unwrap_or(0)
+            } else {
+                0
+            }
+        } else {
+            other.as_ref().map_or(0, |h| h.bytes)
+        };
+        // a message end only inside an MPI point-to-point or wait state
+        let mut msg = None;
+        if let Some(&(_, l)) = self.containers[e as usize].locs.first() {
+            if let Some(&r) = self.locs[l as usize].stack.last() {
+                if self.region_p2p[r as usize] {
+                    let kind = match (start, self.regions[r as usize].name.starts_with("MPI_I")) {
+                        (true, true) => EventKind::MpiIsend,
+                        (true, false) => EventKind::MpiSend,
+                        (false, _) => EventKind::MpiRecv,
+                    };
+                    let loc = &mut self.locs[l as usize];
+                    let i = loc.events.msg.peer.len() as u32;
+                    loc.events.push_msg(
+                        t,
+                        kind,
+                        Msg {
+                            peer: u32::MAX,
+                            comm: 0,
+                            tag: 0,
+                            bytes,
+                            request: None,
+                        },
+                    );
+                    msg = Some((l, i));
+                    self.messages += 1;
+                }
+            }
+        }
+        match other {
+            Some(h) => {
+                self.counts.links += 1;
+                if let (Some((la, ia)), Some((lb, ib))) = (h.msg, msg) {
+                    // paired by key: a tag unique to the pair makes the replay's matching
+                    // (comm, from, to, tag, order) pair exactly these two (patterns.md §5.3.6)
+                    let tag = self.pairs;
+                    self.pairs = self.pairs.wrapping_add(1);
+                    for (l, i, peer) in [(la, ia, lb), (lb, ib, la)] {
+                        let m = &mut self.locs[l as usize].events.msg;
+                        m.peer[i as usize] = peer;
+                        m.tag[i as usize] = tag;
+                    }
+                }
+            }
+            None => {
+                self.pending
+                    .insert((c, ty, key), Half { start, bytes, msg });
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Trace {
+        let end = self.end_time;
+        // states still open close at the end of the trace (as PajeNG closes containers)
+        for l in 0..self.locs.len() as u32 {
+            while !self.locs[l as usize].stack.is_empty() {
+                self.leave_top(l, end);
+            }
+        }
+        let file = self.path.display().to_string();
+        if self.order_warnings > 0 {
+            self.warnings.push(Warning {
+                file: file.clone(),
+                message: format!(
+                    "{} event(s) are not time-ordered within their container and type (PajeNG rejects this; perfexpert keeps the file order); first at {}",
+                    self.order_warnings,
+                    self.first_order_warning.as_deref().unwrap_or("?")
+                ),
+            });
+        }
+        if !self.pending.is_empty() {
+            self.warnings.push(Warning {
+                file: file.clone(),
+                message: format!(
+                    "{} link half/halves without the other half (not counted as links)",
+                    self.pending.len()
+                ),
+            });
+        }
+        // system tree: every container but the root
+        let mut node_of = vec![None; self.containers.len()];
+        let mut system_tree = Vec::new();
+        for (i, c) in self.containers.iter().enumerate().skip(1) {
+            node_of[i] = Some(system_tree.len());
+            system_tree.push(SystemTreeNode {
+                id: i as u64,
+                name: c.name.clone(),
+                class: self.types[c.ty as usize].name.clone(),
+                parent: c.parent.and_then(|p| node_of[p as usize]),
+            });
+        }
+        let mut location_groups = Vec::new();
+        let mut locations = Vec::new();
+        let mut events = Vec::new();
+        for (l, loc) in self.locs.into_iter().enumerate() {
+            let c = &self.containers[loc.container as usize];
+            let name = if c.locs.len() > 1 {
+                let st = c
+                    .locs
+                    .iter()
+                    .find(|x| x.1 == l as u32)
+                    .map_or(u32::MAX, |x| x.0);
+                match self.types.get(st as usize) {
+                    Some(t) => format!("{}/{}", c.name, t.name),
+                    None => c.name.clone(),
+                }
+            } else {
+                c.name.clone()
+            };
+            location_groups.push(LocationGroup {
+                id: l as u64,
+                name: c.name.clone(),
+                kind: LocationGroupKind::Process,
+                system_tree_parent: node_of[loc.container as usize],
+                creating_group: None,
+            });
+            let rank = c
+                .name
+                .strip_prefix("rank-")
+                .and_then(|r| r.parse::<u32>().ok());
+            locations.push(Location {
+                id: l as u64,
+                name,
+                kind: LocationKind::CpuThread,
+                group: Some(l),
+                declared_events: None,
+                rank,
+            });
+            events.push(loc.events);
+        }
+        // communicators: one for the messages (rank = location index), one reconstructed
+        // per collective region (patterns.md §5.4)
+        let mut comms = Vec::new();
+        comms.push(Comm {
+            id: 0,
+            name: "point-to-point (Paje links)".into(),
+            paradigm: Paradigm::MPI,
+            group: None,
+            parent: None,
+            flags: 0,
+            ranks: CommRanks::Locations((0..locations.len() as u32).map(Some).collect()),
+        });
+        let mut comm_of_region: Vec<u32> = vec![u32::MAX; self.regions.len()];
+        let mut members: Vec<Vec<u32>> = vec![Vec::new(); self.regions.len()];
+        for (l, ev) in events.iter().enumerate() {
+            for &r in &ev.coll.comm {
+                let m = &mut members[r as usize];
+                if m.last() != Some(&(l as u32)) {
+                    m.push(l as u32);
+                }
+            }
+        }
+        for (r, m) in members.iter_mut().enumerate() {
+            if m.is_empty() {
+                continue;
+            }
+            m.sort_by_key(|&l| (locations[l as usize].rank.unwrap_or(u32::MAX), l));
+            comm_of_region[r] = comms.len() as u32;
+            comms.push(Comm {
+                id: comms.len() as u64,
+                name: format!("{} (reconstructed)", self.regions[r].name),
+                paradigm: Paradigm::MPI,
+                group: None,
+                parent: None,
+                flags: COMM_FLAG_RECONSTRUCTED,
+                ranks: CommRanks::Locations(m.iter().map(|&l| Some(l)).collect()),
+            });
+        }
+        for ev in &mut events {
+            for c in &mut ev.coll.comm {
+                *c = comm_of_region[*c as usize];
+            }
+        }
+        let mut record_counts = std::collections::BTreeMap::new();
+        record_counts.insert("Container".to_string(), self.counts.containers);
+        record_counts.insert(
+            "StateType/EventType/...".to_string(),
+            self.types.len() as u64 - 1,
+        );
+        record_counts.insert("EntityValue".to_string(), self.value_names.len() as u64);
+        Trace {
+            path: self.path.to_path_buf(),
+            origin: Origin {
+                format: "Paje",
+                format_version: String::new(),
+                creator: self.creator,
+                machine: String::new(),
+                description: String::new(),
+                properties: Vec::new(),
+            },
+            timer_resolution: 10u64.pow(self.digits),
+            global_offset: 0,
+            trace_length: end,
+            defs: Definitions {
+                regions: self.regions,
+                system_tree,
+                location_groups,
+                locations,
+                groups: Vec::new(),
+                comms,
+                metrics: Vec::new(),
+                record_counts,
+            },
+            events,
+            warnings: self.warnings,
+            paje: Some(self.counts),
+        }
+    }
+}
