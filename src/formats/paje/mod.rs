@@ -360,19 +360,20 @@ impl<'a> Reader<'a> {
                     ),
                 ));
             };
-            let def =
-                match self.defs.get(id as usize) {
-                    Some(Some(d)) => d.clone(),
-                    _ => match self.big_defs.get(&id) {
-                        Some(d) => d.clone(),
-                        None => return Err(self.err(
+            let def = match self.defs.get(id as usize) {
+                Some(Some(d)) => d.clone(),
+                _ => match self.big_defs.get(&id) {
+                    Some(d) => d.clone(),
+                    None => {
+                        return Err(self.err(
                             line_no,
                             format!(
                                 "event id {id} is not declared by any %EventDef before this line"
                             ),
-                        )),
-                    },
-                };
+                        ))
+                    }
+                },
+            };
             if rest.len() != def.nfields {
                 return Err(self.err(
                     line_no,

@@ -53,8 +53,14 @@ pub fn canonical(value: &str) -> Option<String> {
 /// Role of an MPI region from its canonical name (§2.2.3).
 pub fn role(canonical: &str) -> RegionRole {
     let n = canonical.strip_prefix("MPI_").unwrap_or(canonical);
-    let base = n.strip_prefix('I').filter(|_| n.len() > 1);
-    let is = |names: &[&str]| names.contains(&n) || base.is_some_and(|b| names.contains(&b));
+    // the non-blocking variant: `Iallreduce` → `Allreduce`
+    let base: Option<String> = n.strip_prefix('I').and_then(|b| {
+        let mut c = b.chars();
+        c.next()
+            .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+    });
+    let is =
+        |names: &[&str]| names.contains(&n) || base.as_deref().is_some_and(|b| names.contains(&b));
     if is(&["Barrier"]) {
         RegionRole::BARRIER
     } else if is(&["Bcast", "Scatter", "Scatterv"]) {
