@@ -102,6 +102,70 @@ impl Hasher for Fx {
 
 type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
 
+/// Names and aliases → index. Small decimal keys (SimGrid's numeric aliases) index a vector
+/// directly; other keys of up to 7 bytes are packed into a u64 with their length, so a lookup
+/// hashes and compares one word; longer keys are hashed as bytes.
+#[derive(Default)]
+struct SymMap {
+    num: Vec<u32>,
+    short: FxMap<u64, u32>,
+    long: FxMap<Box<[u8]>, u32>,
+}
+
+const NUM_KEYS: u64 = 1 << 20;
+
+impl SymMap {
+    /// The value of a canonical decimal key below `NUM_KEYS` (no sign, no leading zero).
+    #[inline]
+    fn numeric(k: &[u8]) -> Option<usize> {
+        if k.is_empty() || k.len() > 7 || (k[0] == b'0' && k.len() > 1) {
+            return None;
+        }
+        let v = lex::uint(k)?;
+        (v < NUM_KEYS).then_some(v as usize)
+    }
+
+    #[inline]
+    fn pack(k: &[u8]) -> Option<u64> {
+        if k.len() > 7 {
+            return None;
+        }
+        let mut a = [0u8; 8];
+        a[..k.len()].copy_from_slice(k);
+        a[7] = k.len() as u8;
+        Some(u64::from_le_bytes(a))
+    }
+
+    #[inline]
+    fn get(&self, k: &[u8]) -> Option<&u32> {
+        if let Some(n) = Self::numeric(k) {
+            if let Some(v) = self.num.get(n).filter(|&&v| v != u32::MAX) {
+                return Some(v);
+            }
+        }
+        match Self::pack(k) {
+            Some(p) => self.short.get(&p),
+            None => self.long.get(k),
+        }
+    }
+
+    fn insert(&mut self, k: &[u8], v: u32) {
+        // the vector grows at most to twice its length (or 1024): sparse large numbers
+        // go to the hash map instead
+        if let Some(n) = Self::numeric(k).filter(|&n| n < (2 * self.num.len()).max(1024)) {
+            if self.num.len() <= n {
+                self.num.resize(n + 1, u32::MAX);
+            }
+            self.num[n] = v;
+            return;
+        }
+        match Self::pack(k) {
+            Some(p) => self.short.insert(p, v),
+            None => self.long.insert(Box::from(k), v),
+        };
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Nature {
     Container,
@@ -115,7 +179,7 @@ struct Type {
     name: String,
     nature: Nature,
     /// Entity values of this type: alias or name → index into `Reader::value_names`.
-    values: FxMap<Box<[u8]>, u32>,
+    values: SymMap,
 }
 
 struct Container {
@@ -173,15 +237,15 @@ struct Reader<'a> {
     defs: Vec<Option<EventDef>>,
     big_defs: FxMap<u64, EventDef>,
     types: Vec<Type>,
-    type_ids: FxMap<Box<[u8]>, u32>,
+    type_ids: SymMap,
     /// Types by alias, looked up before names.
-    type_aliases: FxMap<Box<[u8]>, u32>,
+    type_aliases: SymMap,
     containers: Vec<Container>,
-    cont_ids: FxMap<Box<[u8]>, u32>,
+    cont_ids: SymMap,
     /// Containers by alias, looked up before names (an alias may equal another's name).
-    cont_aliases: FxMap<Box<[u8]>, u32>,
+    cont_aliases: SymMap,
     value_names: Vec<String>,
-    raw_values: FxMap<Box<[u8]>, u32>,
+    raw_values: SymMap,
     /// Region of each value name (None until first used by a state).
     value_region: Vec<Option<RegionIdx>>,
     region_ids: FxMap<String, RegionIdx>,
@@ -252,13 +316,13 @@ impl<'a> Reader<'a> {
             defs: Vec::new(),
             big_defs: FxMap::default(),
             types: Vec::new(),
-            type_ids: FxMap::default(),
-            type_aliases: FxMap::default(),
+            type_ids: SymMap::default(),
+            type_aliases: SymMap::default(),
             containers: Vec::new(),
-            cont_ids: FxMap::default(),
-            cont_aliases: FxMap::default(),
+            cont_ids: SymMap::default(),
+            cont_aliases: SymMap::default(),
             value_names: Vec::new(),
-            raw_values: FxMap::default(),
+            raw_values: SymMap::default(),
             value_region: Vec::new(),
             region_ids: FxMap::default(),
             regions: Vec::new(),
@@ -285,9 +349,9 @@ impl<'a> Reader<'a> {
         r.types.push(Type {
             name: "0".into(),
             nature: Nature::Container,
-            values: FxMap::default(),
+            values: SymMap::default(),
         });
-        r.type_ids.insert(Box::from(&b"0"[..]), 0);
+        r.type_ids.insert(&b"0"[..], 0);
         r.containers.push(Container {
             name: "0".into(),
             ty: 0,
@@ -295,7 +359,7 @@ impl<'a> Reader<'a> {
             destroyed: false,
             locs: Vec::new(),
         });
-        r.cont_ids.insert(Box::from(&b"0"[..]), 0);
+        r.cont_ids.insert(&b"0"[..], 0);
         r
     }
 
@@ -505,12 +569,11 @@ impl<'a> Reader<'a> {
         self.types.push(Type {
             name: lossy(name),
             nature,
-            values: FxMap::default(),
+            values: SymMap::default(),
         });
-        self.type_ids.insert(Box::from(name), idx);
+        self.type_ids.insert(name, idx);
         if def.has(Role::Alias) {
-            self.type_aliases
-                .insert(Box::from(f[def.at(Role::Alias)]), idx);
+            self.type_aliases.insert(f[def.at(Role::Alias)], idx);
         }
         Ok(())
     }
@@ -527,7 +590,7 @@ impl<'a> Reader<'a> {
         let k = self.value_names.len() as u32;
         self.value_names.push(lossy(v));
         self.value_region.push(None);
-        self.raw_values.insert(Box::from(v), k);
+        self.raw_values.insert(v, k);
         k
     }
 
@@ -663,9 +726,9 @@ impl<'a> Reader<'a> {
                 self.value_names.push(lossy(name));
                 self.value_region.push(None);
                 let values = &mut self.types[t as usize].values;
-                values.insert(Box::from(name), k);
+                values.insert(name, k);
                 if def.has(Role::Alias) {
-                    values.insert(Box::from(f[def.at(Role::Alias)]), k);
+                    values.insert(f[def.at(Role::Alias)], k);
                 }
                 Ok(())
             }
@@ -688,10 +751,9 @@ impl<'a> Reader<'a> {
                     destroyed: false,
                     locs: Vec::new(),
                 });
-                self.cont_ids.insert(Box::from(name), idx);
+                self.cont_ids.insert(name, idx);
                 if def.has(Role::Alias) {
-                    self.cont_aliases
-                        .insert(Box::from(f[def.at(Role::Alias)]), idx);
+                    self.cont_aliases.insert(f[def.at(Role::Alias)], idx);
                 }
                 self.counts.containers += 1;
                 Ok(())
