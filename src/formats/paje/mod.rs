@@ -23,6 +23,7 @@
 pub mod header;
 pub mod lex;
 pub mod mpi;
+pub mod scan;
 
 use crate::error::{Error, Place, Result, Warning};
 use crate::model::*;
@@ -189,6 +190,22 @@ struct Container {
     destroyed: bool,
     /// (state type or u32::MAX for "messages only", location)
     locs: Vec<(u32, u32)>,
+    /// (event, variable or link type, time of its last event): the time-order check.
+    last: Vec<(u32, u64)>,
+    /// (variable type, start time of its current piece).
+    pieces: Vec<(u32, u64)>,
+}
+
+/// Set the value of `key` in a short association list; the old value, if any.
+#[inline]
+fn replace(list: &mut Vec<(u32, u64)>, key: u32, v: u64) -> Option<u64> {
+    match list.iter_mut().find(|x| x.0 == key) {
+        Some(x) => Some(std::mem::replace(&mut x.1, v)),
+        None => {
+            list.push((key, v));
+            None
+        }
+    }
 }
 
 /// One location being filled.
@@ -234,8 +251,8 @@ struct Reader<'a> {
     path: &'a Path,
     digits: u32,
     inexact: bool,
-    defs: Vec<Option<EventDef>>,
-    big_defs: FxMap<u64, EventDef>,
+    /// Definitions in file order (the scanner's definition numbers).
+    defs: Vec<EventDef>,
     types: Vec<Type>,
     type_ids: SymMap,
     /// Types by alias, looked up before names.
@@ -256,10 +273,6 @@ struct Reader<'a> {
     region_mpi: Vec<bool>,
     locs: Vec<Loc>,
     pending: FxMap<(u32, u32, LinkKey), Half>,
-    /// Last time per (container, type) for events, variables and links.
-    last_other: FxMap<(u32, u32), u64>,
-    /// Per (container, variable type): start time of the current piece.
-    var_piece: FxMap<(u32, u32), u64>,
     counts: PajeCounts,
     pairs: u32,
     messages: u64,
@@ -314,7 +327,6 @@ impl<'a> Reader<'a> {
             digits,
             inexact: false,
             defs: Vec::new(),
-            big_defs: FxMap::default(),
             types: Vec::new(),
             type_ids: SymMap::default(),
             type_aliases: SymMap::default(),
@@ -331,8 +343,6 @@ impl<'a> Reader<'a> {
             region_mpi: Vec::new(),
             locs: Vec::new(),
             pending: FxMap::default(),
-            last_other: FxMap::default(),
-            var_piece: FxMap::default(),
             counts: PajeCounts {
                 containers: 1,
                 ..Default::default()
@@ -358,6 +368,8 @@ impl<'a> Reader<'a> {
             parent: None,
             destroyed: false,
             locs: Vec::new(),
+            last: Vec::new(),
+            pieces: Vec::new(),
         });
         r.cont_ids.insert(&b"0"[..], 0);
         r
@@ -367,164 +379,70 @@ impl<'a> Reader<'a> {
         Error::format(self.path, Place::Line(line), what)
     }
 
+    /// Scan on a second thread (scan.rs), simulate here, batch by batch.
     fn run(mut self, data: &[u8]) -> Result<Reader<'a>> {
-        let mut fields: Vec<&[u8]> = Vec::with_capacity(16);
-        let mut pending_def: Option<header::Pending> = None;
-        let mut pos = 0usize;
-        let mut line_no = 0u64;
-        while pos < data.len() {
-            line_no += 1;
-            let end = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |k| pos + k);
-            let line = &data[pos..end];
-            pos = end + 1;
-            // leading whitespace
-            let mut s = 0;
-            while s < line.len() && lex::is_space(line[s]) {
-                s += 1;
-            }
-            let line = &line[s..];
-            let Some(&c0) = line.first() else { continue };
-            if c0 == b'#' {
-                if self.creator.is_empty() {
-                    if let Some(rest) = line.strip_prefix(b"#This file was generated using ") {
-                        self.creator = lossy(rest).trim().to_string();
+        let path: &Path = self.path;
+        let digits = self.digits;
+        let (tx, rx) = std::sync::mpsc::sync_channel::<scan::Batch>(2);
+        // emptied batches go back to the scanner, so their buffers are allocated once
+        let (back_tx, back_rx) = std::sync::mpsc::sync_channel::<scan::Batch>(4);
+        let (result, inexact) = std::thread::scope(|s| {
+            let scanner = s.spawn(move || {
+                let mut sc = scan::Scanner::new(path, data, digits);
+                loop {
+                    let empty = back_rx.try_recv().unwrap_or_default();
+                    let Some(b) = sc.next_batch(empty) else { break };
+                    if tx.send(b).is_err() {
+                        break; // the simulation stopped at an error
                     }
                 }
-                continue;
+                sc.inexact
+            });
+            let mut result = Ok(());
+            for mut b in rx.iter() {
+                if let Err(e) = self.consume(&mut b) {
+                    result = Err(e);
+                    break;
+                }
+                let _ = back_tx.try_send(b);
             }
-            if c0 == b'%' {
-                fields.clear();
-                lex::split(&line[1..], &mut fields)
-                    .map_err(|_| self.err(line_no, "unterminated double quote"))?;
-                pending_def = self.header_line(&fields, pending_def, line_no)?;
-                continue;
-            }
-            if pending_def.is_some() {
-                return Err(self.err(
-                    line_no,
-                    "a data line inside an %EventDef block (expected '% <field> <type>' or %EndEventDef)",
-                ));
-            }
-            fields.clear();
-            lex::split(line, &mut fields).map_err(|col| {
-                self.err(
-                    line_no,
-                    format!("unterminated double quote at column {}", col + s + 1),
-                )
-            })?;
-            let Some((&id, rest)) = fields.split_first() else {
-                continue; // a line holding only a comment
-            };
-            let Some(id) = lex::uint(id) else {
-                return Err(self.err(
-                    line_no,
-                    format!(
-                        "expected an event id (a number declared by %EventDef), found '{}'",
-                        lossy(id)
-                    ),
-                ));
-            };
-            let def = match self.defs.get(id as usize) {
-                Some(Some(d)) => d.clone(),
-                _ => match self.big_defs.get(&id) {
-                    Some(d) => d.clone(),
-                    None => {
-                        return Err(self.err(
-                            line_no,
-                            format!(
-                                "event id {id} is not declared by any %EventDef before this line"
-                            ),
-                        ))
-                    }
-                },
-            };
-            if rest.len() != def.nfields {
-                return Err(self.err(
-                    line_no,
-                    format!(
-                        "{:?} (id {id}, defined at line {}) has {} field(s), this line has {}",
-                        def.kind,
-                        def.line,
-                        def.nfields,
-                        rest.len()
-                    ),
-                ));
-            }
-            self.event(&def, rest, line_no)?;
-        }
-        if let Some(p) = pending_def {
-            return Err(self.err(line_no, format!("file ends inside %EventDef {p:?}")));
-        }
+            drop(rx);
+            (result, scanner.join())
+        });
+        result?;
+        self.inexact = inexact.map_err(|_| {
+            Error::format(
+                self.path,
+                Place::File,
+                "internal error: the Paje scanner failed",
+            )
+        })?;
         Ok(self)
     }
 
-    fn header_line(
-        &mut self,
-        words: &[&[u8]],
-        pending: Option<header::Pending>,
-        line: u64,
-    ) -> Result<Option<header::Pending>> {
-        let Some((&first, rest)) = words.split_first() else {
-            return match pending {
-                Some(_) => Err(self.err(line, "an empty '%' line inside %EventDef")),
-                None => Ok(None),
-            };
-        };
-        match (first, pending) {
-            (b"EventDef", None) => header::begin(rest, line)
-                .map(Some)
-                .map_err(|e| self.err(line, e)),
-            (b"EndEventDef", Some(p)) => {
-                let (id, def) = p.end().map_err(|e| self.err(line, e))?;
-                if id < 4096 {
-                    if self.defs.len() <= id as usize {
-                        self.defs.resize(id as usize + 1, None);
+    fn consume(&mut self, b: &mut scan::Batch) -> Result<()> {
+        let fields = &b.fields;
+        for item in b.items.drain(..) {
+            match item {
+                scan::Item::Def(d) => self.defs.push(*d),
+                scan::Item::Creator(c) => self.creator = c,
+                scan::Item::Err(e) => return Err(*e),
+                scan::Item::Data {
+                    line,
+                    def,
+                    time,
+                    first,
+                } => {
+                    let d = self.defs[def as usize].clone();
+                    let f = &fields[first as usize..first as usize + d.nfields];
+                    if time > self.end_time {
+                        self.end_time = time;
                     }
-                    self.defs[id as usize] = Some(def);
-                } else {
-                    self.big_defs.insert(id, def);
+                    self.event(&d, f, time, line)?;
                 }
-                Ok(None)
             }
-            (b"EventDef", Some(_)) => Err(self.err(
-                line,
-                "%EventDef inside another %EventDef (expected %EndEventDef first)",
-            )),
-            (b"EndEventDef", None) => Err(self.err(line, "%EndEventDef without %EventDef")),
-            (_, Some(mut p)) => {
-                p.field(words).map_err(|e| self.err(line, e))?;
-                Ok(Some(p))
-            }
-            (_, None) => Err(self.err(
-                line,
-                format!(
-                    "expected %EventDef or %EndEventDef, found '%{}'",
-                    lossy(first)
-                ),
-            )),
         }
-    }
-
-    fn date(&mut self, def: &EventDef, f: &[&[u8]], line: u64) -> Result<u64> {
-        let s = f[def.at(Role::Time)];
-        let t = lex::date(s, self.digits, &mut self.inexact).map_err(|e| {
-            self.err(
-                line,
-                format!(
-                    "expected a date in seconds, found '{}' ({})",
-                    lossy(s),
-                    match e {
-                        lex::DateError::Syntax => "not a number",
-                        lex::DateError::Negative => "negative",
-                        lex::DateError::Overflow => "too large",
-                    }
-                ),
-            )
-        })?;
-        if t > self.end_time {
-            self.end_time = t;
-        }
-        Ok(t)
+        Ok(())
     }
 
     fn type_of(&self, s: &[u8], nature: Nature, what: &str, line: u64) -> Result<u32> {
@@ -702,7 +620,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn event(&mut self, def: &EventDef, f: &[&[u8]], line: u64) -> Result<()> {
+    fn event(&mut self, def: &EventDef, f: &[&[u8]], t: u64, line: u64) -> Result<()> {
         match def.kind {
             Kind::DefineContainerType => self.define_type(def, f, Nature::Container, line),
             Kind::DefineStateType => self.define_type(def, f, Nature::State, line),
@@ -735,8 +653,6 @@ impl<'a> Reader<'a> {
                 Ok(())
             }
             Kind::CreateContainer => {
-                let t = self.date(def, f, line)?;
-                let _ = t;
                 let ty = self.type_of(
                     f[def.at(Role::Type)],
                     Nature::Container,
@@ -752,6 +668,8 @@ impl<'a> Reader<'a> {
                     parent: Some(parent),
                     destroyed: false,
                     locs: Vec::new(),
+                    last: Vec::new(),
+                    pieces: Vec::new(),
                 });
                 self.cont_ids.insert(name, idx);
                 if def.has(Role::Alias) {
@@ -761,7 +679,6 @@ impl<'a> Reader<'a> {
                 Ok(())
             }
             Kind::DestroyContainer => {
-                let t = self.date(def, f, line)?;
                 self.type_of(
                     f[def.at(Role::Type)],
                     Nature::Container,
@@ -783,17 +700,15 @@ impl<'a> Reader<'a> {
                 Ok(())
             }
             Kind::NewEvent => {
-                let t = self.date(def, f, line)?;
                 let ty =
                     self.type_of(f[def.at(Role::Type)], Nature::Event, "PajeNewEvent", line)?;
                 let c = self.container(f[def.at(Role::Container)], line)?;
-                let last = self.last_other.insert((c, ty), t).unwrap_or(0);
+                let last = replace(&mut self.containers[c as usize].last, ty, t).unwrap_or(0);
                 self.check_order(last, t, "an event", c, line);
                 self.counts.events += 1;
                 Ok(())
             }
             Kind::SetState | Kind::PushState | Kind::PopState | Kind::ResetState => {
-                let t = self.date(def, f, line)?;
                 let ty =
                     self.type_of(f[def.at(Role::Type)], Nature::State, "a state event", line)?;
                 let c = self.container(f[def.at(Role::Container)], line)?;
@@ -836,7 +751,6 @@ impl<'a> Reader<'a> {
                 Ok(())
             }
             Kind::SetVariable | Kind::AddVariable | Kind::SubVariable => {
-                let t = self.date(def, f, line)?;
                 let ty = self.type_of(
                     f[def.at(Role::Type)],
                     Nature::Variable,
@@ -844,10 +758,10 @@ impl<'a> Reader<'a> {
                     line,
                 )?;
                 let c = self.container(f[def.at(Role::Container)], line)?;
-                let last = self.last_other.insert((c, ty), t).unwrap_or(0);
+                let last = replace(&mut self.containers[c as usize].last, ty, t).unwrap_or(0);
                 self.check_order(last, t, "a variable change", c, line);
                 // a change at the start time of the current piece modifies it (formats.md §C.4)
-                match self.var_piece.insert((c, ty), t) {
+                match replace(&mut self.containers[c as usize].pieces, ty, t) {
                     Some(start) if start == t => {}
                     Some(_) => self.counts.variables += 1,
                     None => {
@@ -865,7 +779,7 @@ impl<'a> Reader<'a> {
                 }
                 Ok(())
             }
-            Kind::StartLink | Kind::EndLink => self.link(def, f, line),
+            Kind::StartLink | Kind::EndLink => self.link(def, f, t, line),
             Kind::TraceFile => Err(self.err(
                 line,
                 "PajeTraceFile (including another trace file) is not supported",
@@ -873,9 +787,8 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn link(&mut self, def: &EventDef, f: &[&[u8]], line: u64) -> Result<()> {
+    fn link(&mut self, def: &EventDef, f: &[&[u8]], t: u64, line: u64) -> Result<()> {
         let start = def.kind == Kind::StartLink;
-        let t = self.date(def, f, line)?;
         let ty = self.type_of(f[def.at(Role::Type)], Nature::Link, "a link event", line)?;
         let c = self.container(f[def.at(Role::Container)], line)?;
         let end_role = if start {
@@ -884,7 +797,7 @@ impl<'a> Reader<'a> {
             Role::EndContainer
         };
         let e = self.container(f[def.at(end_role)], line)?;
-        let last = self.last_other.insert((c, ty), t).unwrap_or(0);
+        let last = replace(&mut self.containers[c as usize].last, ty, t).unwrap_or(0);
         self.check_order(last, t, "a link end", c, line);
         let key = LinkKey::of(f[def.at(Role::Key)]);
         let other = self.pending.remove(&(c, ty, key.clone()));
