@@ -1,8 +1,9 @@
 //! Pure-Rust Paje reader (formats.md §C): SimGrid/SMPI, PajeNG/poti and StarPU traces.
 //!
-//! One pass over the memory-mapped file simulates the trace as PajeNG does (containers,
-//! state stacks, links by key, variable pieces, events), counts entities as `pj_dump` counts
-//! them (formats.md §D) and fills the common model:
+//! `scan.rs` splits the memory-mapped file into fields on a second thread; this module then
+//! simulates the trace as PajeNG does (containers, state stacks, links by key, variable
+//! pieces, events), counts entities as `pj_dump` counts them (formats.md §D) and fills the
+//! common model (docs/paje.md):
 //!
 //! * every container that carries states (or message ends) is a location (one per
 //!   (container, state type) when a container has several state types); containers form
