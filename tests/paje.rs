@@ -519,3 +519,39 @@ fn content_decides_the_format() {
     );
     assert!(e.contains("Paje"), "{e}");
 }
+
+/// Every prefix of a real trace, and every single-byte corruption of its body, is read or
+/// refused with an error: never a panic.
+#[test]
+fn truncated_or_corrupted_traces_never_panic() {
+    let src = std::fs::read(smpi_dir().join("nonblocking/trace-sizes.paje")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.paje");
+    let mut ok = 0;
+    let mut refused = 0;
+    let mut check = |bytes: &[u8]| {
+        std::fs::write(&p, bytes).unwrap();
+        match std::panic::catch_unwind(|| perfexpert::open(&p)) {
+            Ok(Ok(_)) => ok += 1,
+            Ok(Err(e)) => {
+                let m = e.to_string();
+                assert!(m.contains("t.paje"), "{m}");
+                assert!(!m.contains('\n'), "{m}");
+                refused += 1;
+            }
+            Err(_) => panic!("panic on {} bytes", bytes.len()),
+        }
+    };
+    for n in (0..src.len()).step_by(7) {
+        check(&src[..n]);
+    }
+    let body = src.iter().position(|&b| b == b'6').unwrap();
+    for i in (body..src.len()).step_by(9) {
+        for b in [b' ', b'"', b'x', b'\n', b'9', b'-'] {
+            let mut c = src.clone();
+            c[i] = b;
+            check(&c);
+        }
+    }
+    assert!(ok > 0 && refused > 0, "{ok} read, {refused} refused");
+}

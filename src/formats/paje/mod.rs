@@ -182,6 +182,8 @@ struct Type {
     nature: Nature,
     /// Entity values of this type: alias or name → index into `Reader::value_names`.
     values: SymMap,
+    /// PajeDefineEntityValue records of this type.
+    declared: u64,
 }
 
 struct Container {
@@ -361,6 +363,7 @@ impl<'a> Reader<'a> {
             name: "0".into(),
             nature: Nature::Container,
             values: SymMap::default(),
+            declared: 0,
         });
         r.type_ids.insert(&b"0"[..], 0);
         r.containers.push(Container {
@@ -489,6 +492,7 @@ impl<'a> Reader<'a> {
             name: lossy(name),
             nature,
             values: SymMap::default(),
+            declared: 0,
         });
         self.type_ids.insert(name, idx);
         if def.has(Role::Alias) {
@@ -646,6 +650,7 @@ impl<'a> Reader<'a> {
                 let k = self.value_names.len() as u32;
                 self.value_names.push(lossy(name));
                 self.value_region.push(None);
+                self.types[t as usize].declared += 1;
                 let values = &mut self.types[t as usize].values;
                 values.insert(name, k);
                 if def.has(Role::Alias) {
@@ -1000,13 +1005,22 @@ impl<'a> Reader<'a> {
                 *c = comm_of_region[*c as usize];
             }
         }
+        // definitions per kind (for `info`)
         let mut record_counts = std::collections::BTreeMap::new();
-        record_counts.insert("Container".to_string(), self.counts.containers);
-        record_counts.insert(
-            "StateType/EventType/...".to_string(),
-            self.types.len() as u64 - 1,
-        );
-        record_counts.insert("EntityValue".to_string(), self.value_names.len() as u64);
+        for t in self.types.iter().skip(1) {
+            let k = match t.nature {
+                Nature::Container => "PajeDefineContainerType",
+                Nature::State => "PajeDefineStateType",
+                Nature::Event => "PajeDefineEventType",
+                Nature::Variable => "PajeDefineVariableType",
+                Nature::Link => "PajeDefineLinkType",
+            };
+            *record_counts.entry(k.to_string()).or_insert(0) += 1;
+        }
+        let declared_values = self.types.iter().map(|t| t.declared).sum::<u64>();
+        if declared_values > 0 {
+            record_counts.insert("PajeDefineEntityValue".to_string(), declared_values);
+        }
         Trace {
             path: self.path.to_path_buf(),
             origin: Origin {
