@@ -517,12 +517,14 @@ impl<'a> Reader<'a> {
         k
     }
 
-    fn region_of_value(&mut self, k: u32) -> RegionIdx {
+    /// The region of state value `k` of state type `ty`.
+    fn region_of_value(&mut self, k: u32, ty: u32) -> RegionIdx {
         if let Some(r) = self.value_region[k as usize] {
             return r;
         }
         let raw = &self.value_names[k as usize];
-        let (name, paradigm, role) = mpi::classify(raw);
+        let smpi = self.types[ty as usize].name == "MPI_STATE";
+        let (name, paradigm, role) = mpi::classify(raw, smpi);
         let r = match self.region_ids.get(&name) {
             Some(&r) => r,
             None => {
@@ -730,7 +732,7 @@ impl<'a> Reader<'a> {
                             }
                         }
                         let v = self.value(ty, f[def.at(Role::Value)]);
-                        let r = self.region_of_value(v);
+                        let r = self.region_of_value(v, ty);
                         let loc = &mut self.locs[l as usize];
                         loc.stack.push(r);
                         loc.events.push_region(t, EventKind::Enter, r);

@@ -3,8 +3,10 @@
 use crate::model::{Paradigm, RegionRole};
 
 /// The canonical MPI name of a Paje state value, if it is an MPI call: `PMPI_Send` →
-/// `MPI_Send`, `send` → `MPI_Send`, `action_allReduce` → `MPI_Allreduce`, `MPI_Recv` as is.
-pub fn canonical(value: &str) -> Option<String> {
+/// `MPI_Send`, `action_allReduce` → `MPI_Allreduce`, `MPI_Recv` as is, and with `smpi` (a
+/// state of SimGrid's SMPI state type `MPI_STATE`) the bare names of older SimGrid releases,
+/// `send` → `MPI_Send`. Bare names of other traces (SimGrid actors also `send`) stay as they are.
+pub fn canonical(value: &str, smpi: bool) -> Option<String> {
     if value.starts_with("MPI_") {
         return Some(value.to_string());
     }
@@ -17,10 +19,14 @@ pub fn canonical(value: &str) -> Option<String> {
         _ => {}
     }
     let lower = value.to_ascii_lowercase();
-    let bare = lower
+    let bare = match lower
         .strip_prefix("action_")
         .or_else(|| lower.strip_prefix("smpi_"))
-        .unwrap_or(&lower);
+    {
+        Some(b) => b,
+        None if smpi => &lower,
+        None => return None,
+    };
     const TABLE: [(&str, &str); 21] = [
         ("send", "Send"),
         ("recv", "Recv"),
@@ -162,8 +168,8 @@ pub fn rooted(op: u8) -> bool {
 }
 
 /// Paradigm and role of a state value (§2.1.2): MPI if it maps to an MPI name.
-pub fn classify(value: &str) -> (String, Paradigm, RegionRole) {
-    match canonical(value) {
+pub fn classify(value: &str, smpi: bool) -> (String, Paradigm, RegionRole) {
+    match canonical(value, smpi) {
         Some(c) => {
             let r = role(&c);
             (c, Paradigm::MPI, r)
