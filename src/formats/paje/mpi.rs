@@ -184,19 +184,18 @@ mod tests {
 
     #[test]
     fn smpi_names_map_to_mpi() {
-        assert_eq!(canonical("PMPI_Recv").as_deref(), Some("MPI_Recv"));
-        assert_eq!(
-            canonical("action_allReduce").as_deref(),
-            Some("MPI_Allreduce")
-        );
-        assert_eq!(canonical("allReduce").as_deref(), Some("MPI_Allreduce"));
-        assert_eq!(canonical("action_Irecv").as_deref(), Some("MPI_Irecv"));
-        assert_eq!(
-            canonical("smpi_replay_run_init").as_deref(),
-            Some("MPI_Init")
-        );
-        assert_eq!(canonical("computing"), None);
-        assert_eq!(canonical("Initializing"), None);
+        let c = |v: &str| canonical(v, true);
+        assert_eq!(c("PMPI_Recv").as_deref(), Some("MPI_Recv"));
+        assert_eq!(c("action_allReduce").as_deref(), Some("MPI_Allreduce"));
+        assert_eq!(c("allReduce").as_deref(), Some("MPI_Allreduce"));
+        assert_eq!(c("action_Irecv").as_deref(), Some("MPI_Irecv"));
+        assert_eq!(c("smpi_replay_run_init").as_deref(), Some("MPI_Init"));
+        assert_eq!(c("computing"), None);
+        assert_eq!(c("Initializing"), None);
+        // SimGrid actor states (not SMPI) keep their names
+        assert_eq!(canonical("send", false), None);
+        assert_eq!(canonical("PMPI_Send", false).as_deref(), Some("MPI_Send"));
+        assert_eq!(canonical("action_send", false).as_deref(), Some("MPI_Send"));
         assert_eq!(role("MPI_Bcast"), RegionRole::COLL_ONE2ALL);
         assert_eq!(role("MPI_Iallreduce"), RegionRole::COLL_ALL2ALL);
         assert_eq!(role("MPI_Isend"), RegionRole::POINT2POINT);
