@@ -455,7 +455,7 @@ fn bad_input_is_one_line_naming_file_and_line() {
         (
             "field_count.paje",
             format!("{HEADER}{body}13 0 2\n"),
-            ":33: PopState (id 13, defined at line 25) has 3 field(s), this line has 2",
+            ":33: PajePopState (id 13, defined at line 25) has 3 field(s), this line has 2",
         ),
         (
             "quote.paje",
@@ -485,12 +485,12 @@ fn bad_input_is_one_line_naming_file_and_line() {
         (
             "truncated_header.paje",
             "%EventDef PajePopState 13\n% Time date\n".to_string(),
-            ":2: file ends inside %EventDef",
+            ":2: the file ends inside the %EventDef of line 1 (expected %EndEventDef)",
         ),
         (
             "missing_field.paje",
             "%EventDef PajePopState 13\n% Time date\n% Type string\n%EndEventDef\n".to_string(),
-            ":4: the definition of PopState (id 13) lacks the mandatory field Container",
+            ":4: the definition of PajePopState (id 13) lacks the mandatory field Container",
         ),
     ];
     for (name, text, want) in cases {

@@ -24,6 +24,13 @@ pub enum Kind {
     TraceFile,
 }
 
+impl std::fmt::Display for Kind {
+    /// The event's name as `%EventDef` writes it (`PajePushState`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Paje{self:?}")
+    }
+}
+
 impl Kind {
     fn of(name: &[u8]) -> Option<Kind> {
         Some(match name {
@@ -185,6 +192,11 @@ pub fn begin(words: &[&[u8]], line: u64) -> Result<Pending, String> {
 }
 
 impl Pending {
+    /// Line of the `%EventDef`.
+    pub fn line(&self) -> u64 {
+        self.line
+    }
+
     /// A `% <FieldName> <type>` line.
     pub fn field(&mut self, words: &[&[u8]]) -> Result<(), String> {
         let [name, ty] = words else {
@@ -227,7 +239,7 @@ impl Pending {
         for r in self.kind.mandatory() {
             if pos[*r as usize] == NO_FIELD {
                 return Err(format!(
-                    "the definition of {:?} (id {}) lacks the mandatory field {:?}",
+                    "the definition of {} (id {}) lacks the mandatory field {:?}",
                     self.kind, self.id, r
                 ));
             }

@@ -777,7 +777,7 @@ impl<'a> Reader<'a> {
                             return Err(self.err(
                                 line,
                                 format!(
-                                    "{:?} on container '{}' before any PajeSetVariable of that variable",
+                                    "{} on container '{}' before any PajeSetVariable of that variable",
                                     def.kind, self.containers[c as usize].name
                                 ),
                             ));

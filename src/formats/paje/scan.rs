@@ -118,9 +118,10 @@ impl<'a> Scanner<'a> {
         }
         if self.pos >= self.data.len() {
             if let Some(p) = self.pending.take() {
-                b.items.push(Item::Err(Box::new(
-                    self.err(format!("file ends inside %EventDef {p:?}")),
-                )));
+                b.items.push(Item::Err(Box::new(self.err(format!(
+                    "the file ends inside the %EventDef of line {} (expected %EndEventDef)",
+                    p.line()
+                )))));
                 self.failed = true;
             }
         }
@@ -202,7 +203,7 @@ impl<'a> Scanner<'a> {
         let n = b.fields.len() - first - 1;
         if n != nfields {
             return Err(self.err(format!(
-                "{kind:?} (id {id}, defined at line {def_line}) has {nfields} field(s), this line has {n}"
+                "{kind} (id {id}, defined at line {def_line}) has {nfields} field(s), this line has {n}"
             )));
         }
         let time = if time_at == header::NO_FIELD {
