@@ -219,6 +219,17 @@ struct Loc {
     stack: Vec<RegionIdx>,
     /// Time of the last state change (time-order check per (container, type)).
     last: u64,
+    /// States entered so far: identifies the current state instance.
+    enters: u32,
+    /// The last StartLink sent from here: (state instance, time, key without its counter,
+    /// counter), to spot SimGrid's duplicated links (see `link`).
+    last_start: Option<(u32, u64, LinkKey, u64)>,
+}
+
+/// A SimGrid SMPI key `<src>_<dst>_<tag>_<n>`: (`<src>_<dst>_<tag>`, n).
+fn split_key(k: &[u8]) -> Option<(&[u8], u64)> {
+    let cut = k.iter().rposition(|&b| b == b'_')?;
+    Some((&k[..cut], lex::uint(&k[cut + 1..])?))
 }
 
 /// A link key: short ones inline (no allocation per link), long ones boxed.
@@ -248,6 +259,8 @@ struct Half {
     bytes: u64,
     /// The message event it produced: (location, message index).
     msg: Option<(u32, u32)>,
+    /// A StartLink SimGrid wrote twice for one message: neither half is a message.
+    duplicate: bool,
 }
 
 struct Reader<'a> {
@@ -585,6 +598,8 @@ impl<'a> Reader<'a> {
             events: Events::default(),
             stack: Vec::new(),
             last: 0,
+            enters: 0,
+            last_start: None,
         });
         l
     }
@@ -736,6 +751,7 @@ impl<'a> Reader<'a> {
                         let loc = &mut self.locs[l as usize];
                         loc.stack.push(r);
                         loc.events.push_region(t, EventKind::Enter, r);
+                        loc.enters = loc.enters.wrapping_add(1);
                         self.counts.states += 1;
                     }
                     Kind::PopState => {
@@ -836,9 +852,25 @@ impl<'a> Reader<'a> {
         };
         // a message end only inside an MPI point-to-point or wait state
         let mut msg = None;
+        let mut duplicate = false;
         if let Some(&(_, l)) = self.containers[e as usize].locs.first() {
             if let Some(&r) = self.locs[l as usize].stack.last() {
-                if self.region_p2p[r as usize] {
+                if start {
+                    // SimGrid with `tracing/smpi/internals` writes every user MPI_Isend as two
+                    // links with consecutive keys, same time, same state instance (testdata/
+                    // smpi/README.md): the second is no message of its own
+                    let loc = &mut self.locs[l as usize];
+                    if let Some((prefix, n)) = split_key(f[def.at(Role::Key)]) {
+                        let prefix = LinkKey::of(prefix);
+                        duplicate = matches!(&loc.last_start,
+                            Some((inst, tp, pp, np))
+                                if *inst == loc.enters && *tp == t && *pp == prefix && n == np + 1);
+                        loc.last_start = Some((loc.enters, t, prefix, n));
+                    }
+                } else {
+                    duplicate = other.as_ref().is_some_and(|h| h.duplicate);
+                }
+                if self.region_p2p[r as usize] && !duplicate {
                     let kind = match (start, self.regions[r as usize].name.starts_with("MPI_I")) {
                         (true, true) => EventKind::MpiIsend,
                         (true, false) => EventKind::MpiSend,
@@ -878,8 +910,15 @@ impl<'a> Reader<'a> {
                 }
             }
             None => {
-                self.pending
-                    .insert((c, ty, key), Half { start, bytes, msg });
+                self.pending.insert(
+                    (c, ty, key),
+                    Half {
+                        start,
+                        bytes,
+                        msg,
+                        duplicate,
+                    },
+                );
             }
         }
         Ok(())
