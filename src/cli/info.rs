@@ -178,9 +178,13 @@ impl Info {
         writeln!(out, "trace       {}", self.path)?;
         writeln!(
             out,
-            "format      {} {}{}",
+            "format      {}{}{}",
             self.format,
-            self.format_version,
+            if self.format_version.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", self.format_version)
+            },
             if self.creator.is_empty() {
                 String::new()
             } else {
