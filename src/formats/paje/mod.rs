@@ -320,7 +320,11 @@ pub fn read(path: &Path) -> Result<Trace> {
     // SAFETY: the map is read-only; a file changed underneath us would give wrong data,
     // never undefined behaviour beyond what reading a racing file gives (as in the OTF2 reader).
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, "cannot map", e))?;
-    let data: &[u8] = &map;
+    parse(path, &map)
+}
+
+/// Read the Paje trace in `data` (the content of `path`, which errors name).
+pub fn parse(path: &Path, data: &[u8]) -> Result<Trace> {
     let first = Reader::new(path, 9).run(data)?;
     if !first.inexact {
         return Ok(first.finish());
