@@ -385,3 +385,59 @@ fn wait_matrix_rows_agree_with_scalasca_where_one_pattern_waits() {
         }
     }
 }
+
+/// A corrupt trace whose messages form a cycle (each rank receives before it sends, from the
+/// other, all at the same tick so that no source is later than its target): no order
+/// satisfies both dependencies; one is dropped and counted, never a hang. (Sources later than
+/// their target, the usual form of such a trace, are no dependency at all.)
+#[test]
+fn a_dependency_cycle_is_broken_and_counted() {
+    let rank = |peer: u32| {
+        vec![
+            vec![en(0.0, "main")],
+            recv(1.0, 1.0, 1.0, peer, 8),
+            send(1.0, 1.0, peer, 8),
+            vec![lv(2.0, "main")],
+        ]
+    };
+    let (_d, trace) = build(vec![rank(1), rank(0)]);
+    let replay = Replay::new(&trace);
+    let cp = critical_path(&trace, &replay, &[]).unwrap();
+    assert_eq!(cp.broken_dependencies, 1);
+    assert!(cp.length_s <= cp.duration_s + TOL);
+}
+
+/// The overhead classes split exactly what the metric tree calls overhead: per call path,
+/// data movement + synchronisation + control + unidentified = MPI time + measurement
+/// overhead, and Late Sender time counts as synchronisation, not data movement.
+#[test]
+fn overhead_classes_partition_the_overhead() {
+    let Some(shared) = common::shared() else {
+        return;
+    };
+    let trace = perfexpert::open(&shared.join("traces/scorep/ls")).unwrap();
+    let replay = Replay::new(&trace);
+    let rules = perfexpert::rules::RuleSet::load(&[]).unwrap();
+    let a = perfexpert::analysis::analyse(&trace, &replay, rules);
+    let o = perfexpert::analysis::overheads::overheads(&a);
+    let sum = |id: &str, c: u32| -> f64 {
+        a.rules
+            .index_of(id)
+            .map_or(0.0, |k| (0..a.nloc as u32).map(|l| a.value(k, c, l)).sum())
+    };
+    assert!(!o.callpaths.is_empty());
+    for c in &o.callpaths {
+        let parts =
+            c.data_movement_s + c.synchronisation_s + c.control_of_parallelism_s + c.unidentified_s;
+        let want = sum("mpi", c.callpath) + sum("overhead", c.callpath);
+        assert!((parts - want).abs() < 1e-9, "{c:?}: {parts} vs {want}");
+        let ls = sum("mpi_latesender", c.callpath);
+        assert!(c.synchronisation_s + 1e-12 >= ls, "{c:?}");
+    }
+    // ls: 0.900 s of Late Sender and 0.600 s of Wait at Finalize are synchronisation
+    assert!(
+        (o.total.synchronisation_s - 1.500).abs() < 1e-3,
+        "{:?}",
+        o.total
+    );
+}
