@@ -441,3 +441,66 @@ fn overhead_classes_partition_the_overhead() {
         o.total
     );
 }
+
+/// Planted phases: 1 s of computation on 4 ranks, then 0.5 s of late-sender exchanges
+/// (ranks 0 → 1 and 2 → 3, five rounds of 0.1 s in which the sender computes 0.09 s), then
+/// 1 s of computation. With 100 bins of 25 ms the boundaries are found within one bin of
+/// 1 s and 1.5 s; the middle phase alone holds the Late Sender time (2 × 5 × 0.09 = 0.9 s;
+/// a boundary one bin off moves at most 2 × 25 ms of it into a neighbour).
+#[test]
+fn planted_phases_are_found_and_analysed_alone() {
+    let rank = |r: u32| {
+        let mut evs = vec![vec![en(0.0, "main")], work(0.0, 1.0)];
+        for k in 0..5 {
+            let t = 1.0 + 0.1 * k as f64;
+            if r % 2 == 0 {
+                evs.push(work(t, t + 0.09));
+                evs.push(send(t + 0.09, t + 0.095, r + 1, 64));
+            } else {
+                evs.push(recv(t, t + 0.095, t + 0.1, r - 1, 64));
+            }
+        }
+        evs.push(work(1.5, 2.5));
+        evs.push(vec![lv(2.5, "main")]);
+        evs
+    };
+    let (_d, trace) = build((0..4).map(rank).collect());
+    let ph = perfexpert::analysis::phases::detect(&trace);
+    assert_eq!(ph.len(), 3, "{ph:?}");
+    let s = |t: u64| t as f64 / 1e9;
+    assert!((s(ph[1].start) - 1.0).abs() <= 0.025 + TOL, "{ph:?}");
+    assert!((s(ph[2].start) - 1.5).abs() <= 0.025 + TOL, "{ph:?}");
+    assert_eq!(ph[0].start, 0);
+    assert_eq!(s(ph[2].end), 2.5);
+    let rules = || perfexpert::rules::RuleSet::load(&[]);
+    let entries = perfexpert::analysis::phases::summarise(&trace, &ph, &rules).unwrap();
+    for e in [&entries[0], &entries[2]] {
+        assert!(e.findings.iter().all(|f| f.2 <= 0.05 + TOL), "{e:?}");
+        assert_eq!(e.regions[0].0, "work");
+    }
+    let top = &entries[1].findings[0];
+    assert_eq!(top.0, "mpi_latesender");
+    assert_eq!(top.1, "main/MPI_Recv");
+    assert!((top.2 - 0.9).abs() <= 0.05 + TOL, "{top:?}");
+    // --phase 2 from the command line analyses that phase alone, --phase 4 is refused
+    let o = common::bin()
+        .args(["run", "--top", "1", "--phase", "2"])
+        .arg(&trace.path)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("MPI Late Sender"), "{out}");
+    assert!(out.contains("phase 2 of 3 only"), "{out}");
+    let o = common::bin()
+        .args(["run", "--phase", "4"])
+        .arg(&trace.path)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--phase 4:") && err.contains("has 3 phase(s)"),
+        "{err}"
+    );
+}

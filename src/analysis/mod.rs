@@ -7,6 +7,7 @@ pub mod critical_path;
 pub mod eval;
 pub mod matrices;
 pub mod overheads;
+pub mod phases;
 pub mod scores;
 
 use crate::model::{EventKind, Paradigm, Trace};

@@ -48,6 +48,9 @@ pub struct RunArgs {
     /// Also compute the critical path with this region's time set to zero (repeatable).
     #[arg(long, value_name = "REGION")]
     pub what_if: Vec<String>,
+    /// Analyse only phase K (1-based) of the automatically detected phases.
+    #[arg(long, value_name = "K")]
+    pub phase: Option<usize>,
     /// Write the wait-time and traffic matrices as CSV files into this directory.
     #[arg(long, value_name = "DIR")]
     pub matrices_csv: Option<PathBuf>,
@@ -102,6 +105,31 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     }
     progress.stage("reading the trace");
     let trace = crate::open(&args.trace)?;
+    // --phase K: the rest runs on that phase's slice of the trace
+    let mut phase_note = None;
+    let trace = match args.phase {
+        None => trace,
+        Some(k) => {
+            let all = crate::analysis::phases::detect(&trace);
+            let Some(p) = k.checked_sub(1).and_then(|i| all.get(i)) else {
+                return Err(Error::Usage(format!(
+                    "--phase {k}: {} has {} phase(s), numbered from 1",
+                    args.trace.display(),
+                    all.len()
+                )));
+            };
+            let t0 = trace.time_span().map_or(0, |s| s.0);
+            let res = trace.timer_resolution.max(1) as f64;
+            phase_note = Some(format!(
+                "phase {k} of {} only ({:.6} s to {:.6} s): messages and collectives crossing \
+                 its bounds are unmatched or incomplete",
+                all.len(),
+                (p.start - t0) as f64 / res,
+                (p.end - t0) as f64 / res
+            ));
+            crate::analysis::phases::slice(&trace, p, k == all.len())
+        }
+    };
     progress.stage("replaying");
     let replay = Replay::new(&trace);
     progress.stage("evaluating the rules");
@@ -130,6 +158,18 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
                     args.trace.display()
                 ))
             })?;
+    }
+    if structure && args.phase.is_none() {
+        progress.stage("phases");
+        let phases = crate::analysis::phases::detect(&trace);
+        report.phases = Some(crate::analysis::phases::summarise(
+            &trace,
+            &phases,
+            &|| RuleSet::load(&args.rules),
+        )?);
+    }
+    if let Some(note) = phase_note {
+        report.diagnostics.warnings.insert(0, note);
     }
     if let Some(dir) = &args.matrices_csv {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "cannot create directory", e))?;

@@ -95,6 +95,8 @@ pub struct Report {
     pub traffic_matrix: Option<crate::analysis::matrices::TrafficMatrix>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overheads: Option<crate::analysis::overheads::Overheads>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phases: Option<Vec<crate::analysis::phases::PhaseEntry>>,
 }
 
 impl Report {
@@ -234,6 +236,7 @@ impl Report {
             wait_matrix: None,
             traffic_matrix: None,
             overheads: None,
+            phases: None,
         }
     }
 
