@@ -127,6 +127,7 @@ fn the_html_page_is_self_contained() {
     }
     for section in [
         "Top findings",
+        "Phases",
         "Metric tree",
         "Critical path",
         "Wait-time matrix",

@@ -16,6 +16,7 @@ shot() { # section, height
         --screenshot="docs/img/$1.png" "file://$tmp/report.html?only=$1" 2>/dev/null
 }
 shot findings 640
+shot phases 300
 shot critical-path 720
 shot wait-matrix 900
 shot traffic-matrix 720

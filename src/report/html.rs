@@ -66,7 +66,7 @@ const STYLE: &str =
     "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}
 h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ccc}
 table{border-collapse:collapse}td,th{padding:3px 8px;text-align:left;border-bottom:1px solid #eee}
-td.n{text-align:right;font-variant-numeric:tabular-nums}tr.sel{background:#fde8e8}
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}tr.sel{background:#fde8e8}
 tr.f{cursor:pointer}.muted{color:#777}svg text{font:11px system-ui,sans-serif}
 ul.tree{list-style:none;padding-left:18px}ul.tree li{margin:1px 0}
 .chart{display:none}.chart.on{display:block}";
@@ -105,8 +105,9 @@ fn page(r: &Report, h: &mut String) -> std::fmt::Result {
         secs(r.trace.duration_s)
     )?;
     type Section = fn(&Report, &mut String) -> std::fmt::Result;
-    let sections: [(&str, Section); 6] = [
+    let sections: [(&str, Section); 7] = [
         ("findings", findings),
+        ("phases", phases),
         ("metric-tree", metric_tree),
         ("critical-path", critical_path),
         ("wait-matrix", wait_matrix),
@@ -119,6 +120,64 @@ fn page(r: &Report, h: &mut String) -> std::fmt::Result {
         write!(h, "</section>\n")?;
     }
     write!(h, "<script>{SCRIPT}</script>\n</body></html>\n")
+}
+
+fn phases(r: &Report, h: &mut String) -> std::fmt::Result {
+    let Some(ph) = &r.phases else {
+        return Ok(());
+    };
+    write!(h, "<h2>Phases</h2>\n")?;
+    let d = r.trace.duration_s;
+    let (w, lw) = (820.0, 0.0);
+    write!(h, "<svg width=\"{}\" height=\"40\" role=\"img\">", w + 20.0)?;
+    for p in ph {
+        let x0 = lw + if d > 0.0 { w * p.start_s / d } else { 0.0 };
+        let x1 = lw + if d > 0.0 { w * p.end_s / d } else { 0.0 };
+        write!(
+            h,
+            "<rect x=\"{x0:.1}\" y=\"2\" width=\"{:.1}\" height=\"20\" fill=\"{}\" stroke=\"#fff\"><title>phase {}: {} – {}</title></rect>\
+             <text x=\"{:.1}\" y=\"36\">{}</text>",
+            (x1 - x0).max(0.5),
+            heat(0.15 + 0.85 * p.mpi_percent / 100.0),
+            p.phase,
+            secs(p.start_s),
+            secs(p.end_s),
+            x0 + 2.0,
+            p.phase
+        )?;
+    }
+    write!(
+        h,
+        "</svg>\n<p class=\"muted\">Darker: more time in MPI. Each phase analysed alone \
+               (<code>perfexpert run TRACE --phase K</code>).</p>\n"
+    )?;
+    write!(
+        h,
+        "<table><tr><th>phase</th><th>from</th><th>to</th><th>MPI</th><th>main regions</th>\
+         <th>top finding</th></tr>\n"
+    )?;
+    for p in ph {
+        let regions: Vec<String> = p.regions.iter().map(|x| esc(&x.0)).collect();
+        let top = p.findings.first().map_or("—".to_string(), |f| {
+            format!(
+                "{} at {} ({})",
+                esc(&metric_name(r, &f.0)),
+                esc(&f.1),
+                secs(f.2)
+            )
+        });
+        write!(
+            h,
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{:.1}%</td><td>{}</td><td>{}</td></tr>\n",
+            p.phase,
+            secs(p.start_s),
+            secs(p.end_s),
+            p.mpi_percent,
+            regions.join(", "),
+            top
+        )?;
+    }
+    write!(h, "</table>\n")
 }
 
 fn metric_name(r: &Report, id: &str) -> String {
