@@ -82,32 +82,4 @@ pub fn classify(r: &Region) -> (&'static str, &'static str) {
     (class, mode)
 }
 
-/// The name of an `OTF2_CollectiveOp` as rules compare it (`'ALLREDUCE'`).
-pub fn collective_op_name(op: u8) -> &'static str {
-    const NAMES: [&str; 23] = [
-        "BARRIER",
-        "BCAST",
-        "GATHER",
-        "GATHERV",
-        "SCATTER",
-        "SCATTERV",
-        "ALLGATHER",
-        "ALLGATHERV",
-        "ALLTOALL",
-        "ALLTOALLV",
-        "ALLTOALLW",
-        "ALLREDUCE",
-        "REDUCE",
-        "REDUCE_SCATTER",
-        "SCAN",
-        "EXSCAN",
-        "REDUCE_SCATTER_BLOCK",
-        "CREATE_HANDLE",
-        "DESTROY_HANDLE",
-        "ALLOCATE",
-        "DEALLOCATE",
-        "CREATE_HANDLE_AND_ALLOCATE",
-        "DESTROY_HANDLE_AND_DEALLOCATE",
-    ];
-    NAMES.get(op as usize).copied().unwrap_or("OTHER")
-}
+pub use crate::model::collective_op_name;

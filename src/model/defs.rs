@@ -143,6 +143,42 @@ impl From<RegionRole> for &'static str {
     }
 }
 
+/// `OTF2_CollectiveOp` names by value (formats.md A.12); the first 17 are MPI's. Every reader
+/// maps its collective operations onto these values, and rules compare the names.
+pub const COLLECTIVE_OP_NAMES: [&str; 23] = [
+    "BARRIER",
+    "BCAST",
+    "GATHER",
+    "GATHERV",
+    "SCATTER",
+    "SCATTERV",
+    "ALLGATHER",
+    "ALLGATHERV",
+    "ALLTOALL",
+    "ALLTOALLV",
+    "ALLTOALLW",
+    "ALLREDUCE",
+    "REDUCE",
+    "REDUCE_SCATTER",
+    "SCAN",
+    "EXSCAN",
+    "REDUCE_SCATTER_BLOCK",
+    "CREATE_HANDLE",
+    "DESTROY_HANDLE",
+    "ALLOCATE",
+    "DEALLOCATE",
+    "CREATE_HANDLE_AND_ALLOCATE",
+    "DESTROY_HANDLE_AND_DEALLOCATE",
+];
+
+/// The name of an `OTF2_CollectiveOp` as rules compare it (`'ALLREDUCE'`); "OTHER" past the table.
+pub fn collective_op_name(op: u8) -> &'static str {
+    COLLECTIVE_OP_NAMES
+        .get(op as usize)
+        .copied()
+        .unwrap_or("OTHER")
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Region {
     /// The region's id in the trace file.
@@ -156,6 +192,25 @@ pub struct Region {
     pub source_file: String,
     pub begin_line: u32,
     pub end_line: u32,
+}
+
+impl Region {
+    /// A placeholder for a region the events name but no definition declares (reported as a
+    /// warning by the reader).
+    pub fn placeholder(id: u64, name: String) -> Region {
+        Region {
+            id,
+            canonical_name: name.clone(),
+            name,
+            description: String::new(),
+            role: RegionRole::UNKNOWN,
+            paradigm: Paradigm::UNKNOWN,
+            flags: 0,
+            source_file: String::new(),
+            begin_line: 0,
+            end_line: 0,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -293,32 +293,11 @@ pub fn collective_op(name: &str) -> u8 {
         .strip_prefix("MPI_")
         .unwrap_or(name)
         .to_ascii_uppercase();
-    OTF2_COLLECTIVE_OPS
+    COLLECTIVE_OP_NAMES[..17]
         .iter()
         .position(|&op| op == n)
         .map_or(255, |i| i as u8)
 }
-
-/// `OTF2_CollectiveOp` names by value (formats.md A.12), the MPI ones.
-const OTF2_COLLECTIVE_OPS: [&str; 17] = [
-    "BARRIER",
-    "BCAST",
-    "GATHER",
-    "GATHERV",
-    "SCATTER",
-    "SCATTERV",
-    "ALLGATHER",
-    "ALLGATHERV",
-    "ALLTOALL",
-    "ALLTOALLV",
-    "ALLTOALLW",
-    "ALLREDUCE",
-    "REDUCE",
-    "REDUCE_SCATTER",
-    "SCAN",
-    "EXSCAN",
-    "REDUCE_SCATTER_BLOCK",
-];
 
 /// `OTF2_Type` of a counter's values from its OTF 1 properties (B.4, bits 5-8).
 pub fn counter_type(properties: u64) -> u8 {
@@ -366,18 +345,7 @@ pub fn regions(raw: &RawDefs) -> Vec<Region> {
 
 /// A placeholder for a function the events name but no definition declares.
 pub fn undefined_region(id: u64) -> Region {
-    Region {
-        id,
-        name: format!("<undefined function {id:x}>"),
-        canonical_name: format!("<undefined function {id:x}>"),
-        description: String::new(),
-        role: RegionRole::UNKNOWN,
-        paradigm: Paradigm::UNKNOWN,
-        flags: 0,
-        source_file: String::new(),
-        begin_line: 0,
-        end_line: 0,
-    }
+    Region::placeholder(id, format!("<undefined function {id:x}>"))
 }
 
 #[cfg(test)]

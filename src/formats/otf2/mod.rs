@@ -163,18 +163,9 @@ pub fn read(anchor_path: &Path) -> Result<Trace> {
         events.push(r.events);
     }
     for id in undefined_regions {
-        trace_defs.regions.push(Region {
-            id,
-            name: format!("<undefined region {id}>"),
-            canonical_name: format!("<undefined region {id}>"),
-            description: String::new(),
-            role: RegionRole::UNKNOWN,
-            paradigm: Paradigm::UNKNOWN,
-            flags: 0,
-            source_file: String::new(),
-            begin_line: 0,
-            end_line: 0,
-        });
+        trace_defs
+            .regions
+            .push(Region::placeholder(id, format!("<undefined region {id}>")));
     }
     for id in undefined_comms {
         trace_defs.comms.push(Comm {
