@@ -97,7 +97,8 @@ fn sides(
         request_event: vec![NONE; nmsg],
         cancelled: vec![false; nmsg],
     };
-    let (mut sends, mut recvs) = (Vec::new(), Vec::new());
+    // at most one side per message record (pages never written are never resident)
+    let (mut sends, mut recvs) = (Vec::with_capacity(nmsg), Vec::with_capacity(nmsg));
     let mut pending_isend: HashMap<u64, u32> = HashMap::new(); // request → msg index
     let mut posted_irecv: HashMap<u64, u32> = HashMap::new(); // request → IRECV_REQUEST event
     let (mut unresolved, mut ignored) = (0, 0);
@@ -171,6 +172,8 @@ fn sides(
     }
     let cancelled = &links.cancelled;
     sends.retain(|s| !cancelled[s.msg as usize]);
+    sends.shrink_to_fit();
+    recvs.shrink_to_fit();
     LocSides {
         sends,
         recvs,
@@ -209,9 +212,20 @@ pub fn match_messages(
         ignored_records: per.iter().map(|p| p.ignored).sum(),
         ..Default::default()
     };
-    let mut sends: Vec<Side> = per.iter().flat_map(|p| p.sends.iter().copied()).collect();
-    let mut recvs: Vec<Side> = per.iter().flat_map(|p| p.recvs.iter().copied()).collect();
-    let mut links: Vec<MsgLinks> = per.into_iter().map(|p| p.links).collect();
+    // moved location by location into one list, each location's freed at once, so the
+    // sides are held about once (not twice) at the peak
+    let (nsend, nrecv) = per
+        .iter()
+        .fold((0, 0), |(a, b), p| (a + p.sends.len(), b + p.recvs.len()));
+    let (mut sends, mut recvs) = (Vec::with_capacity(nsend), Vec::with_capacity(nrecv));
+    let mut links: Vec<MsgLinks> = Vec::with_capacity(per.len());
+    for p in per {
+        sends.extend_from_slice(&p.sends);
+        drop(p.sends);
+        recvs.extend_from_slice(&p.recvs);
+        drop(p.recvs);
+        links.push(p.links);
+    }
     // (comm, from, to, tag, order): the n-th send of a key meets the n-th receive (§5.3.2)
     sends.par_sort_unstable();
     recvs.par_sort_unstable();
