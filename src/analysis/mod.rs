@@ -655,10 +655,12 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
     let run_pass = |by_kind: &[Vec<usize>],
                     trigger: Trigger,
                     had: &[Vec<(u32, u32)>],
-                    locs: std::ops::Range<usize>|
+                    locs: std::ops::Range<usize>,
+                    outs: Vec<Vec<Contribution>>|
      -> Vec<LocPass> {
         locs.into_par_iter()
-            .map(|l| {
+            .zip(outs)
+            .map(|(l, out)| {
                 let ev = &trace.events[l];
                 let links = &replay.msg_links[l];
                 let mut envs: Vec<Vec<Value>> = rs
@@ -667,6 +669,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                     .map(|r| vec![Value::None; r.slots as usize])
                     .collect();
                 let mut pass = LocPass::new(l as u32, nrules);
+                pass.out = out;
                 // queued instances taken by consumers on this location (`B`)
                 let mut taken: Vec<Vec<Value>> = Vec::new();
                 for i in 0..ev.len() {
@@ -766,8 +769,15 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
         // contributions waiting to be added stay a small part of the trace.
         let chunk = 2 * rayon::current_num_threads().max(1);
         let mut new_had = Vec::new();
+        // the contribution buffers go round (fresh pages cost more than the rules)
+        let mut pool: Vec<Vec<Contribution>> = Vec::new();
         for start in (0..nloc).step_by(chunk) {
-            let passes = run_pass(&by_kind, trigger, &had, start..(start + chunk).min(nloc));
+            let locs = start..(start + chunk).min(nloc);
+            let outs = locs
+                .clone()
+                .map(|_| pool.pop().unwrap_or_default())
+                .collect();
+            let passes = run_pass(&by_kind, trigger, &had, locs, outs);
             for p in &passes {
                 for c in &p.out {
                     add(&mut values, c);
@@ -775,6 +785,9 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
             }
             for p in passes {
                 new_had.extend(p.had);
+                let mut out = p.out;
+                out.clear();
+                pool.push(out);
             }
         }
         for (k, l, e) in new_had {
