@@ -61,3 +61,16 @@ fn otf1_wrf(b: divan::Bencher) {
     b.counter(divan::counter::ItemsCount::new(n))
         .bench(|| read(&p));
 }
+
+/// Paje parsing throughput (issue 11, point 4): a ≥ 500 MB SMPI-like trace written by
+/// `tools/gen_paje.py` (`bash bench/paje.sh` generates it and runs this bench). Divan prints
+/// bytes/s.
+#[divan::bench(sample_count = 5)]
+fn paje_smpi_520mb(b: divan::Bencher) {
+    let Some(p) = trace("bench/out/paje/big.paje") else {
+        return;
+    };
+    let bytes = std::fs::metadata(&p).map_or(0, |m| m.len());
+    b.counter(divan::counter::BytesCount::new(bytes))
+        .bench(|| read(&p));
+}

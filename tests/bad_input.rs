@@ -151,9 +151,10 @@ fn empty_garbage_and_foreign_anchors_are_rejected() {
     for (content, says) in [
         (&b""[..], "empty file"),
         (&b"\x00\x01garbage garbage"[..], "unrecognised content"),
+        // a Paje header is Paje whatever the file's name (issue 11): here a truncated one
         (
             &b"%EventDef PajeDefineContainerType 0\n"[..],
-            "unrecognised content",
+            "traces.otf2:1: the file ends inside the %EventDef of line 1",
         ),
         (&b"\x03\x42OTF2\x00\x09"[..], "anchor format version"),
         (

@@ -230,6 +230,7 @@ fn out_of_scope(id: &str) -> bool {
         "inter_partition_",
         "bytes_put",
         "bytes_get",
+        "pthread_",
     ]
     .iter()
     .any(|p| id.starts_with(p))
@@ -385,6 +386,13 @@ fn openmp_and_hybrid_traces_get_machine_node_process_thread() {
             system_shape(&scout),
             "{name}: system tree"
         );
+        // worker threads' call paths hang below the master's parallel region (patterns.md
+        // §3.1.3), so the call-path tree is Scalasca's too
+        assert_eq!(call_paths(&ours), call_paths(&scout), "{name}: call paths");
+        let our_ids: BTreeSet<&str> = ours.metrics.iter().map(|m| m.id.as_str()).collect();
+        for m in scout.metrics.iter().filter(|m| !out_of_scope(&m.id)) {
+            assert!(our_ids.contains(m.id.as_str()), "{name}: {} missing", m.id);
+        }
         let threads: BTreeMap<usize, usize> =
             ours.locations.iter().fold(BTreeMap::new(), |mut m, l| {
                 *m.entry(l.group).or_default() += 1;

@@ -24,6 +24,8 @@ struct Contribution {
     value: f64,
     /// Touched by a clock-condition violation (§6.2).
     cc: bool,
+    /// From a reconstructed collective instance (§5.4, §6.2 `sev_rec`).
+    rec: bool,
 }
 
 /// Per finding (metric, call path): instances and their clock-touched share (§6.2).
@@ -31,6 +33,8 @@ struct Contribution {
 pub struct FindingStats {
     pub n: u64,
     pub sev_cc: f64,
+    /// Severity from reconstructed collective instances (§6.2).
+    pub sev_rec: f64,
 }
 
 /// Clock-condition violations (patterns.md §7.1).
@@ -348,6 +352,7 @@ impl Setup<'_> {
             loc,
             value: sev,
             cc,
+            rec: false,
         });
         env[rule.at_slot as usize] = at;
         env[rule.value_slot as usize] = Value::Num(sev);
@@ -565,6 +570,9 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
         if c.cc {
             s.sev_cc += c.value;
         }
+        if c.rec {
+            s.sev_rec += c.value;
+        }
     };
     let by_trigger =
         |t: Trigger| -> Vec<usize> { (0..nrules).filter(|&k| rs.rules[k].on == t).collect() };
@@ -621,6 +629,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                             loc: l as u32,
                             value: v,
                             cc: false,
+                            rec: false,
                         });
                     }
                 }
@@ -817,9 +826,15 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
         setup.ctx(&[], &[], &[], &[], &none).seconds(l, b)
     };
     let mut instances: Vec<(Vec<Member>, [Value; 3])> = Vec::new();
+    // instances on communicators a reader reconstructed (§5.4): lower precision (§6.3 ρ)
+    let mut reconstructed: Vec<bool> = Vec::new();
     let mut coll_violators: Vec<u32> = Vec::new();
     if !coll_rules.is_empty() {
         for inst in &replay.instances {
+            reconstructed.push(
+                trace.defs.comms[inst.comm as usize].flags & crate::model::COMM_FLAG_RECONSTRUCTED
+                    != 0,
+            );
             let mut members = Vec::with_capacity(inst.members.len());
             let mut op = 0;
             let mut root = u32::MAX;
@@ -829,13 +844,17 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                 };
                 op = c.op;
                 root = c.root;
+                // a reconstructed instance (§5.4) has no payload in the trace: unknown
+                // bytes count as > 0 for the payload tests of the patterns
+                let rec = reconstructed.last() == Some(&true);
+                let known = |b: u64| if rec && b == 0 { 1.0 } else { b as f64 };
                 members.push(Member {
                     loc: m.loc,
                     event: m.event,
                     begin: begin_of(m.loc, m.event),
                     end: setup.ctx(&[], &[], &[], &[], &none).seconds(m.loc, m.event),
-                    sent: c.sent as f64,
-                    recv: c.received as f64,
+                    sent: known(c.sent),
+                    recv: known(c.received),
                     rank: rank as u32,
                     tasks: 0.0,
                 });
@@ -859,11 +878,14 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
     let had: &[Vec<(u32, u32)>] = &had;
     let run_instances = |rule_ids: &[usize],
                          insts: &[(Vec<Member>, [Value; 3])],
-                         nbind: usize|
+                         nbind: usize,
+                         rec: &[bool]|
      -> (Vec<Contribution>, Vec<u32>) {
         let per: Vec<(Vec<Contribution>, Vec<u32>)> = insts
             .par_iter()
-            .map(|(members, bind)| {
+            .enumerate()
+            .map(|(ii, (members, bind))| {
+                let rec = rec.get(ii).copied().unwrap_or(false);
                 let mut out = Vec::new();
                 // instances of the rules fed by collective rules
                 let mut fed_out = Vec::new();
@@ -941,6 +963,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                                 loc,
                                 value: sev,
                                 cc: false,
+                                rec,
                             });
                             if !setup.fed[k].is_empty() {
                                 env[rule.at_slot as usize] = at;
@@ -977,7 +1000,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
         (per.into_iter().flat_map(|p| p.0).collect(), ccv)
     };
     if !coll_rules.is_empty() {
-        let (c, v) = run_instances(&coll_rules, &instances, 3);
+        let (c, v) = run_instances(&coll_rules, &instances, 3, &reconstructed);
         for x in &c {
             add(&mut values, x);
         }
@@ -1017,7 +1040,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
         }
         let n = members.len() as f64;
         let insts = vec![(members, [Value::Num(n), Value::None, Value::None])];
-        let (c, v) = run_instances(&[k], &insts, 1);
+        let (c, v) = run_instances(&[k], &insts, 1, &[]);
         for x in &c {
             add(&mut values, x);
         }
@@ -1063,7 +1086,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                 )
             })
             .collect();
-        let (c, _) = run_instances(&team_rules, &insts, 3);
+        let (c, _) = run_instances(&team_rules, &insts, 3, &[]);
         for x in &c {
             add(&mut values, x);
         }
@@ -1086,7 +1109,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                 (ms, [Value::Num(n), Value::None, Value::None])
             })
             .collect();
-        let (c, _) = run_instances(&barrier_rules, &insts, 1);
+        let (c, _) = run_instances(&barrier_rules, &insts, 1, &[]);
         for x in &c {
             add(&mut values, x);
         }

@@ -151,7 +151,7 @@ pub fn score(trace: &Trace, replay: &Replay, a: &Analysis, p: ScoreParams) -> Ve
             };
             let st = a.stats[k].get(&c).copied().unwrap_or_default();
             let kappa = 1.0 - st.sev_cc / sev;
-            let rho = 1.0;
+            let rho = 1.0 - 0.5 * st.sev_rec / sev;
             let tau = if st.n == 0 {
                 1.0
             } else {

@@ -21,8 +21,22 @@ pub struct Info {
     pub last_timestamp: Option<u64>,
     /// Seconds from the first to the last event.
     pub duration_s: f64,
-    /// Every event record, counted as the official reader counts them.
+    /// Every event record, counted as the official reader counts them (Paje: PajeNewEvent
+    /// records, as `pj_dump` counts `Event` rows; the model's events are in `model_events`).
     pub events: u64,
+    /// Paje only (formats.md §D): containers including the root, state intervals, matched
+    /// links, variable pieces, as `pj_dump` counts them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub containers: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub states: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub links: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub variables: Option<u64>,
+    /// Paje only: the events of the common model (Enter/Leave, messages, collectives).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_events: Option<u64>,
     /// Per kind, named as otf2-print names them.
     pub events_per_kind: BTreeMap<&'static str, u64>,
     /// Per location, keyed by the location's id in the trace.
@@ -106,7 +120,12 @@ impl Info {
             duration_s: span.map_or(0.0, |(a, b)| {
                 b.saturating_sub(a) as f64 / trace.timer_resolution.max(1) as f64
             }),
-            events: trace.event_count(),
+            events: trace.paje.map_or(trace.event_count(), |p| p.events),
+            containers: trace.paje.map(|p| p.containers),
+            states: trace.paje.map(|p| p.states),
+            links: trace.paje.map(|p| p.links),
+            variables: trace.paje.map(|p| p.variables),
+            model_events: trace.paje.map(|_| trace.event_count()),
             events_per_kind,
             events_per_location: d
                 .locations
@@ -162,9 +181,13 @@ impl Info {
         writeln!(out, "trace       {}", self.path)?;
         writeln!(
             out,
-            "format      {} {}{}",
+            "format      {}{}{}",
             self.format,
-            self.format_version,
+            if self.format_version.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", self.format_version)
+            },
             if self.creator.is_empty() {
                 String::new()
             } else {
@@ -176,12 +199,31 @@ impl Info {
             "clock       {} ticks/s, duration {:.6} s",
             self.timer_resolution, self.duration_s
         )?;
-        writeln!(
-            out,
-            "events      {} in {} locations",
-            self.events,
-            self.locations.len()
-        )?;
+        if let (Some(c), Some(st), Some(l), Some(v), Some(m)) = (
+            self.containers,
+            self.states,
+            self.links,
+            self.variables,
+            self.model_events,
+        ) {
+            writeln!(
+                out,
+                "paje        {c} containers, {st} states, {l} links, {} events, {v} variables",
+                self.events
+            )?;
+            writeln!(
+                out,
+                "events      {m} in {} locations (the common model)",
+                self.locations.len()
+            )?;
+        } else {
+            writeln!(
+                out,
+                "events      {} in {} locations",
+                self.events,
+                self.locations.len()
+            )?;
+        }
         for (k, n) in &self.events_per_kind {
             writeln!(out, "  {k:<32} {n:>12}")?;
         }

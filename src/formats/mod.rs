@@ -2,6 +2,7 @@
 
 pub mod otf1;
 pub mod otf2;
+pub mod paje;
 
 use crate::error::{Error, Place, Result};
 use crate::model::Trace;
@@ -13,6 +14,7 @@ use std::path::{Path, PathBuf};
 pub enum Format {
     Otf2,
     Otf1,
+    Paje,
 }
 
 /// Find the file to read: the path itself, or the single OTF2 anchor or OTF master file in a directory
@@ -61,6 +63,9 @@ pub fn detect(path: &Path) -> Result<Format> {
     if otf1::sniff(head) {
         return Ok(Format::Otf1);
     }
+    if paje::sniff_file(path)? {
+        return Ok(Format::Paje);
+    }
     let what = if n == 0 {
         "empty file".to_string()
     } else {
@@ -69,7 +74,10 @@ pub fn detect(path: &Path) -> Result<Format> {
     Err(Error::format(
         path,
         Place::Byte(0),
-        format!("{what}; expected a trace: an OTF2 anchor (bytes 03 42|23 'OTF2') or an OTF master file ('<hex>:<hex>')"),
+        format!(
+            "{what}; expected a trace: an OTF2 anchor (bytes 03 42|23 'OTF2'), an OTF master \
+             file ('<hex>:<hex>') or a Paje file (%EventDef header)"
+        ),
     ))
 }
 
@@ -87,5 +95,6 @@ pub fn open(path: &Path) -> Result<Trace> {
     match detect(&path)? {
         Format::Otf2 => otf2::read(&path),
         Format::Otf1 => otf1::read(&path),
+        Format::Paje => paje::read(&path),
     }
 }

@@ -245,6 +245,11 @@ pub enum CommRanks {
     Unknown,
 }
 
+/// `Comm::flags` bit: the communicator was reconstructed by a reader from a trace without
+/// communicator information (Paje collectives, patterns.md §5.4); findings from its
+/// collective instances get lower precision (§6.3 ρ).
+pub const COMM_FLAG_RECONSTRUCTED: u32 = 1 << 31;
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Comm {
     pub id: u64,

@@ -47,6 +47,23 @@ pub struct Trace {
     /// Event counts per kind as the format's reference reader names them, where the model's
     /// kinds do not tell them apart (OTF 1: otfprint's kinds); empty for OTF2.
     pub native_event_kinds: std::collections::BTreeMap<&'static str, u64>,
+    /// Paje traces: the entities as `pj_dump` counts them (formats.md §C.7, §D).
+    pub paje: Option<PajeCounts>,
+}
+
+/// Paje entity counts as PajeNG's `pj_dump` prints rows (formats.md §C.7).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PajeCounts {
+    /// Containers including the root container `0`.
+    pub containers: u64,
+    /// Completed state intervals (one per PushState or SetState).
+    pub states: u64,
+    /// Matched StartLink/EndLink pairs.
+    pub links: u64,
+    /// PajeNewEvent records.
+    pub events: u64,
+    /// Pieces of the piecewise-constant variables (same-time updates merged).
+    pub variables: u64,
 }
 
 impl Trace {

@@ -155,7 +155,9 @@ impl Report {
             format_version: 1,
             trace: TraceInfo {
                 path: trace.path.display().to_string(),
-                format: format!("{} {}", trace.origin.format, trace.origin.format_version),
+                format: format!("{} {}", trace.origin.format, trace.origin.format_version)
+                    .trim_end()
+                    .to_string(),
                 creator: trace.origin.creator.clone(),
                 locations: d.locations.len(),
                 events: trace.event_count(),

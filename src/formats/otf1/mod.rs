@@ -502,6 +502,7 @@ pub fn read(path: &Path) -> Result<Trace> {
         defs: d,
         events,
         warnings,
+        paje: None,
         native_event_kinds: NATIVE_KINDS
             .iter()
             .zip(native)

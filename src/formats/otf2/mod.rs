@@ -206,6 +206,7 @@ pub fn read(anchor_path: &Path) -> Result<Trace> {
         events,
         warnings,
         native_event_kinds: Default::default(),
+        paje: None,
     })
 }
 
