@@ -75,9 +75,24 @@ struct Side {
     msg: u32,
 }
 
+impl Side {
+    const EMPTY: Side = Side {
+        comm: 0,
+        from: 0,
+        to: 0,
+        tag: 0,
+        order: (0, 0),
+        loc: 0,
+        event: 0,
+        msg: 0,
+    };
+}
+
+/// One location's sides, written in place into its part of the all-location lists: how
+/// many it wrote there.
 struct LocSides {
-    sends: Vec<Side>,
-    recvs: Vec<Side>,
+    nsend: usize,
+    nrecv: usize,
     links: MsgLinks,
     unresolved: u64,
     ignored: u64,
@@ -89,6 +104,8 @@ fn sides(
     in_mpi: &(dyn Fn(usize, usize) -> bool + Sync),
     master: &[u32],
     threaded: bool,
+    sends: &mut [Side],
+    recvs: &mut [Side],
 ) -> LocSides {
     let ev = &trace.events[l];
     let nmsg = ev.msg.peer.len();
@@ -97,8 +114,9 @@ fn sides(
         request_event: vec![NONE; nmsg],
         cancelled: vec![false; nmsg],
     };
-    // at most one side per message record (pages never written are never resident)
-    let (mut sends, mut recvs) = (Vec::with_capacity(nmsg), Vec::with_capacity(nmsg));
+    // `sends` has room for every MPI_SEND/MPI_ISEND record of the location, `recvs` for
+    // every MPI_RECV/MPI_IRECV one
+    let (mut ns, mut nr) = (0, 0);
     let mut pending_isend: HashMap<u64, u32> = HashMap::new(); // request → msg index
     let mut posted_irecv: HashMap<u64, u32> = HashMap::new(); // request → IRECV_REQUEST event
     let (mut unresolved, mut ignored) = (0, 0);
@@ -143,9 +161,11 @@ fn sides(
                     msg: k,
                 };
                 if is_send {
-                    sends.push(s);
+                    sends[ns] = s;
+                    ns += 1;
                 } else {
-                    recvs.push(s);
+                    recvs[nr] = s;
+                    nr += 1;
                 }
             }
             EventKind::MpiIrecvRequest => {
@@ -171,12 +191,16 @@ fn sides(
         }
     }
     let cancelled = &links.cancelled;
-    sends.retain(|s| !cancelled[s.msg as usize]);
-    sends.shrink_to_fit();
-    recvs.shrink_to_fit();
+    let mut kept = 0;
+    for j in 0..ns {
+        if !cancelled[sends[j].msg as usize] {
+            sends[kept] = sends[j];
+            kept += 1;
+        }
+    }
     LocSides {
-        sends,
-        recvs,
+        nsend: kept,
+        nrecv: nr,
         links,
         unresolved,
         ignored,
@@ -199,12 +223,37 @@ pub fn match_messages(
             *n += 1;
         }
     }
-    let per: Vec<LocSides> = (0..trace.events.len())
+    // The sides of all locations in two lists, each location writing into its own part
+    // (room for each of its send and receive records), then closed up in location order:
+    // the sides are held once, not once per location and again in the lists.
+    let room: Vec<(usize, usize)> = trace
+        .events
+        .par_iter()
+        .map(|ev| {
+            ev.kind.iter().fold((0, 0), |(s, r), k| match k {
+                EventKind::MpiSend | EventKind::MpiIsend => (s + 1, r),
+                EventKind::MpiRecv | EventKind::MpiIrecv => (s, r + 1),
+                _ => (s, r),
+            })
+        })
+        .collect();
+    let mut sends = vec![Side::EMPTY; room.iter().map(|r| r.0).sum()];
+    let mut recvs = vec![Side::EMPTY; room.iter().map(|r| r.1).sum()];
+    let mut parts: Vec<(&mut [Side], &mut [Side])> = Vec::with_capacity(room.len());
+    let (mut srest, mut rrest) = (&mut sends[..], &mut recvs[..]);
+    for &(s, r) in &room {
+        let (a, b) = std::mem::take(&mut srest).split_at_mut(s);
+        let (c, d) = std::mem::take(&mut rrest).split_at_mut(r);
+        parts.push((a, c));
+        (srest, rrest) = (b, d);
+    }
+    let per: Vec<LocSides> = parts
         .into_par_iter()
-        .map(|l| {
+        .enumerate()
+        .map(|(l, (s, r))| {
             let m = master.get(l).map_or(l, |&m| m as usize);
             let threaded = threads.get(m).is_some_and(|&n| n > 1);
-            sides(trace, l, in_mpi, master, threaded)
+            sides(trace, l, in_mpi, master, threaded, s, r)
         })
         .collect();
     let mut stats = MatchStats {
@@ -212,20 +261,16 @@ pub fn match_messages(
         ignored_records: per.iter().map(|p| p.ignored).sum(),
         ..Default::default()
     };
-    // moved location by location into one list, each location's freed at once, so the
-    // sides are held about once (not twice) at the peak
-    let (nsend, nrecv) = per
-        .iter()
-        .fold((0, 0), |(a, b), p| (a + p.sends.len(), b + p.recvs.len()));
-    let (mut sends, mut recvs) = (Vec::with_capacity(nsend), Vec::with_capacity(nrecv));
+    let (mut ws, mut wr, mut os, mut or) = (0, 0, 0, 0);
     let mut links: Vec<MsgLinks> = Vec::with_capacity(per.len());
-    for p in per {
-        sends.extend_from_slice(&p.sends);
-        drop(p.sends);
-        recvs.extend_from_slice(&p.recvs);
-        drop(p.recvs);
+    for (p, &(s, r)) in per.into_iter().zip(&room) {
+        sends.copy_within(os..os + p.nsend, ws);
+        recvs.copy_within(or..or + p.nrecv, wr);
+        (ws, wr, os, or) = (ws + p.nsend, wr + p.nrecv, os + s, or + r);
         links.push(p.links);
     }
+    sends.truncate(ws);
+    recvs.truncate(wr);
     // (comm, from, to, tag, order): the n-th send of a key meets the n-th receive (§5.3.2)
     sends.par_sort_unstable();
     recvs.par_sort_unstable();
