@@ -67,13 +67,18 @@ struct Side {
     tag: u32,
     /// Program order on the sender, posting order on the receiver: for a thread of a
     /// multi-threaded process the posting timestamp first (threads of one process share a
-    /// clock), 0 otherwise; then the event's position on its location.
-    order: (u64, u32),
+    /// clock), 0 otherwise; then the event's position on its location. (Two fields, not a
+    /// tuple: the same order, 40 bytes a side instead of 48.)
+    order_time: u64,
+    order: u32,
     /// The location that recorded the event.
     loc: LocIdx,
     event: u32,
     msg: u32,
 }
+
+// 12 M events hold about 2.4 M sides at the matching's peak
+const _: () = assert!(std::mem::size_of::<Side>() == 40);
 
 impl Side {
     const EMPTY: Side = Side {
@@ -81,7 +86,8 @@ impl Side {
         from: 0,
         to: 0,
         tag: 0,
-        order: (0, 0),
+        order_time: 0,
+        order: 0,
         loc: 0,
         event: 0,
         msg: 0,
@@ -155,7 +161,8 @@ fn sides(
                     from,
                     to,
                     tag: m.tag,
-                    order: (at(order), order),
+                    order_time: at(order),
+                    order,
                     loc: l as LocIdx,
                     event: i as u32,
                     msg: k,
