@@ -4,10 +4,14 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let cli = match perfexpert::cli::Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
+        Err(e) if !e.use_stderr() => {
+            // --help, --version
             let _ = e.print();
-            return ExitCode::from(code);
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("perfexpert: {}", one_line(&e.render().to_string()));
+            return ExitCode::from(2);
         }
     };
     let stdout = std::io::stdout();
@@ -27,4 +31,28 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// A command-line error as one line: clap's message, its possible values and the usage, without
+/// its blank lines and "For more information" hint.
+fn one_line(rendered: &str) -> String {
+    let mut msg = String::new();
+    for line in rendered.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with("For more information") {
+            continue;
+        }
+        if let Some(usage) = line.strip_prefix("Usage: ") {
+            msg.push_str("; usage: ");
+            msg.push_str(usage);
+        } else if line.starts_with("tip: ") {
+            msg.push_str("; ");
+            msg.push_str(line);
+        } else {
+            if !msg.is_empty() {
+                msg.push(' ');
+            }
+            msg.push_str(line.strip_prefix("error: ").unwrap_or(line));
+        }
+    }
+    msg
 }

@@ -163,3 +163,36 @@ fn rules_list_and_show_describe_the_catalogue() {
     assert_eq!(code, 0);
     assert!(out.contains("What to do about it"));
 }
+
+#[test]
+fn command_line_errors_are_one_line_with_exit_2() {
+    for (args, says) in [
+        (
+            vec!["run", LS, "--format", "pdf"],
+            "invalid value 'pdf' for '--format <FORMAT>' [possible values: text, json, cubex]",
+        ),
+        (
+            vec!["run"],
+            "required arguments were not provided: <TRACE>; usage: perfexpert run",
+        ),
+        (
+            vec!["run", LS, "--bogus"],
+            "unexpected argument '--bogus' found; tip:",
+        ),
+        (
+            vec!["frobnicate"],
+            "unrecognized subcommand 'frobnicate'; usage: perfexpert <COMMAND>",
+        ),
+    ] {
+        let (code, out, err) = perfexpert(&args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("perfexpert: ") && err.contains(says),
+            "{args:?}: {err}"
+        );
+    }
+    let (code, out, _) = perfexpert(&["--version"]);
+    assert_eq!((code, out.trim()), (0, "perfexpert 0.1.0"));
+}

@@ -316,31 +316,6 @@ fn reports_do_not_depend_on_the_thread_count() {
     assert_eq!(out("1"), out("2"));
 }
 
-fn run_text(args: &[&str], trace: &Path) -> String {
-    let o = common::bin()
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .arg("run")
-        .args(args)
-        .arg(trace)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8(o.stdout).unwrap()
-}
-
-/// Reviewed output of every SMPI trace (text and JSON).
-#[test]
-fn smpi_snapshots() {
-    for p in smpi_programs() {
-        let rel = Path::new("testdata/smpi").join(&p).join("trace.paje");
-        insta::assert_snapshot!(format!("text_smpi_{p}"), run_text(&["--top", "3"], &rel));
-        insta::assert_snapshot!(
-            format!("json_smpi_{p}"),
-            run_text(&["--format", "json"], &rel)
-        );
-    }
-}
-
 // ---- small hand-written traces: quirks tolerated, errors named -----------------------------
 
 const HEADER: &str = "%EventDef PajeDefineContainerType 0

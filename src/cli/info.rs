@@ -233,11 +233,28 @@ impl Info {
             children.entry(n.parent).or_default().push(i);
         }
         let mut lg_by_node: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        let mut lg_without_node = Vec::new();
         for (i, g) in self.location_groups.iter().enumerate() {
-            if let Some(p) = g.system_tree_parent {
-                lg_by_node.entry(p).or_default().push(i);
+            match g.system_tree_parent {
+                Some(p) => lg_by_node.entry(p).or_default().push(i),
+                None => lg_without_node.push(i),
             }
         }
+        let group_line = |out: &mut dyn Write, g: usize, indent: usize| -> std::io::Result<()> {
+            let lg = &self.location_groups[g];
+            let locs = self
+                .locations
+                .iter()
+                .filter(|l| l.group_index == Some(g))
+                .count();
+            writeln!(
+                out,
+                "{:indent$}{} ({locs} location{})",
+                "",
+                lg.name,
+                if locs == 1 { "" } else { "s" },
+            )
+        };
         let mut stack: Vec<(usize, usize)> = children
             .get(&None)
             .map(|v| v.iter().rev().map(|&i| (i, 1)).collect())
@@ -246,20 +263,7 @@ impl Info {
             let n = &self.system_tree[i];
             writeln!(out, "{:w$}{} {}", "", n.class, n.name, w = depth * 2)?;
             for &g in lg_by_node.get(&i).map(Vec::as_slice).unwrap_or(&[]) {
-                let lg = &self.location_groups[g];
-                let locs = self
-                    .locations
-                    .iter()
-                    .filter(|l| l.group_index == Some(g))
-                    .count();
-                writeln!(
-                    out,
-                    "{:w$}{} ({locs} location{})",
-                    "",
-                    lg.name,
-                    if locs == 1 { "" } else { "s" },
-                    w = depth * 2 + 2
-                )?;
+                group_line(out, g, depth * 2 + 2)?;
             }
             if depth < 64 {
                 for &c in children
@@ -272,6 +276,10 @@ impl Info {
                     stack.push((c, depth + 1));
                 }
             }
+        }
+        // processes the trace places on no node (Paje ranks under the root container)
+        for &g in &lg_without_node {
+            group_line(out, g, 2)?;
         }
         writeln!(out, "\nlocations")?;
         writeln!(

@@ -35,18 +35,24 @@ pub fn bin() -> std::process::Command {
     std::process::Command::new(env!("CARGO_BIN_EXE_perfexpert"))
 }
 
-/// Every OTF2 trace shipped in testdata/scorep, testdata/scorep-omp and testdata/generated:
+/// Every trace shipped in testdata/: the OTF2 traces of testdata/scorep, testdata/scorep-omp
+/// and testdata/generated, and the SimGrid SMPI Paje traces of testdata/smpi:
 /// (group_name, path relative to the project root, as a user there would type it), sorted.
 pub fn shipped_traces() -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
-    for group in ["scorep", "scorep-omp", "generated"] {
+    for (group, file) in [
+        ("scorep", "traces.otf2"),
+        ("scorep-omp", "traces.otf2"),
+        ("generated", "traces.otf2"),
+        ("smpi", "trace.paje"),
+    ] {
         for e in std::fs::read_dir(testdata(group)).unwrap().flatten() {
-            if e.path().join("traces.otf2").exists() {
+            if e.path().join(file).exists() {
                 let name = format!("{group}_{}", e.file_name().to_string_lossy());
                 let rel = Path::new("testdata")
                     .join(group)
                     .join(e.file_name())
-                    .join("traces.otf2");
+                    .join(file);
                 out.push((name, rel));
             }
         }

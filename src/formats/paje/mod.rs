@@ -956,10 +956,21 @@ impl<'a> Reader<'a> {
                 ),
             });
         }
-        // system tree: every container but the root
+        // system tree: every container but the root and the leaves that carry events (those
+        // are processes, location groups below their parent container, as an SMPI rank is a
+        // process, not a node of its own)
+        let mut has_child = vec![false; self.containers.len()];
+        for c in &self.containers {
+            if let Some(p) = c.parent {
+                has_child[p as usize] = true;
+            }
+        }
         let mut node_of = vec![None; self.containers.len()];
         let mut system_tree = Vec::new();
         for (i, c) in self.containers.iter().enumerate().skip(1) {
+            if !c.locs.is_empty() && !has_child[i] {
+                continue;
+            }
             node_of[i] = Some(system_tree.len());
             system_tree.push(SystemTreeNode {
                 id: i as u64,
@@ -990,7 +1001,8 @@ impl<'a> Reader<'a> {
                 id: l as u64,
                 name: c.name.clone(),
                 kind: LocationGroupKind::Process,
-                system_tree_parent: node_of[loc.container as usize],
+                system_tree_parent: node_of[loc.container as usize]
+                    .or_else(|| c.parent.and_then(|p| node_of[p as usize])),
                 creating_group: None,
             });
             let rank = c
