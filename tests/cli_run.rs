@@ -169,7 +169,7 @@ fn command_line_errors_are_one_line_with_exit_2() {
     for (args, says) in [
         (
             vec!["run", LS, "--format", "pdf"],
-            "invalid value 'pdf' for '--format <FORMAT>' [possible values: text, json, cubex]",
+            "invalid value 'pdf' for '--format <FORMAT>' [possible values: text, json, cubex, html]",
         ),
         (
             vec!["run"],

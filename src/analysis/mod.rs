@@ -3,7 +3,11 @@
 //! The engine knows triggers (receive, send, collective, ...), not patterns.
 
 pub mod classify;
+pub mod critical_path;
 pub mod eval;
+pub mod matrices;
+pub mod overheads;
+pub mod phases;
 pub mod scores;
 
 use crate::model::{EventKind, Paradigm, Trace};

@@ -15,6 +15,8 @@ pub enum Format {
     Json,
     /// Cube4 archive (patterns.md §8), for the Cube viewer; needs `-o`.
     Cubex,
+    /// One self-contained HTML page with charts (issue 14).
+    Html,
 }
 
 #[derive(Debug, clap::Args)]
@@ -40,6 +42,18 @@ pub struct RunArgs {
     /// Also print the per-rank breakdown of this metric (e.g. mpi_latesender).
     #[arg(long)]
     pub metric: Option<String>,
+    /// Print the critical path after the text report.
+    #[arg(long)]
+    pub critical_path: bool,
+    /// Also compute the critical path with this region's time set to zero (repeatable).
+    #[arg(long, value_name = "REGION")]
+    pub what_if: Vec<String>,
+    /// Analyse only phase K (1-based) of the automatically detected phases.
+    #[arg(long, value_name = "K")]
+    pub phase: Option<usize>,
+    /// Write the wait-time and traffic matrices as CSV files into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub matrices_csv: Option<PathBuf>,
     /// No progress display.
     #[arg(short, long)]
     pub quiet: bool,
@@ -91,6 +105,31 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     }
     progress.stage("reading the trace");
     let trace = crate::open(&args.trace)?;
+    // --phase K: the rest runs on that phase's slice of the trace
+    let mut phase_note = None;
+    let trace = match args.phase {
+        None => trace,
+        Some(k) => {
+            let all = crate::analysis::phases::detect(&trace);
+            let Some(p) = k.checked_sub(1).and_then(|i| all.get(i)) else {
+                return Err(Error::Usage(format!(
+                    "--phase {k}: {} has {} phase(s), numbered from 1",
+                    args.trace.display(),
+                    all.len()
+                )));
+            };
+            let t0 = trace.time_span().map_or(0, |s| s.0);
+            let res = trace.timer_resolution.max(1) as f64;
+            phase_note = Some(format!(
+                "phase {k} of {} only ({:.6} s to {:.6} s): messages and collectives crossing \
+                 its bounds are unmatched or incomplete",
+                all.len(),
+                (p.start - t0) as f64 / res,
+                (p.end - t0) as f64 / res
+            ));
+            crate::analysis::phases::slice(&trace, p, k == all.len())
+        }
+    };
     progress.stage("replaying");
     let replay = Replay::new(&trace);
     progress.stage("evaluating the rules");
@@ -101,7 +140,44 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
         .format
         .contains(&Format::Cubex)
         .then(|| crate::report::cubex::Cube::from_analysis(&trace, &replay, &analysis));
-    let report = Report::build(&trace, &replay, &analysis, findings, params);
+    let mut report = Report::build(&trace, &replay, &analysis, findings, params);
+    // the critical path and matrices cost about a quarter of a text-only run: only when a
+    // report shows them or an option asks for them
+    let structure = args.format.contains(&Format::Json)
+        || args.format.contains(&Format::Html)
+        || args.critical_path
+        || !args.what_if.is_empty()
+        || args.matrices_csv.is_some();
+    if structure {
+        progress.stage("critical path and matrices");
+        report
+            .add_structure(&trace, &replay, &analysis, &args.what_if)
+            .map_err(|r| {
+                Error::Usage(format!(
+                    "--what-if {r}: no region of that name in {}",
+                    args.trace.display()
+                ))
+            })?;
+    }
+    if structure && args.phase.is_none() {
+        progress.stage("phases");
+        let phases = crate::analysis::phases::detect(&trace);
+        report.phases = Some(crate::analysis::phases::summarise(
+            &trace,
+            &phases,
+            &|| RuleSet::load(&args.rules),
+        )?);
+    }
+    if let Some(note) = phase_note {
+        report.diagnostics.warnings.insert(0, note);
+    }
+    if let Some(dir) = &args.matrices_csv {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "cannot create directory", e))?;
+        if let (Some(w), Some(t)) = (&report.wait_matrix, &report.traffic_matrix) {
+            crate::analysis::matrices::write_csv(dir, w, t)
+                .map_err(|e| Error::io(dir, "cannot write the matrices into", e))?;
+        }
+    }
     drop(progress);
     let mtime = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -123,8 +199,15 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     }
     let write = |f: Format, w: &mut dyn Write| -> std::io::Result<()> {
         match f {
-            Format::Text => crate::report::text::write(&report, &text_opts, w),
+            Format::Text => {
+                crate::report::text::write(&report, &text_opts, w)?;
+                if args.critical_path || !args.what_if.is_empty() {
+                    crate::report::text::write_critical_path(&report, w)?;
+                }
+                Ok(())
+            }
             Format::Json => report.write_json(w),
+            Format::Html => crate::report::html::write(&report, w),
             Format::Cubex => match &cube {
                 Some(c) => c.write(w, mtime),
                 None => Err(std::io::Error::other("no Cube report was built")),
@@ -150,6 +233,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
                 let name = match f {
                     Format::Text => "report.txt",
                     Format::Json => "report.json",
+                    Format::Html => "report.html",
                     Format::Cubex => "report.cubex",
                 };
                 write_file(&dir.join(name), |w| write(f, w))?;

@@ -3,6 +3,7 @@
 
 pub mod cubex;
 pub mod diff;
+pub mod html;
 pub mod text;
 
 use crate::analysis::scores::{Finding, ScoreParams};
@@ -85,6 +86,17 @@ pub struct Report {
     pub findings: Vec<Finding>,
     pub score_parameters: ScoreParams,
     pub diagnostics: Diagnostics,
+    /// The sections of issue 14, filled by `Report::add_structure` (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub critical_path: Option<crate::analysis::critical_path::CriticalPath>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_matrix: Option<crate::analysis::matrices::WaitMatrix>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traffic_matrix: Option<crate::analysis::matrices::TrafficMatrix>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overheads: Option<crate::analysis::overheads::Overheads>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phases: Option<Vec<crate::analysis::phases::PhaseEntry>>,
 }
 
 impl Report {
@@ -220,7 +232,31 @@ impl Report {
                     }))
                     .collect(),
             },
+            critical_path: None,
+            wait_matrix: None,
+            traffic_matrix: None,
+            overheads: None,
+            phases: None,
         }
+    }
+
+    /// Add the critical path (with a what-if length per region of `what_if`), the wait and
+    /// traffic matrices and the overhead classes. An unknown what-if region is returned as
+    /// the error.
+    pub fn add_structure(
+        &mut self,
+        trace: &Trace,
+        replay: &Replay,
+        a: &Analysis,
+        what_if: &[String],
+    ) -> Result<(), String> {
+        use crate::analysis::{critical_path, matrices, overheads};
+        let g = critical_path::Graph::new(trace, replay);
+        self.critical_path = Some(critical_path::critical_path_of(&g, trace, replay, what_if)?);
+        self.wait_matrix = Some(matrices::wait_matrix(trace, &g));
+        self.traffic_matrix = Some(matrices::traffic_matrix(trace, replay));
+        self.overheads = Some(overheads::overheads(a));
+        Ok(())
     }
 
     /// The call path as region names joined by `/`.

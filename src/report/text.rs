@@ -314,3 +314,64 @@ pub fn write(r: &Report, opt: &TextOptions, out: &mut dyn Write) -> std::io::Res
     }
     Ok(())
 }
+
+/// The critical path (issue 14): its length, the regions and ranks it runs through and the
+/// what-if lengths. Printed with `--critical-path` or `--what-if`.
+pub fn write_critical_path(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    let Some(cp) = &r.critical_path else {
+        return Ok(());
+    };
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Critical path: {} of a {} run ({} segments)",
+        seconds(cp.length_s),
+        seconds(cp.duration_s),
+        cp.segments.len()
+    )?;
+    for s in cp.regions.iter().take(8) {
+        writeln!(
+            out,
+            "  {:>10} {:5.1}%  {}",
+            seconds(s.time_s),
+            s.percent,
+            s.name
+        )?;
+    }
+    let ranks: Vec<String> = cp
+        .locations
+        .iter()
+        .take(8)
+        .map(|l| {
+            let who = l
+                .rank
+                .map_or(format!("location {}", l.location), |k| format!("rank {k}"));
+            format!("{who} {:.1}%", l.percent)
+        })
+        .collect();
+    if !ranks.is_empty() {
+        writeln!(out, "  on: {}", ranks.join(", "))?;
+    }
+    for w in &cp.what_if {
+        writeln!(
+            out,
+            "What if {} took no time: critical path {} (−{}, {:.1}%)",
+            w.region,
+            seconds(w.length_s),
+            seconds(w.saved_s),
+            if cp.length_s > 0.0 {
+                100.0 * w.saved_s / cp.length_s
+            } else {
+                0.0
+            }
+        )?;
+    }
+    if cp.broken_dependencies > 0 {
+        writeln!(
+            out,
+            "  ({} dependency cycles broken: the trace is inconsistent)",
+            cp.broken_dependencies
+        )?;
+    }
+    Ok(())
+}

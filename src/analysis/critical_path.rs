@@ -1,0 +1,882 @@
+//! The critical path of the run (IPS-2): the longest chain of computation and communication
+//! dependencies through the program activity graph, and its "what if this region took no
+//! time?" variant.
+//!
+//! The graph (patterns.md §5 gives the pointers it walks):
+//! * vertices are the events of every location;
+//! * a **local edge** joins consecutive events of a location; its weight is the elapsed time
+//!   between them, minus the part of it spent waiting for another location (below);
+//! * a **dependency edge** joins the event a location waits for on another location to the
+//!   event that completes the wait: for a receive (`sendptr`), the ENTER of the matched send's
+//!   call → the receive; for a collective instance (§5.4), the ENTER of each member's call that
+//!   this member depends on → this member's COLL_END (1-to-N: the root; N-to-1: the root
+//!   depends on every member; scans: lower ranks; otherwise every other member); for an
+//!   OpenMP barrier instance (§5.6), every other thread's ENTER of the barrier → this
+//!   thread's LEAVE of it; likewise for the k-th MPI_Init* and MPI_Finalize of every
+//!   location (§4.8: they synchronise all processes). Its weight
+//!   is the time from the moment the target's location and the *latest* of its sources were
+//!   both ready to the target, the same as the local edge into the target after the wait
+//!   window: so an earlier source never looks binding, and recomputing with some weights set
+//!   to zero simulates the run without that time (what-if).
+//!
+//! A location *waits* inside the call enclosing a dependency target `d` (entered at `e`) from
+//! `t(e)` until the latest of its sources is ready (`t_ready`, capped at `t(d)`): local edges
+//! lose their overlap with that window, so time spent blocked is carried by the dependency
+//! edge, never by the waiting location. Sources later than their target (clock-condition
+//! violations) are ignored. With timestamps clamped to be non-decreasing per location, every
+//! vertex's distance is at most its time minus its location's first time, so the path length
+//! never exceeds the run's duration; it equals it when the path starts on a location that
+//! begins with the run and every wait is caused by a dependency (one rank computes while the
+//! others wait).
+//!
+//! The longest path is found by dynamic programming in a topological order (each location in
+//! event order, a target only after its sources): linear in events + dependency edges.
+
+use crate::model::{EventKind, Trace};
+use crate::replay::calltree::{Callee, CnodeIdx, NO_CNODE};
+use crate::replay::matching::EventRef;
+use crate::replay::{Replay, NONE};
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// OTF2 CollectiveOp values that give a collective's dependency structure.
+fn op_shape(op: u8) -> Shape {
+    match op {
+        1 | 4 | 5 => Shape::OneToN,  // BCAST, SCATTER, SCATTERV
+        2 | 3 | 12 => Shape::NToOne, // GATHER, GATHERV, REDUCE
+        14 | 15 => Shape::Prefix,    // SCAN, EXSCAN
+        _ => Shape::All,             // barrier, all-to-all, allreduce, ...
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    OneToN,
+    NToOne,
+    Prefix,
+    All,
+}
+
+/// Where a dependency target's sources are.
+#[derive(Clone, Copy, Debug)]
+enum Source {
+    /// The ENTER of the matched send's call.
+    Msg(EventRef),
+    /// Member `k` of collective instance `inst`.
+    Coll { inst: u32, k: u32 },
+}
+
+/// One dependency target on a location.
+#[derive(Clone, Copy, Debug)]
+struct Dep {
+    event: u32,
+    source: Source,
+}
+
+/// The dependency structure of a trace: targets per location (in event order), the wait
+/// windows, clamped times and the call path active after each event.
+pub struct Graph<'a> {
+    trace: &'a Trace,
+    replay: &'a Replay,
+    /// Per location: non-decreasing timestamps.
+    time: Vec<Vec<u64>>,
+    deps: Vec<Vec<Dep>>,
+    /// Per location: (event, end of the wait window ending at or before it), sorted by event;
+    /// the local edge into `event` loses its overlap with `[t(event-1), until]`.
+    windows: Vec<Vec<(u32, u64)>>,
+    /// Per instance: the ENTER of each member's call (or its COLL_END if it has none), and
+    /// the instance's shape and root position.
+    inst_enter: Vec<Vec<EventRef>>,
+    inst_shape: Vec<(Shape, u32)>,
+    /// Instances of MPI_Init*: their waits are process start-up, left out of `waits`.
+    inst_startup: Vec<bool>,
+    /// Waits: (waiting location, location waited for, seconds) per dependency target.
+    pub waits: Vec<(u32, u32, u64)>,
+}
+
+fn enter_of(replay: &Replay, r: EventRef) -> u32 {
+    let e = replay.locations[r.loc as usize].enterptr[r.event as usize];
+    if e == NONE {
+        r.event
+    } else {
+        e
+    }
+}
+
+impl<'a> Graph<'a> {
+    pub fn new(trace: &'a Trace, replay: &'a Replay) -> Graph<'a> {
+        let nloc = trace.events.len();
+        let time: Vec<Vec<u64>> = trace
+            .events
+            .iter()
+            .map(|ev| {
+                let mut last = ev.time.first().copied().unwrap_or(0);
+                ev.time
+                    .iter()
+                    .map(|&t| {
+                        last = last.max(t);
+                        last
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut deps: Vec<Vec<Dep>> = vec![Vec::new(); nloc];
+        // receives
+        for (l, ev) in trace.events.iter().enumerate() {
+            let links = &replay.msg_links[l];
+            for i in 0..ev.len() {
+                if matches!(ev.kind[i], EventKind::MpiRecv | EventKind::MpiIrecv) {
+                    let Some(p) = links.partner.get(ev.arg[i] as usize) else {
+                        continue;
+                    };
+                    if p.is_some() {
+                        let src = EventRef {
+                            loc: p.loc,
+                            event: enter_of(replay, *p),
+                        };
+                        deps[l].push(Dep {
+                            event: i as u32,
+                            source: Source::Msg(src),
+                        });
+                    }
+                }
+            }
+        }
+        // collective instances
+        let mut inst_enter = Vec::with_capacity(replay.instances.len());
+        let mut inst_shape = Vec::with_capacity(replay.instances.len());
+        for (n, inst) in replay.instances.iter().enumerate() {
+            let enters: Vec<EventRef> = inst
+                .members
+                .iter()
+                .map(|m| EventRef {
+                    loc: m.loc,
+                    event: enter_of(replay, *m),
+                })
+                .collect();
+            let (op, root) = inst
+                .members
+                .first()
+                .and_then(|m| trace.events[m.loc as usize].coll(m.event as usize))
+                .map_or((0, u32::MAX), |c| (c.op, c.root));
+            let shape = op_shape(op);
+            // a rooted collective without a valid root is treated as all-to-all
+            let shape = match shape {
+                Shape::OneToN | Shape::NToOne if root as usize >= inst.members.len() => Shape::All,
+                s => s,
+            };
+            for (k, m) in inst.members.iter().enumerate() {
+                deps[m.loc as usize].push(Dep {
+                    event: m.event,
+                    source: Source::Coll {
+                        inst: n as u32,
+                        k: k as u32,
+                    },
+                });
+            }
+            inst_enter.push(enters);
+            inst_shape.push((shape, root));
+        }
+        // MPI initialisation and finalisation synchronise every process (§4.8): the k-th
+        // MPI_Init* (MPI_Finalize) of every location that calls one forms an instance, each
+        // member's LEAVE waits for every member's ENTER
+        let mut startup: Vec<bool> = Vec::new();
+        let init_fin: Vec<u8> = trace
+            .defs
+            .regions
+            .iter()
+            .map(|r| match crate::analysis::classify::classify(r).0 {
+                "MPI_INIT" => 1,
+                "MPI_FINALIZE" => 2,
+                _ => 0,
+            })
+            .collect();
+        for which in [1u8, 2] {
+            let calls: Vec<Vec<(u32, u32)>> = trace
+                .events
+                .iter()
+                .enumerate()
+                .map(|(l, ev)| {
+                    (0..ev.len())
+                        .filter(|&i| {
+                            ev.kind[i] == EventKind::Enter
+                                && init_fin.get(ev.arg[i] as usize) == Some(&which)
+                        })
+                        .filter_map(|i| {
+                            let x = replay.locations[l].exitptr[i];
+                            (x != NONE).then_some((i as u32, x))
+                        })
+                        .collect()
+                })
+                .collect();
+            let most = calls.iter().map(|c| c.len()).max().unwrap_or(0);
+            for k in 0..most {
+                let members: Vec<(u32, u32, u32)> = calls
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(l, c)| c.get(k).map(|&(e, x)| (l as u32, e, x)))
+                    .collect();
+                if members.len() < 2 {
+                    continue;
+                }
+                let n = inst_enter.len() as u32;
+                for (j, &(l, _, x)) in members.iter().enumerate() {
+                    deps[l as usize].push(Dep {
+                        event: x,
+                        source: Source::Coll {
+                            inst: n,
+                            k: j as u32,
+                        },
+                    });
+                }
+                inst_enter.push(
+                    members
+                        .iter()
+                        .map(|&(l, e, _)| EventRef { loc: l, event: e })
+                        .collect(),
+                );
+                inst_shape.push((Shape::All, u32::MAX));
+                startup.resize(inst_enter.len() - 1, false);
+                startup.push(which == 1);
+            }
+        }
+        // OpenMP barrier instances (§5.6): every thread leaves the barrier after the last
+        // one entered it
+        for b in &replay.omp.barriers {
+            let n = inst_enter.len() as u32;
+            let mut enters = Vec::with_capacity(b.members.len());
+            for (k, m) in b.members.iter().enumerate() {
+                enters.push(EventRef {
+                    loc: m.loc,
+                    event: m.enter,
+                });
+                let leave = replay.locations[m.loc as usize]
+                    .exitptr
+                    .get(m.enter as usize)
+                    .copied()
+                    .unwrap_or(NONE);
+                if leave != NONE {
+                    deps[m.loc as usize].push(Dep {
+                        event: leave,
+                        source: Source::Coll {
+                            inst: n,
+                            k: k as u32,
+                        },
+                    });
+                }
+            }
+            inst_enter.push(enters);
+            inst_shape.push((Shape::All, u32::MAX));
+        }
+        for d in deps.iter_mut() {
+            d.sort_by_key(|d| d.event);
+            // one dependency per target event (a COLL_END is never also a barrier's LEAVE)
+            d.dedup_by_key(|d| d.event);
+        }
+        let mut g = Graph {
+            trace,
+            replay,
+            time,
+            deps,
+            windows: vec![Vec::new(); nloc],
+            inst_enter,
+            inst_shape,
+            inst_startup: startup,
+            waits: Vec::new(),
+        };
+        g.compute_windows();
+        g
+    }
+
+    /// The sources of a dependency target of location `l` (never itself).
+    fn sources(&self, l: usize, d: &Dep, out: &mut Vec<EventRef>) {
+        out.clear();
+        match d.source {
+            Source::Msg(s) => out.push(s),
+            Source::Coll { inst, k } => {
+                let enters = &self.inst_enter[inst as usize];
+                let (shape, root) = self.inst_shape[inst as usize];
+                let k = k as usize;
+                match shape {
+                    Shape::OneToN if k != root as usize => out.push(enters[root as usize]),
+                    Shape::OneToN => {}
+                    Shape::NToOne if k == root as usize => out.extend(
+                        enters
+                            .iter()
+                            .enumerate()
+                            .filter(|(j, _)| *j != k)
+                            .map(|(_, e)| *e),
+                    ),
+                    Shape::NToOne => {}
+                    Shape::Prefix => out.extend(enters[..k].iter().copied()),
+                    Shape::All => out.extend(
+                        enters
+                            .iter()
+                            .enumerate()
+                            .filter(|(j, _)| *j != k)
+                            .map(|(_, e)| *e),
+                    ),
+                }
+            }
+        }
+        let me = l as u32;
+        let td = self.time[l][d.event as usize];
+        // a source on the same location or later than its target is no dependency
+        out.retain(|s| s.loc != me && self.time[s.loc as usize][s.event as usize] <= td);
+    }
+
+    fn compute_windows(&mut self) {
+        let mut src = Vec::new();
+        let mut waits = Vec::new();
+        for l in 0..self.deps.len() {
+            let mut w = Vec::new();
+            // per enclosing call: the end of the wait already counted (multi-wait calls)
+            let mut counted: (u32, u64) = (NONE, 0);
+            for d in &self.deps[l] {
+                self.sources(l, d, &mut src);
+                let Some(latest) = src.iter().max_by_key(|s| {
+                    (
+                        self.time[s.loc as usize][s.event as usize],
+                        u32::MAX - s.loc,
+                    )
+                }) else {
+                    continue;
+                };
+                let t = &self.time[l];
+                let ready = self.time[latest.loc as usize][latest.event as usize];
+                let e = self.replay.locations[l].enterptr[d.event as usize];
+                let e = if e == NONE { d.event } else { e };
+                let te = t[e as usize];
+                let from = if counted.0 == e {
+                    te.max(counted.1)
+                } else {
+                    te
+                };
+                let until = ready.min(t[d.event as usize]);
+                let startup = matches!(d.source, Source::Coll { inst, .. }
+                    if self.inst_startup.get(inst as usize) == Some(&true));
+                if until > from {
+                    if !startup {
+                        waits.push((l as u32, latest.loc, until - from));
+                    }
+                    counted = (e, until);
+                    // every local edge inside (e, d] overlaps [te, until]
+                    for i in e + 1..=d.event {
+                        w.push((i, until));
+                    }
+                }
+            }
+            w.sort_unstable();
+            w.dedup_by(|b, a| {
+                // keep the latest end per event
+                if a.0 == b.0 {
+                    a.1 = a.1.max(b.1);
+                    true
+                } else {
+                    false
+                }
+            });
+            self.windows[l] = w;
+        }
+        self.waits = waits;
+    }
+
+    /// The call path active between event `i` and the next one on location `l`.
+    fn active(&self, l: usize, i: usize) -> CnodeIdx {
+        let c = self.replay.locations[l].cnode[i];
+        if c == NO_CNODE {
+            return c;
+        }
+        match self.trace.events[l].kind[i] {
+            EventKind::Leave => self.replay.tree.nodes[c as usize]
+                .parent
+                .unwrap_or(NO_CNODE),
+            _ => c,
+        }
+    }
+
+    /// The longest path; `zero(c)` says whether time attributed to call path `c` counts 0.
+    pub fn longest(&self, zero: &dyn Fn(CnodeIdx) -> bool) -> Path {
+        let nloc = self.trace.events.len();
+        let mut dist: Vec<Vec<u64>> = self.trace.events.iter().map(|e| vec![0; e.len()]).collect();
+        // cross-location edges on the best path so far: among equally long paths the one
+        // with the fewest wins (the path stays where the work is)
+        let mut hops: Vec<Vec<u32>> = self.trace.events.iter().map(|e| vec![0; e.len()]).collect();
+        let mut via: Vec<Vec<bool>> = self
+            .trace
+            .events
+            .iter()
+            .map(|e| vec![false; e.len()])
+            .collect();
+        let mut pred: Vec<Vec<EventRef>> = self
+            .trace
+            .events
+            .iter()
+            .map(|e| vec![EventRef::NONE; e.len()])
+            .collect();
+        let mut pos = vec![0usize; nloc]; // next event to process
+        let mut dpos = vec![0usize; nloc];
+        let mut wpos = vec![0usize; nloc];
+        let mut waiters: Vec<Vec<usize>> = vec![Vec::new(); nloc];
+        let mut runnable: Vec<usize> = (0..nloc).rev().collect();
+        let mut queued = vec![true; nloc];
+        let mut broken = 0u64;
+        let mut src = Vec::new();
+        // the run starts at the earliest first event: a location that starts later is
+        // reached from that start by an edge of its start-up delay
+        let t0 = self
+            .time
+            .iter()
+            .filter_map(|t| t.first())
+            .min()
+            .copied()
+            .unwrap_or(0);
+        for (d, t) in dist.iter_mut().zip(&self.time) {
+            if let (Some(d0), Some(&first)) = (d.first_mut(), t.first()) {
+                *d0 = first - t0;
+            }
+        }
+        loop {
+            let Some(l) = runnable.pop() else {
+                // every remaining location waits for another: a dependency cycle (only in a
+                // corrupt trace). Drop the dependency of the first blocked location.
+                match (0..nloc).find(|&l| pos[l] < self.trace.events[l].len()) {
+                    Some(l) => {
+                        dpos[l] += 1;
+                        broken += 1;
+                        for w in &mut waiters {
+                            w.retain(|&x| x != l);
+                        }
+                        queued[l] = true;
+                        runnable.push(l);
+                        continue;
+                    }
+                    None => break,
+                }
+            };
+            queued[l] = false;
+            let t = &self.time[l];
+            let n = t.len();
+            let before = pos[l];
+            while pos[l] < n {
+                let i = pos[l];
+                // the dependency of event i, if its sources are all done
+                let mut remote: Option<(u64, u32, EventRef, bool)> = None;
+                if dpos[l] < self.deps[l].len() && self.deps[l][dpos[l]].event as usize == i {
+                    let d = self.deps[l][dpos[l]];
+                    self.sources(l, &d, &mut src);
+                    if let Some(s) = src.iter().find(|s| pos[s.loc as usize] <= s.event as usize) {
+                        waiters[s.loc as usize].push(l);
+                        break;
+                    }
+                    let c = self.replay.locations[l].cnode[i];
+                    let z = c != NO_CNODE && zero(c);
+                    // the dependency takes from the latest source to the target, whichever
+                    // source the path comes from
+                    let ready = src
+                        .iter()
+                        .map(|s| self.time[s.loc as usize][s.event as usize])
+                        .max()
+                        .unwrap_or(t[i]);
+                    // the part of the target's last edge after it and its sources were
+                    // ready: the same on the local edge (the wait window) and from any source
+                    let after = if i > 0 { ready.max(t[i - 1]) } else { ready };
+                    let lat = t[i].saturating_sub(after);
+                    for s in &src {
+                        let w = if z { 0 } else { lat };
+                        let v = dist[s.loc as usize][s.event as usize] + w;
+                        let h = hops[s.loc as usize][s.event as usize] + 1;
+                        if remote.is_none_or(|(bv, bh, _, _)| v > bv || (v == bv && h < bh)) {
+                            remote = Some((v, h, *s, matches!(d.source, Source::Coll { .. })));
+                        }
+                    }
+                    dpos[l] += 1;
+                }
+                if i > 0 {
+                    let mut w = t[i] - t[i - 1];
+                    while wpos[l] < self.windows[l].len()
+                        && (self.windows[l][wpos[l]].0 as usize) < i
+                    {
+                        wpos[l] += 1;
+                    }
+                    if let Some(&(e, until)) = self.windows[l].get(wpos[l]) {
+                        if e as usize == i && until > t[i - 1] {
+                            w -= until.min(t[i]) - t[i - 1];
+                        }
+                    }
+                    let c = self.active(l, i - 1);
+                    if c != NO_CNODE && zero(c) {
+                        w = 0;
+                    }
+                    dist[l][i] = dist[l][i - 1] + w;
+                    hops[l][i] = hops[l][i - 1];
+                    pred[l][i] = EventRef {
+                        loc: l as u32,
+                        event: (i - 1) as u32,
+                    };
+                }
+                // a tie keeps the local edge: the location was not waiting
+                if let Some((v, h, s, coll)) = remote {
+                    if v > dist[l][i] || (v == dist[l][i] && h < hops[l][i]) {
+                        dist[l][i] = v;
+                        hops[l][i] = h;
+                        pred[l][i] = s;
+                        via[l][i] = coll;
+                    }
+                }
+                pos[l] += 1;
+            }
+            if pos[l] > before {
+                for w in std::mem::take(&mut waiters[l]) {
+                    if !queued[w] {
+                        queued[w] = true;
+                        runnable.push(w);
+                    }
+                }
+            }
+        }
+        // the end of the path: the largest distance over every location's last event
+        let mut end: Option<(u64, u32, u64, u32)> = None; // (dist, hops, time, loc)
+        for l in 0..nloc {
+            if let (Some(&d), Some(&h), Some(&t)) =
+                (dist[l].last(), hops[l].last(), self.time[l].last())
+            {
+                let better = match end {
+                    None => true,
+                    Some((bd, bh, bt, _)) => {
+                        (d, std::cmp::Reverse(h), t) > (bd, std::cmp::Reverse(bh), bt)
+                    }
+                };
+                if better {
+                    end = Some((d, h, t, l as u32));
+                }
+            }
+        }
+        let mut steps = Vec::new();
+        if let Some((_, _, _, l)) = end {
+            let mut cur = EventRef {
+                loc: l,
+                event: (self.time[l as usize].len() - 1) as u32,
+            };
+            loop {
+                let p = pred[cur.loc as usize][cur.event as usize];
+                if !p.is_some() {
+                    // the start-up delay of the location the path begins on
+                    let d = dist[cur.loc as usize][cur.event as usize];
+                    if d > 0 {
+                        let to = self.time[cur.loc as usize][cur.event as usize];
+                        steps.push(Step {
+                            loc: cur.loc,
+                            from: to - d,
+                            to,
+                            weight: d,
+                            cnode: STARTUP,
+                            via: Via::Local,
+                        });
+                    }
+                    break;
+                }
+                let w = dist[cur.loc as usize][cur.event as usize]
+                    - dist[p.loc as usize][p.event as usize];
+                let (cnode, via) = if p.loc == cur.loc {
+                    (self.active(p.loc as usize, p.event as usize), Via::Local)
+                } else if via[cur.loc as usize][cur.event as usize] {
+                    (
+                        self.replay.locations[cur.loc as usize].cnode[cur.event as usize],
+                        Via::Collective,
+                    )
+                } else {
+                    (
+                        self.replay.locations[cur.loc as usize].cnode[cur.event as usize],
+                        Via::Message,
+                    )
+                };
+                steps.push(Step {
+                    loc: cur.loc,
+                    from: self.time[p.loc as usize][p.event as usize],
+                    to: self.time[cur.loc as usize][cur.event as usize],
+                    weight: w,
+                    cnode,
+                    via,
+                });
+                cur = p;
+            }
+        }
+        steps.reverse();
+        Path {
+            length: end.map_or(0, |e| e.0),
+            steps,
+            broken_dependencies: broken,
+        }
+    }
+
+    /// Call paths whose callee region is named `name`.
+    pub fn region_matcher(&self, name: &str) -> Option<Vec<bool>> {
+        let regions: Vec<bool> = self
+            .trace
+            .defs
+            .regions
+            .iter()
+            .map(|r| r.name == name)
+            .collect();
+        if !regions.iter().any(|&b| b) {
+            return None;
+        }
+        Some(
+            self.replay
+                .tree
+                .nodes
+                .iter()
+                .map(|n| matches!(n.callee, Callee::Region(r) if regions[r as usize]))
+                .collect(),
+        )
+    }
+}
+
+/// The call path of the path's first step when it begins on a location that started after
+/// the run did: the start-up delay.
+pub const STARTUP: CnodeIdx = NO_CNODE - 1;
+
+/// One edge of the path: `weight` ticks attributed to call path `cnode` on location `loc`
+/// (for a dependency edge, the target's location and call), spanning `from..to`.
+#[derive(Clone, Copy, Debug)]
+pub struct Step {
+    pub loc: u32,
+    pub from: u64,
+    pub to: u64,
+    pub weight: u64,
+    pub cnode: CnodeIdx,
+    pub via: Via,
+}
+
+/// What kind of edge a step is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    Local,
+    Message,
+    Collective,
+}
+
+/// A longest path: its length in ticks and its edges from the start.
+#[derive(Clone, Debug)]
+pub struct Path {
+    pub length: u64,
+    pub steps: Vec<Step>,
+    /// Dependencies dropped to break a cycle (a corrupt trace); 0 normally.
+    pub broken_dependencies: u64,
+}
+
+/// A stretch of the path on one location.
+#[derive(Clone, Debug, Serialize)]
+pub struct Segment {
+    /// Location id.
+    pub location: u64,
+    /// Seconds since the start of the trace.
+    pub start_s: f64,
+    pub end_s: f64,
+    /// Path time in this stretch (waiting excluded).
+    pub length_s: f64,
+    /// How the path reached this location: "start", "message" or "collective".
+    pub via: &'static str,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Share {
+    pub name: String,
+    pub time_s: f64,
+    pub percent: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CallpathShare {
+    pub callpath: u32,
+    pub time_s: f64,
+    pub percent: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LocationShare {
+    pub location: u64,
+    pub rank: Option<u32>,
+    pub time_s: f64,
+    pub percent: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct WhatIf {
+    pub region: String,
+    /// The new critical-path length with that region's time on the path set to zero.
+    pub length_s: f64,
+    pub saved_s: f64,
+}
+
+/// The `critical_path` section of the JSON report.
+#[derive(Clone, Debug, Serialize)]
+pub struct CriticalPath {
+    pub length_s: f64,
+    pub duration_s: f64,
+    /// Per region (callee name), descending.
+    pub regions: Vec<Share>,
+    pub locations: Vec<LocationShare>,
+    /// Per call path: its critical-path time, descending.
+    pub callpaths: Vec<CallpathShare>,
+    pub segments: Vec<Segment>,
+    pub what_if: Vec<WhatIf>,
+    pub broken_dependencies: u64,
+}
+
+/// The critical path of the trace, and for each region of `what_if` the path length with that
+/// region's time set to zero. Unknown region names are an error (the name is returned).
+pub fn critical_path(
+    trace: &Trace,
+    replay: &Replay,
+    what_if: &[String],
+) -> Result<CriticalPath, String> {
+    critical_path_of(&Graph::new(trace, replay), trace, replay, what_if)
+}
+
+/// As `critical_path`, on a graph already built.
+pub fn critical_path_of(
+    g: &Graph,
+    trace: &Trace,
+    replay: &Replay,
+    what_if: &[String],
+) -> Result<CriticalPath, String> {
+    let matchers = what_if
+        .iter()
+        .map(|r| g.region_matcher(r).ok_or_else(|| r.clone()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let res = trace.timer_resolution.max(1) as f64;
+    let sec = |t: u64| t as f64 / res;
+    let path = g.longest(&|_| false);
+    let t0 = trace.time_span().map_or(0, |s| s.0);
+    let duration = trace.time_span().map_or(0, |(a, b)| b.saturating_sub(a));
+    let pct = |t: u64| {
+        if path.length == 0 {
+            0.0
+        } else {
+            100.0 * t as f64 / path.length as f64
+        }
+    };
+    let mut by_cnode: HashMap<CnodeIdx, u64> = HashMap::new();
+    let mut by_loc: HashMap<u32, u64> = HashMap::new();
+    let mut segments: Vec<Segment> = Vec::new();
+    let mut cur: Option<(u32, u64, u64, u64, &'static str)> = None; // loc, start, end, len, via
+    for s in &path.steps {
+        *by_cnode.entry(s.cnode).or_default() += s.weight;
+        *by_loc.entry(s.loc).or_default() += s.weight;
+        match &mut cur {
+            Some(c) if c.0 == s.loc && s.via == Via::Local && c.4 != "start-up" => {
+                c.2 = s.to;
+                c.3 += s.weight;
+            }
+            _ => {
+                if let Some(c) = cur.take() {
+                    segments.push(seg(trace, c, t0, &sec));
+                }
+                let via = match s.via {
+                    Via::Local if s.cnode == STARTUP => "start-up",
+                    Via::Local => "start",
+                    Via::Message => "message",
+                    Via::Collective => "collective",
+                };
+                cur = Some((s.loc, s.from, s.to, s.weight, via));
+            }
+        }
+    }
+    if let Some(c) = cur.take() {
+        segments.push(seg(trace, c, t0, &sec));
+    }
+    let mut by_region: HashMap<String, u64> = HashMap::new();
+    let mut callpaths: Vec<CallpathShare> = Vec::new();
+    for (&c, &t) in &by_cnode {
+        let name = if c == STARTUP {
+            "(process start-up)".to_string()
+        } else if c == NO_CNODE {
+            "(outside any region)".to_string()
+        } else {
+            match replay.tree.nodes[c as usize].callee {
+                Callee::Region(r) => trace.defs.regions[r as usize].name.clone(),
+                Callee::ArtificialRoot => "program".to_string(),
+            }
+        };
+        *by_region.entry(name).or_default() += t;
+        if c != NO_CNODE && c != STARTUP && t > 0 {
+            callpaths.push(CallpathShare {
+                callpath: c,
+                time_s: sec(t),
+                percent: pct(t),
+            });
+        }
+    }
+    callpaths.sort_by(|a, b| {
+        b.time_s
+            .total_cmp(&a.time_s)
+            .then(a.callpath.cmp(&b.callpath))
+    });
+    let mut regions: Vec<Share> = by_region
+        .into_iter()
+        .filter(|(_, t)| *t > 0)
+        .map(|(name, t)| Share {
+            name,
+            time_s: sec(t),
+            percent: pct(t),
+        })
+        .collect();
+    regions.sort_by(|a, b| b.time_s.total_cmp(&a.time_s).then(a.name.cmp(&b.name)));
+    let mut locations: Vec<LocationShare> = by_loc
+        .into_iter()
+        .filter(|(_, t)| *t > 0)
+        .map(|(l, t)| {
+            let loc = &trace.defs.locations[l as usize];
+            LocationShare {
+                location: loc.id,
+                rank: loc.rank,
+                time_s: sec(t),
+                percent: pct(t),
+            }
+        })
+        .collect();
+    locations.sort_by(|a, b| {
+        b.time_s
+            .total_cmp(&a.time_s)
+            .then(a.location.cmp(&b.location))
+    });
+    let what_if = what_if
+        .iter()
+        .zip(&matchers)
+        .map(|(r, m)| {
+            let p = g.longest(&|c| m.get(c as usize).copied().unwrap_or(false));
+            WhatIf {
+                region: r.clone(),
+                length_s: sec(p.length),
+                saved_s: sec(path.length.saturating_sub(p.length)),
+            }
+        })
+        .collect();
+    Ok(CriticalPath {
+        length_s: sec(path.length),
+        duration_s: sec(duration),
+        regions,
+        locations,
+        callpaths,
+        segments,
+        what_if,
+        broken_dependencies: path.broken_dependencies,
+    })
+}
+
+fn seg(
+    trace: &Trace,
+    c: (u32, u64, u64, u64, &'static str),
+    t0: u64,
+    sec: &dyn Fn(u64) -> f64,
+) -> Segment {
+    Segment {
+        location: trace.defs.locations[c.0 as usize].id,
+        start_s: sec(c.1.saturating_sub(t0)),
+        end_s: sec(c.2.saturating_sub(t0)),
+        length_s: sec(c.3),
+        via: c.4,
+    }
+}

@@ -1,0 +1,266 @@
+//! Who waits for whom and who sends how much to whom (TFPS, the MPI visualisation work):
+//! the wait-time matrix, from the dependency windows of the critical-path graph, and the
+//! message-traffic matrices, from the matched messages (patterns.md §5.3). Rows and columns
+//! are MPI ranks (a location's `rank`; the locations of one process are summed).
+
+use super::critical_path::Graph;
+use crate::model::{EventKind, Trace};
+use crate::replay::{Replay, NONE};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Values below this share of the run's duration are left out of the wait matrix.
+pub const HIDE_BELOW_PERCENT: f64 = 0.1;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct WaitCell {
+    /// The rank waited for.
+    pub rank: u32,
+    pub time_s: f64,
+    pub percent: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct WaitRow {
+    /// The waiting rank.
+    pub rank: u32,
+    /// Everything this rank waited, as seconds and % of the run's duration (hidden cells
+    /// included).
+    pub total_s: f64,
+    pub total_percent: f64,
+    pub waits_for: Vec<WaitCell>,
+}
+
+/// The `wait_matrix` section.
+#[derive(Clone, Debug, Serialize)]
+pub struct WaitMatrix {
+    pub ranks: u32,
+    pub duration_s: f64,
+    pub hide_below_percent: f64,
+    /// Every rank, in rank order (rows without waiting have empty `waits_for`).
+    pub rows: Vec<WaitRow>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TrafficCell {
+    pub from: u32,
+    pub to: u32,
+    pub count: u64,
+    pub bytes: u64,
+    /// Bytes / Σ (send call entered → receive call left), per message; `null` if that
+    /// time is zero.
+    pub rate_bytes_per_s: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CommTraffic {
+    pub communicator: String,
+    /// Ranks are world ranks.
+    pub cells: Vec<TrafficCell>,
+}
+
+/// The `traffic_matrix` section.
+#[derive(Clone, Debug, Serialize)]
+pub struct TrafficMatrix {
+    pub ranks: u32,
+    /// Over all communicators.
+    pub cells: Vec<TrafficCell>,
+    pub communicators: Vec<CommTraffic>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Acc {
+    count: u64,
+    bytes: u64,
+    ticks: u64,
+}
+
+fn ranks(trace: &Trace) -> u32 {
+    trace
+        .defs
+        .locations
+        .iter()
+        .filter_map(|l| l.rank)
+        .max()
+        .map_or(0, |r| r + 1)
+}
+
+pub fn wait_matrix(trace: &Trace, g: &Graph) -> WaitMatrix {
+    let n = ranks(trace);
+    let duration = trace.time_span().map_or(0, |(a, b)| b.saturating_sub(a));
+    let res = trace.timer_resolution.max(1) as f64;
+    let pct = |t: u64| {
+        if duration == 0 {
+            0.0
+        } else {
+            100.0 * t as f64 / duration as f64
+        }
+    };
+    let mut cells: BTreeMap<(u32, u32), u64> = BTreeMap::new();
+    for &(w, f, t) in &g.waits {
+        let (Some(a), Some(b)) = (
+            trace.defs.locations[w as usize].rank,
+            trace.defs.locations[f as usize].rank,
+        ) else {
+            continue;
+        };
+        if a == b {
+            continue; // threads of one process waiting for each other (OpenMP)
+        }
+        *cells.entry((a, b)).or_default() += t;
+    }
+    let rows = (0..n)
+        .map(|r| {
+            let mine: Vec<(u32, u64)> = cells
+                .range((r, 0)..=(r, u32::MAX))
+                .map(|(&(_, b), &t)| (b, t))
+                .collect();
+            let total: u64 = mine.iter().map(|x| x.1).sum();
+            WaitRow {
+                rank: r,
+                total_s: total as f64 / res,
+                total_percent: pct(total),
+                waits_for: mine
+                    .into_iter()
+                    .filter(|&(_, t)| pct(t) >= HIDE_BELOW_PERCENT)
+                    .map(|(b, t)| WaitCell {
+                        rank: b,
+                        time_s: t as f64 / res,
+                        percent: pct(t),
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    WaitMatrix {
+        ranks: n,
+        duration_s: duration as f64 / res,
+        hide_below_percent: HIDE_BELOW_PERCENT,
+        rows,
+    }
+}
+
+pub fn traffic_matrix(trace: &Trace, replay: &Replay) -> TrafficMatrix {
+    let res = trace.timer_resolution.max(1) as f64;
+    let mut all: BTreeMap<(u32, u32), Acc> = BTreeMap::new();
+    let mut per_comm: BTreeMap<(u32, u32, u32), Acc> = BTreeMap::new();
+    for (l, ev) in trace.events.iter().enumerate() {
+        let links = &replay.msg_links[l];
+        let from_loc = &trace.defs.locations[l];
+        for i in 0..ev.len() {
+            if !matches!(ev.kind[i], EventKind::MpiSend | EventKind::MpiIsend) {
+                continue;
+            }
+            let k = ev.arg[i] as usize;
+            let Some(p) = links.partner.get(k).filter(|p| p.is_some()) else {
+                continue;
+            };
+            let Some(m) = ev.msg(i) else { continue };
+            let (Some(a), Some(b)) = (from_loc.rank, trace.defs.locations[p.loc as usize].rank)
+            else {
+                continue;
+            };
+            // send call entered → receive call left
+            let st = &replay.locations[l];
+            let start = match st.enterptr[i] {
+                NONE => ev.time[i],
+                e => ev.time[e as usize],
+            };
+            let rst = &replay.locations[p.loc as usize];
+            let rev = &trace.events[p.loc as usize];
+            let re = rst.enterptr[p.event as usize];
+            let end = match (re != NONE).then(|| rst.exitptr[re as usize]) {
+                Some(x) if x != NONE => rev.time[x as usize],
+                _ => rev.time[p.event as usize],
+            };
+            for acc in [
+                all.entry((a, b)).or_default(),
+                per_comm.entry((m.comm, a, b)).or_default(),
+            ] {
+                acc.count += 1;
+                acc.bytes += m.bytes;
+                acc.ticks += end.saturating_sub(start);
+            }
+        }
+    }
+    let cell = |(a, b): (u32, u32), x: &Acc| TrafficCell {
+        from: a,
+        to: b,
+        count: x.count,
+        bytes: x.bytes,
+        rate_bytes_per_s: (x.ticks > 0).then(|| x.bytes as f64 / (x.ticks as f64 / res)),
+    };
+    let mut communicators: Vec<CommTraffic> = Vec::new();
+    for (&(c, a, b), x) in &per_comm {
+        let name = &trace.defs.comms[c as usize].name;
+        if communicators.last().is_none_or(|t| &t.communicator != name) {
+            communicators.push(CommTraffic {
+                communicator: name.clone(),
+                cells: Vec::new(),
+            });
+        }
+        if let Some(t) = communicators.last_mut() {
+            t.cells.push(cell((a, b), x));
+        }
+    }
+    TrafficMatrix {
+        ranks: ranks(trace),
+        cells: all.iter().map(|(&k, x)| cell(k, x)).collect(),
+        communicators,
+    }
+}
+
+/// The matrices as CSV: `wait_matrix.csv` (waiting rank, rank waited for, seconds, % of
+/// duration; every non-zero cell) and `traffic_matrix.csv` (communicator or `all`, from, to,
+/// count, bytes, rate).
+pub fn write_csv(dir: &std::path::Path, w: &WaitMatrix, t: &TrafficMatrix) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::io::BufWriter::new(std::fs::File::create(dir.join("wait_matrix.csv"))?);
+    writeln!(f, "waiting_rank,waits_for_rank,time_s,percent_of_duration")?;
+    for r in &w.rows {
+        for c in &r.waits_for {
+            writeln!(f, "{},{},{},{}", r.rank, c.rank, c.time_s, c.percent)?;
+        }
+    }
+    f.flush()?;
+    let mut f = std::io::BufWriter::new(std::fs::File::create(dir.join("traffic_matrix.csv"))?);
+    writeln!(
+        f,
+        "communicator,from_rank,to_rank,count,bytes,rate_bytes_per_s"
+    )?;
+    let rate = |c: &TrafficCell| c.rate_bytes_per_s.map_or(String::new(), |r| r.to_string());
+    for c in &t.cells {
+        writeln!(
+            f,
+            "all,{},{},{},{},{}",
+            c.from,
+            c.to,
+            c.count,
+            c.bytes,
+            rate(c)
+        )?;
+    }
+    for ct in &t.communicators {
+        let name = csv_field(&ct.communicator);
+        for c in &ct.cells {
+            writeln!(
+                f,
+                "{name},{},{},{},{},{}",
+                c.from,
+                c.to,
+                c.count,
+                c.bytes,
+                rate(c)
+            )?;
+        }
+    }
+    f.flush()
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
