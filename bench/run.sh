@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Read-throughput benchmark: perfexpert vs. the C library libotf2.
+# Read-throughput benchmark: perfexpert vs. the C library libotf2, and the end-to-end
+# analysis (`perfexpert run`: read, replay, every rule, JSON report) at 1 and 2 threads.
 #
 #   usage (from the project root):  bash bench/run.sh
 #   environment:
@@ -13,7 +14,10 @@
 #     RAYON_NUM_THREADS=1 (wall time, peak RSS),
 #   - bench/otf2_read_baseline.c: libotf2's global event reader with empty
 #     (counting) callbacks,
-# then prints one Markdown table. Page cache is warm (best of N runs).
+#   - `perfexpert run --format json` (the whole analysis) with RAYON_NUM_THREADS=1 and =2
+#     (wall time, peak RSS, speed-up; the two reports must be byte-identical), also on the
+#     real NPB LU class W trace of ../shared when it is there,
+# then prints two Markdown tables. Page cache is warm (best of N runs).
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -129,7 +133,28 @@ calc() { awk "BEGIN { printf \"$1\", $2 }"; }
 
 NPROC=$(nproc)
 ROWS=()
+RUN_ROWS=()
 MISMATCH=0
+RUN_MISMATCH=0
+# end_to_end NAME TRACE EVENTS C_WALL: `perfexpert run` at 1 and 2 threads -> RUN_ROWS
+end_to_end() {
+    local name=$1 trace=$2 events=$3 c_wall=$4 w1 r1 w2 r2
+    log "$name: perfexpert run (1 thread)"
+    measure "$OUT/run1.json" env RAYON_NUM_THREADS=1 "$PERFEXPERT" run -q --format json "$trace"
+    w1=$M_WALL r1=$M_RSS_KB
+    log "$name: perfexpert run (2 threads)"
+    measure "$OUT/run2.json" env RAYON_NUM_THREADS=2 "$PERFEXPERT" run -q --format json "$trace"
+    w2=$M_WALL r2=$M_RSS_KB
+    local same=yes
+    if ! cmp -s "$OUT/run1.json" "$OUT/run2.json"; then
+        same=NO
+        RUN_MISMATCH=1
+        echo "!!!!!!!! WARNING: the reports of $name differ between 1 and 2 threads !!!!!!!!"
+    fi
+    RUN_ROWS+=("| $name | $events | $w1 | $(calc '%.1f M' "$events / $w1 / 1e6") | $(calc '%.0f' "$r1 / 1024") \
+| $w2 | $(calc '%.1f M' "$events / $w2 / 1e6") | $(calc '%.0f' "$r2 / 1024") | $(calc '%.1f' "$r2 * 1024 / $events") \
+| $(calc '%.2fx' "$w1 / $w2") | $same | $c_wall |")
+}
 for spec in "${TRACES[@]}"; do
     read -r ranks iters <<<"$spec"
     gen_trace "$ranks" "$iters"
@@ -159,11 +184,25 @@ for spec in "${TRACES[@]}"; do
         echo "!!!!!!!! WARNING: EVENT COUNTS DISAGREE on $name: perfexpert=$pe_events libotf2=$c_events generator=$gen_events !!!!!!!!"
     fi
 
+    end_to_end "$name" "$trace" "$pe_events" "$c_wall"
+
     ROWS+=("| $name | $pe_events | $size_mb | $pe_wall | $(calc '%.1f M' "$pe_events / $pe_wall / 1e6") \
 | $(calc '%.0f' "$pe_rss / 1024") | $(calc '%.1f' "$pe_rss * 1024 / $pe_events") | $pe1_wall \
 | $c_wall | $c_read | $(calc '%.0f' "$c_rss / 1024") | $(calc '%.1fx' "$c_wall / $pe_wall") \
 | $(calc '%.1fx' "$c_wall / $pe1_wall") |")
 done
+
+# the real NPB LU class W trace (378 k events), when ../shared has it
+LU_W=${BENCH_LU_W:-../shared/traces/scorep/npb_lu_W/traces.otf2}
+if [[ -f $LU_W ]]; then
+    log "npb_lu_W: libotf2 baseline"
+    measure "$OUT/baseline.txt" "$BASELINE" "$LU_W"
+    lu_c_wall=$M_WALL
+    lu_events=$(sed -n 's/.*events=\([0-9]*\).*/\1/p' "$OUT/baseline.txt")
+    end_to_end "npb_lu_W" "$LU_W" "$lu_events" "$lu_c_wall"
+else
+    log "npb_lu_W: $LU_W is absent; skipped"
+fi
 
 # ---- report -----------------------------------------------------------------
 echo
@@ -183,4 +222,20 @@ if [[ $MISMATCH == 1 ]]; then
     echo "!!!!!!!! WARNING: perfexpert and libotf2 do not agree on the event count of some trace (see above) !!!!!!!!"
 else
     echo "Event counts: perfexpert, libotf2 and the generator agree on every trace."
+fi
+
+echo
+echo "## perfexpert run: end to end (read, replay, all rules, JSON report)"
+echo
+echo "- \`RAYON_NUM_THREADS=N perfexpert run -q --format json TRACE\`; wall: best of $RUNS, peak RSS: highest of the runs"
+echo "- libotf2 s: the libotf2 read-only baseline above (global reader, counting callbacks), for scale"
+echo
+echo "| trace | events | 1 thr s | 1 thr events/s | 1 thr peak RSS MB | 2 thr s | 2 thr events/s | 2 thr peak RSS MB | 2 thr RSS bytes/event | speed-up 1→2 | same JSON | libotf2 read s |"
+echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|:-:|--:|"
+printf '%s\n' "${RUN_ROWS[@]}"
+echo
+if [[ $RUN_MISMATCH == 1 ]]; then
+    echo "!!!!!!!! WARNING: some report differs between 1 and 2 threads (see above) !!!!!!!!"
+else
+    echo "Reports: byte-identical at 1 and 2 threads on every trace."
 fi

@@ -56,6 +56,7 @@ impl Ctx<'_> {
         }
     }
 
+    #[inline(never)]
     fn field(&self, v: Value, f: Field) -> Value {
         match (v, f) {
             (Value::Event(l, i), _) => self.event_field(l, i, f),
@@ -114,12 +115,24 @@ impl Ctx<'_> {
                     Value::Region(ev.arg[e as usize])
                 }
             }
-            Field::Bytes => ev
-                .msg(i as usize)
-                .map_or(Value::None, |m| Value::Num(m.bytes as f64)),
-            Field::Tag => ev
-                .msg(i as usize)
-                .map_or(Value::None, |m| Value::Num(m.tag as f64)),
+            // the message columns directly (Events::msg would also look up the request)
+            Field::Bytes | Field::Tag => {
+                if !matches!(
+                    ev.kind[i as usize],
+                    EventKind::MpiSend
+                        | EventKind::MpiRecv
+                        | EventKind::MpiIsend
+                        | EventKind::MpiIrecv
+                ) {
+                    return Value::None;
+                }
+                let k = ev.arg[i as usize] as usize;
+                Value::Num(if f == Field::Bytes {
+                    ev.msg.bytes.get(k) as f64
+                } else {
+                    ev.msg.tag[k] as f64
+                })
+            }
             Field::Rank => self.trace.defs.locations[l as usize]
                 .rank
                 .map_or(Value::None, |r| Value::Num(r as f64)),
@@ -161,7 +174,20 @@ impl Ctx<'_> {
     }
 
     /// Evaluate `e` in `env`. Absent values (`None`) propagate; comparisons with them are false.
+    ///
+    /// Leaves (constants, slots) are read here, inlined at every call site; the rest goes to
+    /// `eval_node`, whose rare cases (functions, aggregates) live out of line so that its own
+    /// stack frame stays small (it recurses once per node).
+    #[inline]
     pub fn eval(&self, e: &Expr, env: &mut [Value]) -> Value {
+        match e {
+            Expr::Const(v) => *v,
+            Expr::Slot(s) => env[*s as usize],
+            _ => self.eval_node(e, env),
+        }
+    }
+
+    fn eval_node(&self, e: &Expr, env: &mut [Value]) -> Value {
         match e {
             Expr::Const(v) => *v,
             Expr::Slot(s) => env[*s as usize],
@@ -200,6 +226,7 @@ impl Ctx<'_> {
         }
     }
 
+    #[inline]
     fn binary(&self, op: BinOp, a: &Expr, b: &Expr, env: &mut [Value]) -> Value {
         // short-circuit logic
         if op == BinOp::And || op == BinOp::Or {
@@ -243,6 +270,7 @@ impl Ctx<'_> {
         }
     }
 
+    #[inline(never)]
     fn call(&self, f: Func, args: &[Expr], env: &mut [Value]) -> Value {
         let num = |k: usize, env: &mut [Value]| self.eval(&args[k], env);
         match f {
@@ -275,6 +303,7 @@ impl Ctx<'_> {
         }
     }
 
+    #[inline(never)]
     fn aggregate(
         &self,
         op: Agg,

@@ -13,7 +13,7 @@ pub mod scores;
 use crate::model::{EventKind, Paradigm, Trace};
 use crate::replay::calltree::NO_CNODE;
 use crate::replay::{Replay, NONE};
-use crate::rules::compile::Value;
+use crate::rules::compile::{BinOp, Expr, Field, Func, Value};
 use crate::rules::{Let, Rule, RuleSet, Trigger};
 use eval::{Ctx, Member, RegionStrings};
 use rayon::prelude::*;
@@ -84,6 +84,83 @@ struct Setup<'a> {
     /// Rules fed by each rule's instances (`on = "rule"`), and queue consumers.
     fed: Vec<Vec<usize>>,
     queued: Vec<Vec<usize>>,
+    /// Per rule of the event, receive and send triggers: its `when` split by region.
+    prefilter: Vec<Option<Prefilter>>,
+}
+
+/// The parts of a rule's `when` that read nothing but the region of the call around a
+/// trigger event (`E.call.paradigm == 'mpi'`, `R.call.class in [...]`), evaluated once per
+/// region before the replay is walked, and the rest of the `when`. `when` holds exactly
+/// when every one of its `&&` operands does, so the rule fires iff every check passes and
+/// the rest holds; expressions have no side effects, so evaluating fewer changes nothing.
+struct Prefilter {
+    /// (trigger slot, per region index — and one more for "no enclosing call" — the value
+    /// of the operands that read that slot's call)
+    checks: Vec<(u16, Vec<bool>)>,
+    rest: Option<Expr>,
+}
+
+/// `&&` operands of `e`, left to right.
+fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::Bin(BinOp::And, a, b) => {
+            conjuncts(a, out);
+            conjuncts(b, out);
+        }
+        _ => out.push(e.clone()),
+    }
+}
+
+fn is_region_field(f: Field) -> bool {
+    matches!(
+        f,
+        Field::RegionName
+            | Field::RegionParadigm
+            | Field::RegionRole
+            | Field::RegionClass
+            | Field::RegionMode
+    )
+}
+
+/// Whether `e` reads nothing but region fields of `X.call`, X the event in slot `s`.
+fn reads_only_call(e: &Expr, s: u16) -> bool {
+    match e {
+        Expr::Const(_) => true,
+        Expr::Field(b, f) => {
+            is_region_field(*f)
+                && matches!(&**b, Expr::Field(x, Field::Call) if matches!(**x, Expr::Slot(t) if t == s))
+        }
+        Expr::Not(x) | Expr::Neg(x) | Expr::In(x, _) => reads_only_call(x, s),
+        Expr::Bin(_, a, b) => reads_only_call(a, s) && reads_only_call(b, s),
+        Expr::If(c, a, b) => {
+            reads_only_call(c, s) && reads_only_call(a, s) && reads_only_call(b, s)
+        }
+        Expr::Call(
+            Func::Pos | Func::Min | Func::Max | Func::Abs | Func::Matches(_) | Func::Exists,
+            args,
+        ) => args.iter().all(|a| reads_only_call(a, s)),
+        _ => false,
+    }
+}
+
+/// `e` (for which `reads_only_call(e, s)` holds) with `X.call.f` read as `X.f`: evaluated
+/// with the region (or `None`) in slot `s`, it gives what `e` gives for an event in a call
+/// of that region (or outside any call).
+fn on_region(e: &Expr) -> Expr {
+    let b = |x: &Expr| Box::new(on_region(x));
+    match e {
+        Expr::Field(x, f) => match &**x {
+            Expr::Field(y, Field::Call) => Expr::Field(y.clone(), *f),
+            _ => Expr::Field(b(x), *f),
+        },
+        Expr::Not(x) => Expr::Not(b(x)),
+        Expr::Neg(x) => Expr::Neg(b(x)),
+        Expr::In(x, l) => Expr::In(b(x), l.clone()),
+        Expr::Bin(op, x, y) => Expr::Bin(*op, b(x), b(y)),
+        Expr::If(c, x, y) => Expr::If(b(c), b(x), b(y)),
+        Expr::Call(f, args) => Expr::Call(*f, args.iter().map(on_region).collect()),
+        _ => e.clone(),
+    }
 }
 
 /// Mutable state of one location's pass over receive or send triggers.
@@ -93,18 +170,18 @@ struct LocPass {
     out: Vec<Contribution>,
     /// Per rule: open groups, key event → (best severity, env, clock-touched).
     groups: HashMap<(usize, u32), (f64, Vec<Value>, bool)>,
-    /// Per queue-consuming rule: the queued instances of its feeder.
-    queues: HashMap<usize, VecDeque<Vec<Value>>>,
+    /// Per rule (indexed by the consuming rule): the queued instances of its feeder.
+    queues: Vec<VecDeque<Vec<Value>>>,
     had: Vec<(usize, u32, u32)>,
 }
 
 impl LocPass {
-    fn new(loc: u32) -> LocPass {
+    fn new(loc: u32, nrules: usize) -> LocPass {
         LocPass {
             loc,
             out: Vec::new(),
             groups: HashMap::new(),
-            queues: HashMap::new(),
+            queues: vec![VecDeque::new(); nrules],
             had: Vec::new(),
         }
     }
@@ -172,29 +249,65 @@ impl Setup<'_> {
 
     /// Evaluate the instance-level lets and `when` of a non-collective rule; false = skip.
     fn prelude(&self, rule: &Rule, ctx: &Ctx, env: &mut [Value]) -> bool {
+        self.prelude_when(rule, rule.when.as_ref(), ctx, env)
+    }
+
+    fn prelude_when(&self, rule: &Rule, when: Option<&Expr>, ctx: &Ctx, env: &mut [Value]) -> bool {
         for l in &rule.lets {
             if let Let::Inst(s, e) = l {
                 env[*s as usize] = ctx.eval(e, env);
             }
         }
-        rule.when.as_ref().is_none_or(|w| ctx.eval(w, env).bool())
+        when.is_none_or(|w| ctx.eval(w, env).bool())
+    }
+
+    /// The checks of rule `k`'s prefilter on the events bound in `env`, and the rest of its
+    /// `when` (its whole `when` without a prefilter); `None`: the rule does not fire.
+    #[inline]
+    fn prefiltered_when(&self, k: usize, env: &[Value]) -> Option<Option<&Expr>> {
+        let Some(p) = &self.prefilter[k] else {
+            return Some(self.rs.rules[k].when.as_ref());
+        };
+        for (s, mask) in &p.checks {
+            let r = match env[*s as usize] {
+                Value::Event(l, i) => {
+                    let e = self.replay.locations[l as usize].enterptr[i as usize];
+                    if e == NONE {
+                        mask.len() - 1
+                    } else {
+                        self.trace.events[l as usize].arg[e as usize] as usize
+                    }
+                }
+                _ => mask.len() - 1,
+            };
+            if !mask[r] {
+                return None;
+            }
+        }
+        Some(p.rest.as_ref())
     }
 
     /// Fire a point-to-point style rule (receive/send/event/rule triggers, queue consumers
     /// with a taken instance) in `env`.
     fn fire(&self, k: usize, env: &mut [Value], pass: &mut LocPass, fr: Frame) {
         let rule = &self.rs.rules[k];
+        let Some(when) = self.prefiltered_when(k, env) else {
+            return;
+        };
         let none = |_: u16| 0.0;
         let ctx = self.frame_ctx(fr, &none);
-        if !self.prelude(rule, &ctx, env) {
+        if !self.prelude_when(rule, when, &ctx, env) {
             return;
         }
         let Some(sev_e) = &rule.severity else { return };
         let sev = ctx.eval(sev_e, env).num();
-        let cc = rule
-            .violation
-            .as_ref()
-            .is_some_and(|v| ctx.eval(v, env).bool());
+        // the clock condition is read only for an instance that is kept (expressions have
+        // no side effects, so the order of evaluation does not matter)
+        let violated = |env: &mut [Value]| {
+            rule.violation
+                .as_ref()
+                .is_some_and(|v| ctx.eval(v, env).bool())
+        };
         if let Some(g) = &rule.group {
             if g.when.as_ref().is_none_or(|w| ctx.eval(w, env).bool()) {
                 match ctx.eval(&g.by, env) {
@@ -205,6 +318,7 @@ impl Setup<'_> {
                             false,
                         ));
                         if sev > slot.0 {
+                            let cc = violated(env);
                             *slot = (sev, env.to_vec(), cc);
                         }
                         return;
@@ -216,6 +330,10 @@ impl Setup<'_> {
                 }
             }
         }
+        if sev.is_nan() || sev <= 0.0 {
+            return; // emit would drop it (§4.1.1)
+        }
+        let cc = violated(env);
         self.emit(k, sev, cc, env, pass, fr);
     }
 
@@ -255,7 +373,7 @@ impl Setup<'_> {
         }
         for &q in &self.queued[k] {
             let size = self.rs.rules[q].queue.as_ref().map_or(0, |q| q.size);
-            let qu = pass.queues.entry(q).or_default();
+            let qu = &mut pass.queues[q];
             if qu.len() >= size {
                 qu.pop_front();
             }
@@ -276,9 +394,10 @@ impl Setup<'_> {
     ) {
         let rule = &self.rs.rules[k];
         let Some(q) = &rule.queue else { return };
-        let Some(items) = pass.queues.remove(&k) else {
+        if pass.queues[k].is_empty() {
             return;
-        };
+        }
+        let items = std::mem::take(&mut pass.queues[k]);
         let none = |_: u16| 0.0;
         let mut keep = VecDeque::new();
         let mut fire = Vec::new();
@@ -295,7 +414,7 @@ impl Setup<'_> {
                 keep.push_back(item);
             }
         }
-        pass.queues.insert(k, keep);
+        pass.queues[k] = keep;
         for mut e in fire {
             self.fire(k, &mut e, pass, Frame::events(taken, had));
         }
@@ -362,7 +481,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
             queued[q.of as usize].push(k);
         }
     }
-    let setup = Setup {
+    let mut setup = Setup {
         trace,
         replay,
         rs: &rs,
@@ -371,11 +490,70 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
         kind_names,
         fed,
         queued,
+        prefilter: Vec::new(),
     };
+    let prefilter: Vec<Option<Prefilter>> = rs
+        .rules
+        .iter()
+        .map(|r| {
+            let bound = match r.on {
+                Trigger::Event => 1,
+                Trigger::Receive => 2,
+                Trigger::Send => 4,
+                _ => return None,
+            };
+            if r.queue.is_some() {
+                return None;
+            }
+            let mut parts = Vec::new();
+            conjuncts(r.when.as_ref()?, &mut parts);
+            let mut checks: Vec<(u16, Vec<Expr>)> = Vec::new();
+            let mut rest: Option<Expr> = None;
+            for c in parts {
+                match (0..bound).find(|&s| reads_only_call(&c, s)) {
+                    Some(s) => match checks.iter_mut().find(|(t, _)| *t == s) {
+                        Some((_, v)) => v.push(on_region(&c)),
+                        None => checks.push((s, vec![on_region(&c)])),
+                    },
+                    None => {
+                        rest = Some(match rest {
+                            None => c,
+                            Some(x) => Expr::Bin(BinOp::And, Box::new(x), Box::new(c)),
+                        })
+                    }
+                }
+            }
+            if checks.is_empty() {
+                return None;
+            }
+            let none = |_: u16| 0.0;
+            let ctx = setup.ctx(&[], &[], &[], &[], &none);
+            let nreg = trace.defs.regions.len();
+            let checks = checks
+                .into_iter()
+                .map(|(s, exprs)| {
+                    let mask = (0..=nreg)
+                        .map(|reg| {
+                            let mut env = vec![Value::None; r.slots.max(1) as usize];
+                            if reg < nreg {
+                                env[s as usize] = Value::Region(reg as u32);
+                            }
+                            exprs.iter().all(|e| ctx.eval(e, &mut env).bool())
+                        })
+                        .collect();
+                    (s, mask)
+                })
+                .collect();
+            Some(Prefilter { checks, rest })
+        })
+        .collect();
+    setup.prefilter = prefilter;
+    let setup = setup;
     let nloc = trace.events.len();
     let ncnode = replay.tree.len();
     let mut values: Vec<Vec<f64>> = vec![Vec::new(); nrules];
-    let mut stats: Vec<HashMap<u32, FindingStats>> = vec![HashMap::new(); nrules];
+    // per rule, per call path (dense while adding; a map per rule in the result)
+    let mut dense_stats: Vec<Vec<FindingStats>> = vec![Vec::new(); nrules];
     let mut violations = Violations::default();
     let mut add = |values: &mut Vec<Vec<f64>>, c: &Contribution| {
         let v = &mut values[c.rule as usize];
@@ -387,7 +565,11 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
         if rs.rules[c.rule as usize].on == Trigger::Callpath {
             return;
         }
-        let s = stats[c.rule as usize].entry(c.cnode).or_default();
+        let d = &mut dense_stats[c.rule as usize];
+        if d.is_empty() {
+            d.resize(ncnode, FindingStats::default());
+        }
+        let s = &mut d[c.cnode as usize];
         s.n += 1;
         if c.cc {
             s.sev_cc += c.value;
@@ -467,103 +649,125 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
     let ev_rules = by_trigger(Trigger::Event);
     let recv_rules = by_trigger(Trigger::Receive);
     let send_rules = by_trigger(Trigger::Send);
-    let run_pass =
-        |rules_here: &[usize], trigger: Trigger, had: &[Vec<(u32, u32)>]| -> Vec<LocPass> {
-            (0..nloc)
-                .into_par_iter()
-                .map(|l| {
-                    let ev = &trace.events[l];
-                    let links = &replay.msg_links[l];
-                    let mut envs: Vec<Vec<Value>> = rs
-                        .rules
-                        .iter()
-                        .map(|r| vec![Value::None; r.slots as usize])
-                        .collect();
-                    let mut pass = LocPass::new(l as u32);
-                    // queued instances taken by consumers on this location (`B`)
-                    let mut taken: Vec<Vec<Value>> = Vec::new();
-                    for i in 0..ev.len() {
-                        let kind = ev.kind[i];
-                        if kind == EventKind::Leave && !pass.groups.is_empty() {
-                            let fr = Frame::events(&taken, had);
-                            setup.flush_groups(Some(i as u32), &mut pass, fr);
+    // The rules each event kind can fire: event triggers those that list the kind, receive
+    // and send triggers all of theirs (their binding already checks the kind).
+    let per_kind = |rules_here: &[usize], trigger: Trigger| -> Vec<Vec<usize>> {
+        (0..256usize)
+            .map(|kk| {
+                rules_here
+                    .iter()
+                    .copied()
+                    .filter(|&k| {
+                        trigger != Trigger::Event
+                            || rs.rules[k].kinds.iter().any(|&x| x as usize == kk)
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let run_pass = |by_kind: &[Vec<usize>],
+                    trigger: Trigger,
+                    had: &[Vec<(u32, u32)>],
+                    locs: std::ops::Range<usize>,
+                    outs: Vec<Vec<Contribution>>|
+     -> Vec<LocPass> {
+        locs.into_par_iter()
+            .zip(outs)
+            .map(|(l, out)| {
+                let ev = &trace.events[l];
+                let links = &replay.msg_links[l];
+                let mut envs: Vec<Vec<Value>> = rs
+                    .rules
+                    .iter()
+                    .map(|r| vec![Value::None; r.slots as usize])
+                    .collect();
+                let mut pass = LocPass::new(l as u32, nrules);
+                pass.out = out;
+                // queued instances taken by consumers on this location (`B`)
+                let mut taken: Vec<Vec<Value>> = Vec::new();
+                for i in 0..ev.len() {
+                    let kind = ev.kind[i];
+                    if kind == EventKind::Leave && !pass.groups.is_empty() {
+                        let fr = Frame::events(&taken, had);
+                        setup.flush_groups(Some(i as u32), &mut pass, fr);
+                    }
+                    let rules_here = &by_kind[kind as usize];
+                    if rules_here.is_empty() {
+                        continue;
+                    }
+                    let bind: Option<[Value; 4]> = match trigger {
+                        Trigger::Event => Some([
+                            Value::Event(l as u32, i as u32),
+                            Value::None,
+                            Value::None,
+                            Value::None,
+                        ]),
+                        Trigger::Receive
+                            if matches!(kind, EventKind::MpiRecv | EventKind::MpiIrecv) =>
+                        {
+                            let p = links.partner[ev.arg[i] as usize];
+                            p.is_some().then(|| {
+                                let r = Value::Event(l as u32, i as u32);
+                                let s = Value::Event(p.loc, p.event);
+                                [r, s, Value::None, Value::None]
+                            })
                         }
-                        let bind: Option<[Value; 4]> = match trigger {
-                            Trigger::Event => Some([
-                                Value::Event(l as u32, i as u32),
-                                Value::None,
-                                Value::None,
-                                Value::None,
-                            ]),
-                            Trigger::Receive
-                                if matches!(kind, EventKind::MpiRecv | EventKind::MpiIrecv) =>
-                            {
-                                let p = links.partner[ev.arg[i] as usize];
-                                p.is_some().then(|| {
-                                    let r = Value::Event(l as u32, i as u32);
-                                    let s = Value::Event(p.loc, p.event);
-                                    [r, s, Value::None, Value::None]
+                        Trigger::Send
+                            if matches!(kind, EventKind::MpiSend | EventKind::MpiIsend) =>
+                        {
+                            let k = ev.arg[i] as usize;
+                            let p = links.partner[k];
+                            if !p.is_some() || links.cancelled[k] {
+                                None
+                            } else {
+                                let c = if kind == EventKind::MpiSend {
+                                    i as u32
+                                } else {
+                                    links.request_event[k]
+                                };
+                                let rev = &trace.events[p.loc as usize];
+                                let q = if rev.kind[p.event as usize] == EventKind::MpiRecv {
+                                    p.event
+                                } else {
+                                    replay.msg_links[p.loc as usize].request_event
+                                        [rev.arg[p.event as usize] as usize]
+                                };
+                                (c != NONE && q != NONE).then_some({
+                                    [
+                                        Value::Event(l as u32, i as u32),
+                                        Value::Event(p.loc, p.event),
+                                        Value::Event(l as u32, c),
+                                        Value::Event(p.loc, q),
+                                    ]
                                 })
                             }
-                            Trigger::Send
-                                if matches!(kind, EventKind::MpiSend | EventKind::MpiIsend) =>
-                            {
-                                let k = ev.arg[i] as usize;
-                                let p = links.partner[k];
-                                if !p.is_some() || links.cancelled[k] {
-                                    None
-                                } else {
-                                    let c = if kind == EventKind::MpiSend {
-                                        i as u32
-                                    } else {
-                                        links.request_event[k]
-                                    };
-                                    let rev = &trace.events[p.loc as usize];
-                                    let q = if rev.kind[p.event as usize] == EventKind::MpiRecv {
-                                        p.event
-                                    } else {
-                                        replay.msg_links[p.loc as usize].request_event
-                                            [rev.arg[p.event as usize] as usize]
-                                    };
-                                    (c != NONE && q != NONE).then_some({
-                                        [
-                                            Value::Event(l as u32, i as u32),
-                                            Value::Event(p.loc, p.event),
-                                            Value::Event(l as u32, c),
-                                            Value::Event(p.loc, q),
-                                        ]
-                                    })
-                                }
-                            }
-                            _ => None,
+                        }
+                        _ => None,
+                    };
+                    let Some(bind) = bind else { continue };
+                    for &k in rules_here {
+                        let rule = &rs.rules[k];
+                        // one environment per rule and location, reset per trigger
+                        let env = &mut envs[k];
+                        env.fill(Value::None);
+                        let n = match trigger {
+                            Trigger::Receive => 2,
+                            Trigger::Send => 4,
+                            _ => 1,
                         };
-                        let Some(bind) = bind else { continue };
-                        for &k in rules_here {
-                            let rule = &rs.rules[k];
-                            if trigger == Trigger::Event && !rule.kinds.contains(&kind) {
-                                continue;
-                            }
-                            // one environment per rule and location, reset per trigger
-                            let env = &mut envs[k];
-                            env.fill(Value::None);
-                            let n = match trigger {
-                                Trigger::Receive => 2,
-                                Trigger::Send => 4,
-                                _ => 1,
-                            };
-                            env[..n].copy_from_slice(&bind[..n]);
-                            if rule.queue.is_some() {
-                                setup.consume(k, env, &mut pass, &mut taken, had);
-                            } else {
-                                setup.fire(k, env, &mut pass, Frame::events(&taken, had));
-                            }
+                        env[..n].copy_from_slice(&bind[..n]);
+                        if rule.queue.is_some() {
+                            setup.consume(k, env, &mut pass, &mut taken, had);
+                        } else {
+                            setup.fire(k, env, &mut pass, Frame::events(&taken, had));
                         }
                     }
-                    setup.flush_groups(None, &mut pass, Frame::events(&taken, had));
-                    pass
-                })
-                .collect()
-        };
+                }
+                setup.flush_groups(None, &mut pass, Frame::events(&taken, had));
+                pass
+            })
+            .collect()
+    };
     let mut had: Vec<Vec<(u32, u32)>> = vec![Vec::new(); nrules];
     for (rules_here, trigger) in [
         (&ev_rules, Trigger::Event),
@@ -573,16 +777,34 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
         if rules_here.is_empty() {
             continue;
         }
-        let passes = run_pass(rules_here, trigger, &had);
-        for p in &passes {
-            for c in &p.out {
-                add(&mut values, c);
+        let by_kind = per_kind(rules_here, trigger);
+        // Locations a few at a time, their results added in location order: the
+        // contributions waiting to be added stay a small part of the trace.
+        let chunk = 2 * rayon::current_num_threads().max(1);
+        let mut new_had = Vec::new();
+        // the contribution buffers go round (fresh pages cost more than the rules)
+        let mut pool: Vec<Vec<Contribution>> = Vec::new();
+        for start in (0..nloc).step_by(chunk) {
+            let locs = start..(start + chunk).min(nloc);
+            let outs = locs
+                .clone()
+                .map(|_| pool.pop().unwrap_or_default())
+                .collect();
+            let passes = run_pass(&by_kind, trigger, &had, locs, outs);
+            for p in &passes {
+                for c in &p.out {
+                    add(&mut values, c);
+                }
+            }
+            for p in passes {
+                new_had.extend(p.had);
+                let mut out = p.out;
+                out.clear();
+                pool.push(out);
             }
         }
-        for p in passes {
-            for (k, l, e) in p.had {
-                had[k].push((l, e));
-            }
+        for (k, l, e) in new_had {
+            had[k].push((l, e));
         }
         for h in had.iter_mut() {
             h.sort_unstable();
@@ -756,7 +978,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                                     items: &[],
                                     had,
                                 };
-                                let mut pass = LocPass::new(loc);
+                                let mut pass = LocPass::new(loc, rs.rules.len());
                                 setup.feed(k, &env, &mut pass, fr);
                                 fed_out.extend(pass.out);
                             }
@@ -1009,6 +1231,16 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
             v.resize(ncnode * nloc, 0.0);
         }
     }
+    let stats: Vec<HashMap<u32, FindingStats>> = dense_stats
+        .into_iter()
+        .map(|d| {
+            d.into_iter()
+                .enumerate()
+                .filter(|(_, s)| s.n > 0)
+                .map(|(c, s)| (c as u32, s))
+                .collect()
+        })
+        .collect();
     Analysis {
         order,
         values,
