@@ -48,6 +48,23 @@ pub struct Finding {
     pub n: u64,
     /// Whether the metric is a wait state (computed by a pattern, unit seconds).
     pub wait_state: bool,
+    /// The worst instances, worst first (at most `WORST_K`); absent for metrics that have
+    /// no instances of their own (class time, sums, derived metrics).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub worst_instances: Vec<WorstInstance>,
+}
+
+/// One of the worst instances of a finding.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct WorstInstance {
+    /// Location id.
+    pub location: u64,
+    /// 1 = the worst.
+    pub rank: u32,
+    /// Seconds since the start of the trace of the event the value is attributed to.
+    pub time_s: f64,
+    /// The instance's severity, in the metric's unit.
+    pub value: f64,
 }
 
 /// Score every (metric, call path) with a non-zero severity.
@@ -175,6 +192,16 @@ pub fn score(trace: &Trace, replay: &Replay, a: &Analysis, p: ScoreParams) -> Ve
                 psi,
                 n: st.n,
                 wait_state,
+                worst_instances: a.worst[k].get(&c).map_or(Vec::new(), |w| {
+                    (w.instances().iter().enumerate())
+                        .map(|(i, x)| WorstInstance {
+                            location: trace.defs.locations[x.loc as usize].id,
+                            rank: i as u32 + 1,
+                            time_s: trace.seconds(x.time),
+                            value: x.value,
+                        })
+                        .collect()
+                }),
             });
         }
     }
