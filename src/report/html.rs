@@ -358,7 +358,11 @@ fn worst_timeline(
             secs(t)
         )?;
     }
-    write!(h, "</svg>")
+    write!(
+        h,
+        "</svg><p class=\"muted\">One row per instance, worst on top; a mark's area is \
+         proportional to its value. Hover a mark for its time and value.</p>"
+    )
 }
 
 /// A horizontal bar chart.
