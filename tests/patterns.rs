@@ -1947,7 +1947,9 @@ fn worst_instances_are_ordered_bounded_and_inside_the_run_on_every_shipped_trace
         let replay = Replay::new(&trace);
         let a = perfexpert::analysis::analyse(&trace, &replay, RuleSet::load(&[]).unwrap());
         let (first, last) = trace.time_span().unwrap();
-        let (t0, t1) = (trace.seconds(first), trace.seconds(last));
+        let res = trace.timer_resolution as f64;
+        let sec = |t: u64| t.saturating_sub(first) as f64 / res;
+        let (t0, t1) = (0.0, sec(last));
         let index: std::collections::HashMap<u64, usize> = (trace.defs.locations.iter())
             .enumerate()
             .map(|(i, l)| (l.id, i))
@@ -1969,8 +1971,9 @@ fn worst_instances_are_ordered_bounded_and_inside_the_run_on_every_shipped_trace
                 // the time is that of an event of the location, at the finding's call path
                 let ticks = &trace.events[l].time;
                 assert!(
-                    (0..ticks.len()).any(|e| trace.seconds(ticks[e]) == x.time_s
-                        && replay.locations[l].cnode[e] == f.callpath),
+                    (0..ticks.len())
+                        .any(|e| sec(ticks[e]) == x.time_s
+                            && replay.locations[l].cnode[e] == f.callpath),
                     "{what}: no event at {} s",
                     x.time_s
                 );

@@ -61,7 +61,7 @@ pub struct WorstInstance {
     pub location: u64,
     /// 1 = the worst.
     pub rank: u32,
-    /// Seconds since the start of the trace of the event the value is attributed to.
+    /// Seconds since the trace's first event, of the event the value is attributed to.
     pub time_s: f64,
     /// The instance's severity, in the metric's unit.
     pub value: f64,
@@ -125,6 +125,8 @@ pub fn score(trace: &Trace, replay: &Replay, a: &Analysis, p: ScoreParams) -> Ve
         k
     };
     let r = (1.0 / trace.timer_resolution as f64).max(1e-9);
+    // instance times count from the trace's first event, as the other sections do
+    let t0 = trace.time_span().map_or(0, |s| s.0);
     let mut out = Vec::new();
     for &k in &a.order {
         let rule = &rules[k];
@@ -197,7 +199,8 @@ pub fn score(trace: &Trace, replay: &Replay, a: &Analysis, p: ScoreParams) -> Ve
                         .map(|(i, x)| WorstInstance {
                             location: trace.defs.locations[x.loc as usize].id,
                             rank: i as u32 + 1,
-                            time_s: trace.seconds(x.time),
+                            time_s: x.time.saturating_sub(t0) as f64
+                                / trace.timer_resolution.max(1) as f64,
                             value: x.value,
                         })
                         .collect()

@@ -292,7 +292,7 @@ fn worst_timeline(
         return Ok(());
     }
     let u = unit_of(r, &f.metric);
-    // the axis spans the run (times count from the trace's clock offset)
+    // the axis spans the run (times count from its first event)
     let d = (w.iter().map(|x| x.time_s)).fold(r.trace.duration_s, f64::max);
     let max = w.iter().map(|x| x.value).fold(0.0f64, f64::max);
     let (lw, tw, rh) = (160.0, 620.0, 22.0);
