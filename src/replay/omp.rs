@@ -670,3 +670,63 @@ impl<F: Clone> TaskStacks<F> {
         open
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::TaskStacks;
+
+    const A: Option<super::TaskKey> = Some((0, 0, 1));
+    const B: Option<super::TaskKey> = Some((0, 0, 2));
+
+    #[test]
+    fn a_task_starts_on_a_copy_of_the_stack_it_interrupts() {
+        let mut t: TaskStacks<u32> = TaskStacks::default();
+        let mut stack = vec![1, 2]; // the implicit task: main, barrier
+        t.switch(A, &mut stack);
+        assert_eq!(
+            (stack.clone(), t.floor(), t.explicit()),
+            (vec![1, 2], 2, true)
+        );
+        stack.push(10); // A's task region
+        t.switch(B, &mut stack); // B first runs inside A
+        assert_eq!((stack.clone(), t.floor()), (vec![1, 2, 10], 3));
+        stack.push(20);
+        t.switch(A, &mut stack);
+        assert_eq!((stack.clone(), t.floor()), (vec![1, 2, 10], 2));
+        stack.pop();
+        // A completes with nothing open: back to the implicit task (what A interrupted)
+        assert!(t.complete(A, &mut stack).is_empty());
+        assert_eq!(
+            (stack.clone(), t.floor(), t.explicit()),
+            (vec![1, 2], 0, false)
+        );
+        // B is still suspended with its region open; switching back resumes it
+        t.switch(B, &mut stack);
+        assert_eq!((stack.clone(), t.floor()), (vec![1, 2, 10, 20], 3));
+        // B completes with its region open: that frame is returned (a repair); A, which B
+        // interrupted, is gone, so the implicit task resumes
+        assert_eq!(t.complete(B, &mut stack), vec![20]);
+        assert_eq!((stack, t.floor(), t.explicit()), (vec![1, 2], 0, false));
+    }
+
+    #[test]
+    fn open_task_frames_are_returned_at_the_end() {
+        let mut t: TaskStacks<u32> = TaskStacks::default();
+        let mut stack = vec![1];
+        t.switch(A, &mut stack);
+        stack.push(10);
+        t.switch(None, &mut stack);
+        t.switch(B, &mut stack);
+        stack.extend([20, 21]);
+        // a completion of a task that is not running, and of one never seen
+        assert_eq!(t.complete(A, &mut stack), vec![10]);
+        assert!(t.complete(Some((9, 9, 9)), &mut stack).is_empty());
+        assert_eq!(stack, vec![1, 20, 21]);
+        assert_eq!(t.finish(&mut stack), vec![20, 21]);
+        assert_eq!((stack, t.explicit()), (vec![1], false));
+        // the implicit task's completion changes nothing
+        let mut s = vec![5];
+        assert!(t.complete(None, &mut s).is_empty());
+        assert_eq!(s, vec![5]);
+    }
+}
