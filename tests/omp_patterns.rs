@@ -795,3 +795,66 @@ fn generated_trace_with_interleaved_tasks() {
         ("omp_idle_threads", "main", &[0.0, ns(300.0)]),
     ]);
 }
+
+/// Nested parallelism (patterns.md §5.6) is not modelled: a worker that forks an inner team
+/// and enters a parallel region inside its outer one is analysed as a member of the outer team,
+/// and the report says so instead of staying silent. A flat trace gets no such warning.
+#[test]
+fn nested_parallelism_is_reported_not_silently_flattened() {
+    let mut tb = Tb::new(&[3]);
+    tb.enter(0, 0, 0.0, MAIN)
+        .ev(0, 0, 1.0, Ev::ThreadFork(2))
+        .enter(0, 0, 1.0, PAR)
+        .call(0, 0, 1.5, 2.0, IBAR)
+        .leave(0, 0, 2.0, PAR)
+        .ev(0, 0, 2.0, Ev::ThreadJoin)
+        .leave(0, 0, 3.0, MAIN);
+    // thread 1 of the outer team forks an inner team of 2 and runs the inner region itself
+    tb.ev(0, 1, 1.0, Ev::ThreadTeamBegin(1))
+        .enter(0, 1, 1.0, PAR)
+        .ev(0, 1, 1.1, Ev::ThreadFork(2))
+        .call(0, 1, 1.1, 1.4, PAR2)
+        .ev(0, 1, 1.4, Ev::ThreadJoin)
+        .call(0, 1, 1.5, 2.0, IBAR)
+        .leave(0, 1, 2.0, PAR)
+        .ev(0, 1, 2.0, Ev::ThreadTeamEnd(1));
+    // thread 2: the inner team's other member
+    tb.call(0, 2, 1.1, 1.4, PAR2);
+    let r = tb.run();
+    assert_eq!(r.replay.omp.stats.nested_regions, 1);
+    assert_eq!(r.replay.omp.stats.worker_forks, 1);
+    let params = perfexpert::analysis::scores::ScoreParams::default();
+    let findings = perfexpert::analysis::scores::score(&r.trace, &r.replay, &r.a, params);
+    let report = perfexpert::report::Report::build(&r.trace, &r.replay, &r.a, findings, params);
+    assert!(
+        report.diagnostics.warnings.iter().any(|w| w
+            == "nested parallelism is not modelled: 1 parallel-region instance(s) inside \
+                another, 1 fork(s) by worker threads; their threads are analysed as members \
+                of the outer team"),
+        "{:?}",
+        report.diagnostics.warnings
+    );
+
+    // near miss: the same team without the inner fork and region
+    let mut flat = Tb::new(&[2]);
+    flat.enter(0, 0, 0.0, MAIN)
+        .ev(0, 0, 1.0, Ev::ThreadFork(2))
+        .enter(0, 0, 1.0, PAR)
+        .call(0, 0, 1.5, 2.0, IBAR)
+        .leave(0, 0, 2.0, PAR)
+        .ev(0, 0, 2.0, Ev::ThreadJoin)
+        .leave(0, 0, 3.0, MAIN);
+    flat.ev(0, 1, 1.0, Ev::ThreadTeamBegin(1))
+        .enter(0, 1, 1.0, PAR)
+        .call(0, 1, 1.5, 2.0, IBAR)
+        .leave(0, 1, 2.0, PAR)
+        .ev(0, 1, 2.0, Ev::ThreadTeamEnd(1));
+    let r = flat.run();
+    assert_eq!(
+        (
+            r.replay.omp.stats.nested_regions,
+            r.replay.omp.stats.worker_forks
+        ),
+        (0, 0)
+    );
+}

@@ -182,6 +182,11 @@ pub struct OmpStats {
     pub lock_acquisitions: u64,
     /// Parallel-region instances on a thread that no fork of its master precedes.
     pub orphan_regions: u64,
+    /// Nested parallelism, which the team state does not model (patterns.md §5.6): parallel-
+    /// region instances inside another on the same thread, and forks recorded by worker
+    /// threads. Their threads are analysed as members of the outer team; the report says so.
+    pub nested_regions: u64,
+    pub worker_forks: u64,
 }
 
 /// The OpenMP state of the whole trace.
@@ -365,7 +370,18 @@ fn build_teams(
     }
     for &l in threads {
         let ev = &trace.events[l as usize];
-        for (enter, leave) in outer(l) {
+        let outermost = outer(l);
+        let parallel = (0..ev.len())
+            .filter(|&i| {
+                ev.kind[i] == EventKind::Enter
+                    && kinds.get(ev.arg[i] as usize) == Some(&OmpRegion::Parallel)
+            })
+            .count();
+        st.stats.nested_regions += parallel.saturating_sub(outermost.len()) as u64;
+        if l != m {
+            st.stats.worker_forks += ev.kind.iter().filter(|&&k| is_fork(k)).count() as u64;
+        }
+        for (enter, leave) in outermost {
             let t = ev.time[enter as usize];
             // the latest fork at or before the ENTER
             let k = forks.partition_point(|f| f.0 <= t);
