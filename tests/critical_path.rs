@@ -578,7 +578,10 @@ fn planted_phases_are_found_and_analysed_alone() {
     assert_eq!(ph[0].start, 0);
     assert_eq!(s(ph[2].end), 2.5);
     let rules = || perfexpert::rules::RuleSet::load(&[]);
-    let entries = perfexpert::analysis::phases::summarise(&trace, &ph, &rules).unwrap();
+    let replay = perfexpert::replay::Replay::new(&trace);
+    let whole = perfexpert::analysis::analyse(&trace, &replay, rules().unwrap());
+    let entries =
+        perfexpert::analysis::phases::summarise(&trace, &ph, &rules, (&replay, &whole)).unwrap();
     for e in [&entries[0], &entries[2]] {
         assert!(e.findings.iter().all(|f| f.2 <= 0.05 + TOL), "{e:?}");
         assert_eq!(e.regions[0].0, "work");

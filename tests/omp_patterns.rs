@@ -726,3 +726,135 @@ fn broken_thread_streams_are_analysed() {
         0.0,
     );
 }
+
+/// Issue 13: OpenMP tasks suspended and resumed, on a trace of the official OTF2 writer
+/// (testdata/generated/omp_tasks2, `tools/gen_trace.py --pattern omp-tasks`, 2 threads,
+/// 2 iterations, W = 1000 ns, g = 100 ns; commands in its README). On each thread a producer
+/// task P and a consumer task C interleave (P suspended inside `produce`, C suspended inside
+/// `consume`) with THREAD_TASK_SWITCH records: one call stack per task, so no repairs, and
+/// every task's call paths hang below the call path where it first ran — P below the
+/// taskwait (master) or the implicit barrier (thread 1), C below P's `produce`, which it
+/// interrupted. Per pair (generator docstring): P's task region 2g, produce W + g, C's task
+/// region 2g, consume W + g, 6g + 2W in all. Thread 1 enters the barrier at +550 ns after its
+/// fork and the master at +4100 ns (after its taskwait): thread 1 waited 3650 − 2600 (its
+/// task time) = 1050 ns per iteration.
+#[test]
+fn generated_trace_with_interleaved_tasks() {
+    let trace = perfexpert::open(&common::testdata("generated/omp_tasks2/traces.otf2")).unwrap();
+    let replay = Replay::new(&trace);
+    let a = perfexpert::analysis::analyse(&trace, &replay, RuleSet::load(&[]).unwrap());
+    let r = Run {
+        _dir: tempfile::tempdir().unwrap(),
+        trace,
+        replay,
+        a,
+    };
+    for (l, s) in r.replay.locations.iter().enumerate() {
+        assert_eq!(s.repairs.iter().sum::<u64>(), 0, "repairs on location {l}");
+        assert_eq!(s.clamped, 0);
+    }
+    let (g, w) = (100u64, 1000u64);
+    let par = "main/!$omp parallel @gen.c:20";
+    let tw = format!("{par}/!$omp taskwait @gen.c:26");
+    let ibar = format!("{par}/!$omp implicit barrier @gen.c:28");
+    // (call path below the place the pair ran, exclusive ticks per pair)
+    let pair = |at: &str| -> Vec<(String, u64)> {
+        let p = format!("{at}/!$omp task untied @gen.c:22");
+        let produce = format!("{p}/produce");
+        let c = format!("{produce}/!$omp task untied @gen.c:24");
+        let consume = format!("{c}/consume");
+        vec![(p, 2 * g), (produce, w + g), (c, 2 * g), (consume, w + g)]
+    };
+    for (l, at) in [(0usize, tw.as_str()), (1, ibar.as_str())] {
+        let s = &r.replay.locations[l];
+        for (path, ticks) in pair(at) {
+            let c = r.cnode(&path) as usize;
+            assert_eq!(s.time[c], 2 * ticks, "time of {path} on location {l}");
+            assert_eq!(s.visits[c], 2, "visits of {path} on location {l}");
+        }
+    }
+    // the taskwait itself: g before the first switch and g after the last, per iteration
+    let c = r.cnode(&tw) as usize;
+    assert_eq!(r.replay.locations[0].time[c], 2 * 2 * g);
+    // thread 1's barrier: entered at fork + 550, left at fork + 4401 + 10 (the master's
+    // barrier Enter 4200, + 200 ns, + 10 ns per thread number); its tasks' 2600 ns are not
+    // the barrier's
+    let c = r.cnode(&ibar) as usize;
+    assert_eq!(
+        r.replay.locations[1].time[c],
+        2 * (4410 - 550 - (6 * g + 2 * w))
+    );
+    let ns = |x: f64| x * 1e-9;
+    r.check(&[
+        ("omp_ibarrier_wait", &ibar, &[0.0, ns(2.0 * 1050.0)]),
+        // fork = parallel Enter − fork (300, 350 ns); join = join − parallel Leave (209 on
+        // the master, whose Leave is 1 tick after its barrier's, 200 on thread 1)
+        ("omp_fork", par, &[ns(2.0 * 300.0), ns(2.0 * 350.0)]),
+        ("omp_management", par, &[ns(2.0 * 509.0), ns(2.0 * 550.0)]),
+        // the master runs main alone 100 ns before each fork and after the last join
+        ("omp_idle_threads", "main", &[0.0, ns(300.0)]),
+    ]);
+}
+
+/// Nested parallelism (patterns.md §5.6) is not modelled: a worker that forks an inner team
+/// and enters a parallel region inside its outer one is analysed as a member of the outer team,
+/// and the report says so instead of staying silent. A flat trace gets no such warning.
+#[test]
+fn nested_parallelism_is_reported_not_silently_flattened() {
+    let mut tb = Tb::new(&[3]);
+    tb.enter(0, 0, 0.0, MAIN)
+        .ev(0, 0, 1.0, Ev::ThreadFork(2))
+        .enter(0, 0, 1.0, PAR)
+        .call(0, 0, 1.5, 2.0, IBAR)
+        .leave(0, 0, 2.0, PAR)
+        .ev(0, 0, 2.0, Ev::ThreadJoin)
+        .leave(0, 0, 3.0, MAIN);
+    // thread 1 of the outer team forks an inner team of 2 and runs the inner region itself
+    tb.ev(0, 1, 1.0, Ev::ThreadTeamBegin(1))
+        .enter(0, 1, 1.0, PAR)
+        .ev(0, 1, 1.1, Ev::ThreadFork(2))
+        .call(0, 1, 1.1, 1.4, PAR2)
+        .ev(0, 1, 1.4, Ev::ThreadJoin)
+        .call(0, 1, 1.5, 2.0, IBAR)
+        .leave(0, 1, 2.0, PAR)
+        .ev(0, 1, 2.0, Ev::ThreadTeamEnd(1));
+    // thread 2: the inner team's other member
+    tb.call(0, 2, 1.1, 1.4, PAR2);
+    let r = tb.run();
+    assert_eq!(r.replay.omp.stats.nested_regions, 1);
+    assert_eq!(r.replay.omp.stats.worker_forks, 1);
+    let params = perfexpert::analysis::scores::ScoreParams::default();
+    let findings = perfexpert::analysis::scores::score(&r.trace, &r.replay, &r.a, params);
+    let report = perfexpert::report::Report::build(&r.trace, &r.replay, &r.a, findings, params);
+    assert!(
+        report.diagnostics.warnings.iter().any(|w| w
+            == "nested parallelism is not modelled: 1 parallel-region instance(s) inside \
+                another, 1 fork(s) by worker threads; their threads are analysed as members \
+                of the outer team"),
+        "{:?}",
+        report.diagnostics.warnings
+    );
+
+    // near miss: the same team without the inner fork and region
+    let mut flat = Tb::new(&[2]);
+    flat.enter(0, 0, 0.0, MAIN)
+        .ev(0, 0, 1.0, Ev::ThreadFork(2))
+        .enter(0, 0, 1.0, PAR)
+        .call(0, 0, 1.5, 2.0, IBAR)
+        .leave(0, 0, 2.0, PAR)
+        .ev(0, 0, 2.0, Ev::ThreadJoin)
+        .leave(0, 0, 3.0, MAIN);
+    flat.ev(0, 1, 1.0, Ev::ThreadTeamBegin(1))
+        .enter(0, 1, 1.0, PAR)
+        .call(0, 1, 1.5, 2.0, IBAR)
+        .leave(0, 1, 2.0, PAR)
+        .ev(0, 1, 2.0, Ev::ThreadTeamEnd(1));
+    let r = flat.run();
+    assert_eq!(
+        (
+            r.replay.omp.stats.nested_regions,
+            r.replay.omp.stats.worker_forks
+        ),
+        (0, 0)
+    );
+}

@@ -2,7 +2,8 @@
 """Write an MPI-like OTF2 trace of any size with the official OTF2 writer, for tests and benchmarks.
 
 usage: tools/gen_trace.py OUTDIR [--ranks N] [--iterations N]
-                          [--pattern {pingpong,ring,alltoall-nb,barrier,mixed,omp-teams}]
+                          [--pattern {pingpong,ring,alltoall-nb,barrier,mixed,omp-teams,
+                                     omp-tasks}]
                           [--threads N]
                           [--imbalance F] [--compute-ns N] [--jitter F] [--seed N]
                           [--msg-bytes N] [--timer-resolution N] [--event-api {direct,python}]
@@ -43,6 +44,27 @@ Every MPI call is Enter(region), its MPI event(s), Leave(region).
                team communicator covers them all. Events: 2 + the sum over iterations of
                4 + 14 * (team size). Written through the package's EventWriter methods
                (--event-api is ignored).
+  omp-tasks    (one process, --ranks 1) OpenMP tasks, suspended and resumed (issue 13): per
+               iteration the master forks a team of --threads threads (fork, THREAD_TEAM_BEGIN
+               and Enter `!$omp parallel` as in omp-teams), then creates for every thread k a
+               task P_k and a task C_k (`!$omp create task @gen.c:22` / `:24`, each Enter,
+               THREAD_TASK_CREATE (team, creating thread 0, generation number 1, 2, ... over
+               the run), Leave 100 ns later, 100 ns apart). The master runs P_0 and C_0 in
+               `!$omp taskwait` (Enter 100 ns after the last creation), thread k >= 1 runs P_k
+               and C_k in `!$omp implicit barrier` (Enter 100 ns after its parallel region's),
+               starting 100 ns after max(its barrier Enter, the creation of C_k). A pair runs
+               interleaved from t0 (g = 100 ns, W = compute_ns), every change of task marked
+               by THREAD_TASK_SWITCH (to the implicit task: creating thread k, generation 0):
+                 t0 switch P, Enter `!$omp task untied @gen.c:22`; t0+g Enter `produce`;
+                 t0+g+W switch C, Enter `!$omp task untied @gen.c:24`; t0+2g+W Enter
+                 `consume`; t0+2g+2W switch P; t0+3g+2W Leave produce; t0+4g+2W Leave P's
+                 task, THREAD_TASK_COMPLETE P, switch C; t0+5g+2W Leave consume; t0+6g+2W
+                 Leave C's task, THREAD_TASK_COMPLETE C, switch to the implicit task.
+               The master leaves the taskwait 100 ns after that and enters the barrier 100 ns
+               later. Everyone leaves the barrier 200 ns + 10k ns after the later of the last
+               barrier Enter and the last pair's end, the parallel region 200 ns after that,
+               THREAD_TEAM_END 100 ns later; THREAD_JOIN 100 ns after the last. Events:
+               2 + iterations * (4 + 27 * threads).
 
 Events per rank and iteration (plus 2 per rank for main):
   pingpong 8 (2 for the unpaired last rank of an odd count); ring 12; alltoall-nb 8(R-1)+4;
@@ -543,10 +565,10 @@ def team_size(threads, iteration):
     return threads if iteration % 2 == 0 else max(1, threads // 2)
 
 
-def write_omp_trace(args):
-    """The omp-teams pattern (see the docstring): one process of --threads threads."""
+def omp_outdir(args):
+    """Check the OpenMP patterns' arguments and clear OUTDIR; return the anchor's path."""
     if args.ranks != 1:
-        sys.exit("gen_trace.py: --pattern omp-teams writes one process: use --ranks 1")
+        sys.exit(f"gen_trace.py: --pattern {args.pattern} writes one process: use --ranks 1")
     out = Path(args.outdir)
     anchor = out / "traces.otf2"
     existing = [p for p in (anchor, out / "traces.def", out / "traces") if p.exists()]
@@ -556,6 +578,55 @@ def write_omp_trace(args):
         for p in existing:
             shutil.rmtree(p) if p.is_dir() else p.unlink()
     out.mkdir(parents=True, exist_ok=True)
+    return anchor
+
+
+def omp_definitions(trace, args, table):
+    """The definitions of the OpenMP patterns: one process of --threads threads ("Master
+    thread", "OMP thread 1", ...), the regions of `table`, one thread team communicator over
+    all threads. Returns (regions, locations, team, event writers)."""
+    T = args.threads
+    trace.creator = "perfexpert tools/gen_trace.py"
+    trace.description = " ".join(
+        f"--{k.replace('_', '-')} {v}"
+        for k, v in vars(args).items()
+        if k not in ("outdir", "force", "event_api")
+    )
+    defs = trace.definitions
+    machine = defs.system_tree_node("machine", class_name="machine")
+    node = defs.system_tree_node("node0", class_name="node", parent=machine)
+    defs.system_tree_node_domain(machine, otf2.SystemTreeDomain.MACHINE)
+    defs.system_tree_node_domain(node, otf2.SystemTreeDomain.SHARED_MEMORY)
+    defs.paradigm(Paradigm.OPENMP, "OpenMP", otf2.ParadigmClass.THREAD_FORK_JOIN)
+    regions = [
+        defs.region(name, region_role=role, paradigm=paradigm) for name, role, paradigm in table
+    ]
+    group = defs.location_group(
+        "Process", location_group_type=otf2.LocationGroupType.PROCESS, system_tree_parent=node
+    )
+    locations = [
+        defs.location(
+            "Master thread" if t == 0 else f"OMP thread {t}",
+            type=otf2.LocationType.CPU_THREAD,
+            group=group,
+        )
+        for t in range(T)
+    ]
+    defs.group(
+        "", members=locations, group_type=otf2.GroupType.COMM_LOCATIONS, paradigm=Paradigm.OPENMP
+    )
+    team_group = defs.group(
+        "", members=list(range(T)), group_type=otf2.GroupType.COMM_GROUP, paradigm=Paradigm.OPENMP
+    )
+    team = defs.comm("OpenMP team", group=team_group)
+    ws = [trace.event_writer_from_location(loc) for loc in locations]
+    return regions, locations, team, ws
+
+
+def write_omp_trace(args):
+    """The omp-teams pattern (see the docstring): one process of --threads threads."""
+    anchor = omp_outdir(args)
+    out = anchor.parent
     res, T = args.timer_resolution, args.threads
 
     def ticks(ns):
@@ -563,41 +634,7 @@ def write_omp_trace(args):
 
     gap, call, hold, coll = ticks(NS_GAP), ticks(NS_CALL), ticks(NS_HOLD), ticks(NS_CALL)
     with otf2.writer.open(str(out), timer_resolution=res) as trace:
-        trace.creator = "perfexpert tools/gen_trace.py"
-        trace.description = " ".join(
-            f"--{k.replace('_', '-')} {v}"
-            for k, v in vars(args).items()
-            if k not in ("outdir", "force", "event_api")
-        )
-        defs = trace.definitions
-        machine = defs.system_tree_node("machine", class_name="machine")
-        node = defs.system_tree_node("node0", class_name="node", parent=machine)
-        defs.system_tree_node_domain(machine, otf2.SystemTreeDomain.MACHINE)
-        defs.system_tree_node_domain(node, otf2.SystemTreeDomain.SHARED_MEMORY)
-        defs.paradigm(Paradigm.OPENMP, "OpenMP", otf2.ParadigmClass.THREAD_FORK_JOIN)
-        regions = [
-            defs.region(name, region_role=role, paradigm=paradigm)
-            for name, role, paradigm in OMP_REGIONS
-        ]
-        group = defs.location_group(
-            "Process", location_group_type=otf2.LocationGroupType.PROCESS, system_tree_parent=node
-        )
-        locations = [
-            defs.location(
-                "Master thread" if t == 0 else f"OMP thread {t}",
-                type=otf2.LocationType.CPU_THREAD,
-                group=group,
-            )
-            for t in range(T)
-        ]
-        defs.group(
-            "", members=locations, group_type=otf2.GroupType.COMM_LOCATIONS, paradigm=Paradigm.OPENMP
-        )
-        team_group = defs.group(
-            "", members=list(range(T)), group_type=otf2.GroupType.COMM_GROUP, paradigm=Paradigm.OPENMP
-        )
-        team = defs.comm("OpenMP team", group=team_group)
-        ws = [trace.event_writer_from_location(loc) for loc in locations]
+        regions, locations, team, ws = omp_definitions(trace, args, OMP_REGIONS)
         model = Paradigm.OPENMP
         rng = random.Random(args.seed)
         t = ticks(NS_START)
@@ -665,6 +702,121 @@ def write_omp_trace(args):
     return total, anchor
 
 
+# OpenMP regions of the omp-tasks pattern, by index: (name, role, paradigm).
+K_MAIN, K_PRODUCE, K_CONSUME, K_PAR, K_CREATE_P, K_CREATE_C, K_TASK_P, K_TASK_C, K_WAIT, K_IBAR = (
+    range(10)
+)
+TASK_REGIONS = [
+    ("main", RegionRole.FUNCTION, Paradigm.USER),
+    ("produce", RegionRole.FUNCTION, Paradigm.USER),
+    ("consume", RegionRole.FUNCTION, Paradigm.USER),
+    ("!$omp parallel @gen.c:20", RegionRole.PARALLEL, Paradigm.OPENMP),
+    ("!$omp create task @gen.c:22", RegionRole.TASK_CREATE, Paradigm.OPENMP),
+    ("!$omp create task @gen.c:24", RegionRole.TASK_CREATE, Paradigm.OPENMP),
+    ("!$omp task untied @gen.c:22", RegionRole.TASK_UNTIED, Paradigm.OPENMP),
+    ("!$omp task untied @gen.c:24", RegionRole.TASK_UNTIED, Paradigm.OPENMP),
+    ("!$omp taskwait @gen.c:26", RegionRole.TASK_WAIT, Paradigm.OPENMP),
+    ("!$omp implicit barrier @gen.c:28", RegionRole.IMPLICIT_BARRIER, Paradigm.OPENMP),
+]
+
+
+def write_omp_tasks_trace(args):
+    """The omp-tasks pattern (see the docstring): one process of --threads threads."""
+    anchor = omp_outdir(args)
+    out = anchor.parent
+    res, T = args.timer_resolution, args.threads
+
+    def ticks(ns):
+        return max(1, round(ns * res / 1e9))
+
+    gap, call, work = ticks(NS_GAP), ticks(NS_CALL), ticks(args.compute_ns)
+    with otf2.writer.open(str(out), timer_resolution=res) as trace:
+        regions, locations, team, ws = omp_definitions(trace, args, TASK_REGIONS)
+        model = Paradigm.OPENMP
+        R = regions
+
+        def pair(k, t0, a, b):
+            """Thread k runs the master's tasks a (produce) and b (consume) interleaved from
+            t0; returns when it is back in its implicit task."""
+            w = ws[k]
+            w.thread_task_switch(t0, team, 0, a)
+            w.enter(t0, R[K_TASK_P])
+            w.enter(t0 + gap, R[K_PRODUCE])
+            t1 = t0 + gap + work
+            w.thread_task_switch(t1, team, 0, b)
+            w.enter(t1, R[K_TASK_C])
+            w.enter(t1 + gap, R[K_CONSUME])
+            t2 = t1 + gap + work
+            w.thread_task_switch(t2, team, 0, a)
+            w.leave(t2 + gap, R[K_PRODUCE])
+            w.leave(t2 + 2 * gap, R[K_TASK_P])
+            w.thread_task_complete(t2 + 2 * gap, team, 0, a)
+            w.thread_task_switch(t2 + 2 * gap, team, 0, b)
+            w.leave(t2 + 3 * gap, R[K_CONSUME])
+            w.leave(t2 + 4 * gap, R[K_TASK_C])
+            w.thread_task_complete(t2 + 4 * gap, team, 0, b)
+            w.thread_task_switch(t2 + 4 * gap, team, k, 0)  # the implicit task
+            return t2 + 4 * gap
+
+        t = ticks(NS_START)
+        first = t
+        ws[0].enter(t, R[K_MAIN])
+        generation = 0  # the master's task counter
+        for _ in range(args.iterations):
+            m = ws[0]
+            fork = t + gap
+            m.thread_fork(fork, model, T)
+            begin = [fork + ticks(100 + 50 * k) for k in range(T)]
+            enter = [b + call for b in begin]
+            for k in range(T):
+                ws[k].thread_team_begin(begin[k], team)
+                ws[k].enter(enter[k], R[K_PAR])
+            # the master creates a producer and a consumer task for every thread
+            x = enter[0] + gap
+            tasks, created = [], []
+            for k in range(T):
+                ids = (generation + 1, generation + 2)
+                generation += 2
+                for region, g in zip((R[K_CREATE_P], R[K_CREATE_C]), ids, strict=True):
+                    m.enter(x, region)
+                    m.thread_task_create(x, team, 0, g)
+                    m.leave(x + gap, region)
+                    x += 2 * gap
+                tasks.append(ids)
+                created.append(x - gap)
+            # the master runs its two in a taskwait, the others theirs in the barrier
+            m.enter(x, R[K_WAIT])
+            done = pair(0, x + gap, *tasks[0])
+            m.leave(done + gap, R[K_WAIT])
+            arrive = [done + 2 * gap] + [e + gap for e in enter[1:]]
+            m.enter(arrive[0], R[K_IBAR])
+            ends = [arrive[0]]
+            for k in range(1, T):
+                ws[k].enter(arrive[k], R[K_IBAR])
+                ends.append(pair(k, max(arrive[k], created[k]) + gap, *tasks[k]))
+            out_at = max(max(arrive), max(ends)) + call
+            end = 0
+            for k in range(T):
+                w = ws[k]
+                w.leave(out_at + ticks(10 * k), R[K_IBAR])
+                left = out_at + ticks(10 * k) + call
+                w.leave(left, R[K_PAR])
+                w.thread_team_end(left + gap, team)
+                end = max(end, left + gap)
+            t = end + gap
+            m.thread_join(t, model)
+        t += gap
+        ws[0].leave(t, R[K_MAIN])
+        trace._update_timestamps(first)
+        trace._update_timestamps(t)
+        trace._realtime_timestamp = REALTIME_SECONDS
+        total = sum(loc._number_of_events_written for loc in locations)
+    expected = 2 + args.iterations * (4 + 27 * T)
+    if total != expected:
+        sys.exit(f"gen_trace.py: wrote {total} events, the program made {expected}")
+    return total, anchor
+
+
 def count(kind, minimum=0):
     """argparse type: an integer >= minimum; accepts 1e9-style input for integer values."""
 
@@ -704,7 +856,7 @@ def main(argv=None):
     )
     p.add_argument(
         "--pattern",
-        choices=["pingpong", "ring", "alltoall-nb", "barrier", "mixed", "omp-teams"],
+        choices=["pingpong", "ring", "alltoall-nb", "barrier", "mixed", "omp-teams", "omp-tasks"],
         default="pingpong",
         help="message pattern (default pingpong)",
     )
@@ -747,11 +899,14 @@ def main(argv=None):
         "--threads",
         type=count("--threads", 1),
         default=4,
-        help="threads of the process (omp-teams only; default 4)",
+        help="threads of the process (omp-teams and omp-tasks only; default 4)",
     )
     p.add_argument("--force", action="store_true", help="replace a trace already in OUTDIR")
     args = p.parse_args(argv)
-    total, anchor = write_omp_trace(args) if args.pattern == "omp-teams" else write_trace(args)
+    write = {"omp-teams": write_omp_trace, "omp-tasks": write_omp_tasks_trace}.get(
+        args.pattern, write_trace
+    )
+    total, anchor = write(args)
     print(f"{total} events written to {anchor}")
 
 

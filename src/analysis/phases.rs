@@ -270,77 +270,96 @@ pub struct PhaseEntry {
 }
 
 /// Analyse each phase alone (its slice of the trace) and describe it: dominant regions and
-/// the most significant wait-state findings. `rules` loads the rule set for each analysis.
+/// the most significant wait-state findings. `rules` loads the rule set for each analysis;
+/// `whole` is the analysis of the whole trace, reused when the only phase is the whole run
+/// (its slice would be the trace itself: a second replay and analysis for nothing).
 pub fn summarise(
     trace: &Trace,
     phases: &[Phase],
     rules: &dyn Fn() -> crate::error::Result<crate::rules::RuleSet>,
+    whole: (&crate::replay::Replay, &crate::analysis::Analysis),
 ) -> crate::error::Result<Vec<PhaseEntry>> {
-    use crate::analysis::scores::{score, ScoreParams};
-    use crate::replay::calltree::Callee;
     let t0 = trace.time_span().map_or(0, |s| s.0);
-    let sec = |t: u64| t as f64 / trace.timer_resolution.max(1) as f64;
     let mut out = Vec::new();
     for (k, ph) in phases.iter().enumerate() {
+        if phases.len() == 1 && ph.start <= t0 {
+            out.push(describe(trace, t0, k, ph, whole.0, whole.1));
+            continue;
+        }
         let part = slice(trace, ph, k + 1 == phases.len());
         let replay = crate::replay::Replay::new(&part);
         let a = crate::analysis::analyse(&part, &replay, rules()?);
-        let mut findings = score(&part, &replay, &a, ScoreParams::default());
-        findings.retain(|f| f.wait_state);
-        findings.sort_by(|x, y| {
-            y.significance
-                .total_cmp(&x.significance)
-                .then(y.severity.total_cmp(&x.severity))
-                .then(x.metric.cmp(&y.metric))
-                .then(x.callpath.cmp(&y.callpath))
-        });
-        // exclusive time per region over all locations
-        let mut by_region: std::collections::BTreeMap<String, u64> = Default::default();
-        let (mut total, mut mpi) = (0u64, 0u64);
-        for st in &replay.locations {
-            for (c, &t) in st.time.iter().enumerate() {
-                if t == 0 {
-                    continue;
-                }
-                total += t;
-                if let Callee::Region(r) = replay.tree.nodes[c].callee {
-                    let reg = &part.defs.regions[r as usize];
-                    if reg.paradigm == Paradigm::MPI {
-                        mpi += t;
-                    }
-                    *by_region.entry(reg.name.clone()).or_default() += t;
-                }
-            }
-        }
-        let mut regions: Vec<(String, u64)> = by_region.into_iter().collect();
-        regions.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        out.push(PhaseEntry {
-            phase: k + 1,
-            start_s: sec(ph.start - t0),
-            end_s: sec(ph.end - t0),
-            boundary_score: ph.score,
-            mpi_percent: if total > 0 {
-                100.0 * mpi as f64 / total as f64
-            } else {
-                0.0
-            },
-            regions: regions
-                .into_iter()
-                .take(3)
-                .map(|(n, t)| (n, sec(t)))
-                .collect(),
-            findings: findings
-                .iter()
-                .take(3)
-                .map(|f| {
-                    (
-                        f.metric.clone(),
-                        replay.path_name(&part, f.callpath),
-                        f.severity,
-                    )
-                })
-                .collect(),
-        });
+        out.push(describe(&part, t0, k, ph, &replay, &a));
     }
     Ok(out)
+}
+
+/// Phase `k` (0-based) as the report lists it, from the analysis of its slice `part`.
+fn describe(
+    part: &Trace,
+    t0: u64,
+    k: usize,
+    ph: &Phase,
+    replay: &crate::replay::Replay,
+    a: &crate::analysis::Analysis,
+) -> PhaseEntry {
+    use crate::analysis::scores::{score, ScoreParams};
+    use crate::replay::calltree::Callee;
+    let sec = |t: u64| t as f64 / part.timer_resolution.max(1) as f64;
+    let mut findings = score(part, replay, a, ScoreParams::default());
+    findings.retain(|f| f.wait_state);
+    findings.sort_by(|x, y| {
+        y.significance
+            .total_cmp(&x.significance)
+            .then(y.severity.total_cmp(&x.severity))
+            .then(x.metric.cmp(&y.metric))
+            .then(x.callpath.cmp(&y.callpath))
+    });
+    // exclusive time per region over all locations
+    let mut by_region: std::collections::BTreeMap<String, u64> = Default::default();
+    let (mut total, mut mpi) = (0u64, 0u64);
+    for st in &replay.locations {
+        for (c, &t) in st.time.iter().enumerate() {
+            if t == 0 {
+                continue;
+            }
+            total += t;
+            if let Callee::Region(r) = replay.tree.nodes[c].callee {
+                let reg = &part.defs.regions[r as usize];
+                if reg.paradigm == Paradigm::MPI {
+                    mpi += t;
+                }
+                *by_region.entry(reg.name.clone()).or_default() += t;
+            }
+        }
+    }
+    let mut regions: Vec<(String, u64)> = by_region.into_iter().collect();
+    regions.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    PhaseEntry {
+        phase: k + 1,
+        start_s: sec(ph.start - t0),
+        end_s: sec(ph.end - t0),
+        boundary_score: ph.score,
+        mpi_percent: if total > 0 {
+            100.0 * mpi as f64 / total as f64
+        } else {
+            0.0
+        },
+        regions: regions
+            .into_iter()
+            .take(3)
+            .map(|(n, t)| (n, sec(t)))
+            .collect(),
+        findings: findings
+            .iter()
+            .take(3)
+            .map(|f| {
+                (
+                    f.metric.clone(),
+                    replay.path_name(part, f.callpath),
+                    f.severity,
+                )
+            })
+            .collect(),
+    }
 }

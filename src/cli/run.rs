@@ -166,6 +166,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
             &trace,
             &phases,
             &|| RuleSet::load(&args.rules),
+            (&replay, &analysis),
         )?);
     }
     if let Some(note) = phase_note {

@@ -90,6 +90,8 @@ fn pass_a(ev: &Events, worker: Option<Worker>) -> PassA {
     // of a parallel region (traces without THREAD_TEAM_BEGIN) and goes with its LEAVE
     let mut base = 0usize;
     let mut by_enter = false;
+    // one call stack per task (issue 13): `stack` is the active task's
+    let mut tasks: omp::TaskStacks<(RegionIdx, CnodeIdx, u32)> = Default::default();
     let push_prefix = |t: u64,
                        local: &mut LocalTree,
                        stack: &mut Vec<(RegionIdx, CnodeIdx, u32)>,
@@ -142,6 +144,9 @@ fn pass_a(ev: &Events, worker: Option<Worker>) -> PassA {
                 }
             }
             EventKind::ThreadTeamEnd if base > 0 && !by_enter => {
+                for (_, c, _) in tasks.finish(&mut stack) {
+                    repairs[c as usize] += 1;
+                }
                 while stack.len() > base {
                     if let Some((_, c, _)) = stack.pop() {
                         repairs[c as usize] += 1;
@@ -184,9 +189,10 @@ fn pass_a(ev: &Events, worker: Option<Worker>) -> PassA {
             }
             EventKind::Leave => {
                 let region = ev.arg[i];
-                match stack[base..].iter().rposition(|s| s.0 == region) {
+                let lo = base.max(tasks.floor());
+                match stack[lo..].iter().rposition(|s| s.0 == region) {
                     Some(k) => {
-                        let k = k + base;
+                        let k = k + lo;
                         // §3.4.2: instances above the one left are closed here too
                         while stack.len() > k + 1 {
                             if let Some((_, c, _)) = stack.pop() {
@@ -215,6 +221,17 @@ fn pass_a(ev: &Events, worker: Option<Worker>) -> PassA {
                 }
             }
             kind => {
+                let open = match omp::task_event(ev, i) {
+                    Some(omp::TaskEvent::Switch(k)) => {
+                        tasks.switch(k, &mut stack);
+                        Vec::new()
+                    }
+                    Some(omp::TaskEvent::Complete(k)) => tasks.complete(k, &mut stack),
+                    None => Vec::new(),
+                };
+                for (_, c, _) in open {
+                    repairs[c as usize] += 1;
+                }
                 if let Some(&(_, c, e)) = stack.last() {
                     cnode[i] = c;
                     enterptr[i] = e;
@@ -232,6 +249,9 @@ fn pass_a(ev: &Events, worker: Option<Worker>) -> PassA {
     }
     // §3.4.4: instances still open at the end close at the last event (the inherited
     // prefix is not the worker's own).
+    for (_, c, _) in tasks.finish(&mut stack) {
+        repairs[c as usize] += 1;
+    }
     for (_, c, _) in stack.drain(..).skip(base) {
         repairs[c as usize] += 1;
     }

@@ -182,6 +182,11 @@ pub struct OmpStats {
     pub lock_acquisitions: u64,
     /// Parallel-region instances on a thread that no fork of its master precedes.
     pub orphan_regions: u64,
+    /// Nested parallelism, which the team state does not model (patterns.md §5.6): parallel-
+    /// region instances inside another on the same thread, and forks recorded by worker
+    /// threads. Their threads are analysed as members of the outer team; the report says so.
+    pub nested_regions: u64,
+    pub worker_forks: u64,
 }
 
 /// The OpenMP state of the whole trace.
@@ -365,7 +370,18 @@ fn build_teams(
     }
     for &l in threads {
         let ev = &trace.events[l as usize];
-        for (enter, leave) in outer(l) {
+        let outermost = outer(l);
+        let parallel = (0..ev.len())
+            .filter(|&i| {
+                ev.kind[i] == EventKind::Enter
+                    && kinds.get(ev.arg[i] as usize) == Some(&OmpRegion::Parallel)
+            })
+            .count();
+        st.stats.nested_regions += parallel.saturating_sub(outermost.len()) as u64;
+        if l != m {
+            st.stats.worker_forks += ev.kind.iter().filter(|&&k| is_fork(k)).count() as u64;
+        }
+        for (enter, leave) in outermost {
             let t = ev.time[enter as usize];
             // the latest fork at or before the ENTER
             let k = forks.partition_point(|f| f.0 <= t);
@@ -434,6 +450,24 @@ fn task_ticks(ev: &Events, ls: &LocationState, kinds: &[OmpRegion], enter: usize
         leave as usize
     };
     let mut total = 0;
+    if (enter + 1..end).any(|i| matches!(task_event(ev, i), Some(TaskEvent::Switch(_)))) {
+        // task switch records: the time an explicit task was active (issue 13)
+        let mut tasks: TaskStacks<()> = TaskStacks::default();
+        let mut stack = Vec::new();
+        for i in enter + 1..end.min(ev.len() - 1) + 1 {
+            if tasks.explicit() {
+                total += ev.time[i].saturating_sub(ev.time[i - 1]);
+            }
+            match task_event(ev, i) {
+                Some(TaskEvent::Switch(k)) => tasks.switch(k, &mut stack),
+                Some(TaskEvent::Complete(k)) => {
+                    tasks.complete(k, &mut stack);
+                }
+                None => {}
+            }
+        }
+        return total;
+    }
     let mut i = enter + 1;
     while i < end {
         if ev.kind[i] == EventKind::Enter && kinds.get(ev.arg[i] as usize) == Some(&OmpRegion::Task)
@@ -515,4 +549,200 @@ pub fn inclusive(tree: &CallTree, time: &[u64]) -> Vec<u64> {
         }
     }
     incl
+}
+
+/// An explicit task: (thread team, creating thread, generation number) of THREAD_TASK_*
+/// records; OMP_TASK_* records (one task id) are keyed `(u64::MAX, 0, id)`.
+pub type TaskKey = (u64, u64, u64);
+
+/// A task record: which task becomes active (SWITCH) or ends (COMPLETE); `None` is the
+/// thread's implicit task (generation number or task id 0,
+/// `OTF2_TASK_GENERATION_NUMBER_IMPLICIT`). TASK_CREATE changes nothing and is `None`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskEvent {
+    Switch(Option<TaskKey>),
+    Complete(Option<TaskKey>),
+}
+
+/// The task record at event `i`, if it is one.
+pub fn task_event(ev: &Events, i: usize) -> Option<TaskEvent> {
+    let k = ev.kind[i];
+    let key = match k {
+        EventKind::ThreadTaskSwitch | EventKind::ThreadTaskComplete => match ev.fields(i) {
+            [team, creator, gen, ..] => (*gen != 0).then_some((*team, *creator, *gen)),
+            _ => return None,
+        },
+        EventKind::OmpTaskSwitch | EventKind::OmpTaskComplete => match ev.fields(i) {
+            [id, ..] => (*id != 0).then_some((u64::MAX, 0, *id)),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some(match k {
+        EventKind::ThreadTaskSwitch | EventKind::OmpTaskSwitch => TaskEvent::Switch(key),
+        _ => TaskEvent::Complete(key),
+    })
+}
+
+/// One call stack per task of a thread (issue 13): the active one is the caller's `stack`;
+/// the implicit task's and the suspended explicit tasks' stacks wait here. An explicit task
+/// run for the first time starts on a copy of the stack it interrupts: those frames are
+/// inherited (below its `floor`, never left by the task), so its task region's call path
+/// hangs below the call path where the task first executed. At its COMPLETE the task it
+/// interrupted then resumes (unless a SWITCH says otherwise).
+#[derive(Clone, Debug)]
+pub struct TaskStacks<F> {
+    cur: Option<TaskKey>,
+    floor: usize,
+    implicit: Vec<F>,
+    /// Explicit tasks begun and not completed: stack (empty while active), floor, and the
+    /// task interrupted when it first ran.
+    tasks: HashMap<TaskKey, (Vec<F>, usize, Option<TaskKey>)>,
+}
+
+impl<F> Default for TaskStacks<F> {
+    fn default() -> Self {
+        TaskStacks {
+            cur: None,
+            floor: 0,
+            implicit: Vec::new(),
+            tasks: HashMap::new(),
+        }
+    }
+}
+
+impl<F: Clone> TaskStacks<F> {
+    /// Frames of the active stack below this index are inherited (0 for the implicit task).
+    pub fn floor(&self) -> usize {
+        self.floor
+    }
+
+    /// Whether an explicit task is active.
+    pub fn explicit(&self) -> bool {
+        self.cur.is_some()
+    }
+
+    /// Make `to` the active task; `stack` is the active stack before and after.
+    pub fn switch(&mut self, to: Option<TaskKey>, stack: &mut Vec<F>) {
+        if to == self.cur {
+            return;
+        }
+        let from = self.cur;
+        let saved = std::mem::take(stack);
+        let (next, floor) = match to {
+            None => (std::mem::take(&mut self.implicit), 0),
+            Some(k) => match self.tasks.get_mut(&k) {
+                Some((s, f, _)) => (std::mem::take(s), *f),
+                None => {
+                    self.tasks.insert(k, (Vec::new(), saved.len(), from));
+                    (saved.clone(), saved.len())
+                }
+            },
+        };
+        match from {
+            None => self.implicit = saved,
+            Some(k) => {
+                if let Some(e) = self.tasks.get_mut(&k) {
+                    e.0 = saved;
+                    e.1 = self.floor;
+                }
+            }
+        }
+        *stack = next;
+        self.floor = floor;
+        self.cur = to;
+    }
+
+    /// Task `k` completed: its stack goes, and the frames it left open (above its floor)
+    /// are returned (repairs, §3.4). The implicit task's completion changes nothing.
+    pub fn complete(&mut self, k: Option<TaskKey>, stack: &mut Vec<F>) -> Vec<F> {
+        let Some(k) = k else { return Vec::new() };
+        if self.cur == Some(k) {
+            let resume = self
+                .tasks
+                .get(&k)
+                .and_then(|e| e.2)
+                .filter(|r| self.tasks.contains_key(r));
+            self.switch(resume, stack);
+        }
+        match self.tasks.remove(&k) {
+            Some((s, f, _)) => s.into_iter().skip(f).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// At the end of the stream (or of the thread's team): back to the implicit task; the
+    /// frames every explicit task left open are returned (repairs).
+    pub fn finish(&mut self, stack: &mut Vec<F>) -> Vec<F> {
+        self.switch(None, stack);
+        let mut keys: Vec<TaskKey> = self.tasks.keys().copied().collect();
+        keys.sort_unstable();
+        let mut open = Vec::new();
+        for k in keys {
+            if let Some((s, f, _)) = self.tasks.remove(&k) {
+                open.extend(s.into_iter().skip(f));
+            }
+        }
+        open
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TaskStacks;
+
+    const A: Option<super::TaskKey> = Some((0, 0, 1));
+    const B: Option<super::TaskKey> = Some((0, 0, 2));
+
+    #[test]
+    fn a_task_starts_on_a_copy_of_the_stack_it_interrupts() {
+        let mut t: TaskStacks<u32> = TaskStacks::default();
+        let mut stack = vec![1, 2]; // the implicit task: main, barrier
+        t.switch(A, &mut stack);
+        assert_eq!(
+            (stack.clone(), t.floor(), t.explicit()),
+            (vec![1, 2], 2, true)
+        );
+        stack.push(10); // A's task region
+        t.switch(B, &mut stack); // B first runs inside A
+        assert_eq!((stack.clone(), t.floor()), (vec![1, 2, 10], 3));
+        stack.push(20);
+        t.switch(A, &mut stack);
+        assert_eq!((stack.clone(), t.floor()), (vec![1, 2, 10], 2));
+        stack.pop();
+        // A completes with nothing open: back to the implicit task (what A interrupted)
+        assert!(t.complete(A, &mut stack).is_empty());
+        assert_eq!(
+            (stack.clone(), t.floor(), t.explicit()),
+            (vec![1, 2], 0, false)
+        );
+        // B is still suspended with its region open; switching back resumes it
+        t.switch(B, &mut stack);
+        assert_eq!((stack.clone(), t.floor()), (vec![1, 2, 10, 20], 3));
+        // B completes with its region open: that frame is returned (a repair); A, which B
+        // interrupted, is gone, so the implicit task resumes
+        assert_eq!(t.complete(B, &mut stack), vec![20]);
+        assert_eq!((stack, t.floor(), t.explicit()), (vec![1, 2], 0, false));
+    }
+
+    #[test]
+    fn open_task_frames_are_returned_at_the_end() {
+        let mut t: TaskStacks<u32> = TaskStacks::default();
+        let mut stack = vec![1];
+        t.switch(A, &mut stack);
+        stack.push(10);
+        t.switch(None, &mut stack);
+        t.switch(B, &mut stack);
+        stack.extend([20, 21]);
+        // a completion of a task that is not running, and of one never seen
+        assert_eq!(t.complete(A, &mut stack), vec![10]);
+        assert!(t.complete(Some((9, 9, 9)), &mut stack).is_empty());
+        assert_eq!(stack, vec![1, 20, 21]);
+        assert_eq!(t.finish(&mut stack), vec![20, 21]);
+        assert_eq!((stack, t.explicit()), (vec![1], false));
+        // the implicit task's completion changes nothing
+        let mut s = vec![5];
+        assert!(t.complete(None, &mut s).is_empty());
+        assert_eq!(s, vec![5]);
+    }
 }

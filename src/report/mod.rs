@@ -230,6 +230,18 @@ impl Report {
                             replay.omp.stats.orphan_regions
                         )
                     }))
+                    .chain(
+                        (replay.omp.stats.nested_regions + replay.omp.stats.worker_forks > 0).then(
+                            || {
+                                format!(
+                                    "nested parallelism is not modelled: {} parallel-region \
+                                     instance(s) inside another, {} fork(s) by worker threads; \
+                                     their threads are analysed as members of the outer team",
+                                    replay.omp.stats.nested_regions, replay.omp.stats.worker_forks
+                                )
+                            },
+                        ),
+                    )
                     .collect(),
             },
             critical_path: None,
