@@ -28,13 +28,15 @@ fn kind(name: &str) -> (u8, u8) {
     }
 }
 
-const REGIONS: [&str; 6] = [
+const REGIONS: [&str; 8] = [
     "main",
     "work",
     "MPI_Send",
     "MPI_Recv",
     "MPI_Barrier",
     "MPI_Bcast",
+    "MPI_Ssend",
+    "MPI_Bsend",
 ];
 
 fn reg(name: &str) -> u32 {
@@ -54,8 +56,13 @@ fn lv(s: f64, r: &str) -> (u64, Ev) {
 
 /// A blocking send from inside MPI_Send at `s0`..`s1`.
 fn send(s0: f64, s1: f64, to: u32, bytes: u64) -> Vec<(u64, Ev)> {
+    send_in("MPI_Send", s0, s1, to, bytes)
+}
+
+/// A send from inside the call `name` at `s0`..`s1`.
+fn send_in(name: &str, s0: f64, s1: f64, to: u32, bytes: u64) -> Vec<(u64, Ev)> {
     vec![
-        en(s0, "MPI_Send"),
+        en(s0, name),
         (
             t(s0),
             Ev::MpiSend {
@@ -65,7 +72,7 @@ fn send(s0: f64, s1: f64, to: u32, bytes: u64) -> Vec<(u64, Ev)> {
                 bytes,
             },
         ),
-        lv(s1, "MPI_Send"),
+        lv(s1, name),
     ]
 }
 
@@ -233,6 +240,104 @@ fn wait_and_traffic_matrices_of_a_late_sender() {
     assert!((c.rate_bytes_per_s.unwrap() - 1000.0 / 0.6).abs() < 1e-6);
     assert_eq!(m.communicators.len(), 1);
     assert_eq!(m.communicators[0].communicator, "MPI_COMM_WORLD");
+}
+
+/// Rank 0 works 1 s, then sends in `send_call` from 1 s to 4.1 s and works on until 6 s;
+/// rank 1 computes until 4 s before it posts the receive (4 → 4.1 s) and ends at 4.5 s.
+fn late_receiver(send_call: &str) -> (tempfile::TempDir, Trace) {
+    build(vec![
+        vec![
+            vec![en(0.0, "main")],
+            work(0.0, 1.0),
+            send_in(send_call, 1.0, 4.1, 1, 8),
+            work(4.1, 6.0),
+            vec![lv(6.0, "main")],
+        ],
+        vec![
+            vec![en(0.0, "main")],
+            work(0.0, 4.0),
+            recv(4.0, 4.05, 4.1, 0, 8),
+            work(4.1, 4.5),
+            vec![lv(4.5, "main")],
+        ],
+    ])
+}
+
+/// A synchronous send that waits for a late receiver depends on the receive's ENTER: the
+/// path is rank 1's 4 s of computation, the last 0.1 s of MPI_Ssend (after the receive was
+/// posted) and rank 0's 1.9 s of work; rank 0's 3 s blocked in MPI_Ssend are not on it.
+#[test]
+fn a_late_receiver_puts_the_receivers_computation_on_the_path() {
+    let (_d, trace) = late_receiver("MPI_Ssend");
+    let replay = Replay::new(&trace);
+    let cp = critical_path(&trace, &replay, &["work".into(), "MPI_Ssend".into()]).unwrap();
+    assert!((cp.length_s - 6.0).abs() < TOL, "{}", cp.length_s);
+    assert!((cp.duration_s - 6.0).abs() < TOL);
+    assert!(
+        (share(&cp.regions, "work") - 5.9).abs() < TOL,
+        "{:?}",
+        cp.regions
+    );
+    assert!(
+        (share(&cp.regions, "MPI_Ssend") - 0.1).abs() < TOL,
+        "{:?}",
+        cp.regions
+    );
+    let on = |r: u32| {
+        cp.locations
+            .iter()
+            .find(|l| l.rank == Some(r))
+            .map_or(0.0, |l| l.time_s)
+    };
+    assert!((on(1) - 4.0).abs() < TOL && (on(0) - 2.0).abs() < TOL);
+    assert_eq!(cp.segments.len(), 2, "{:?}", cp.segments);
+    assert_eq!((cp.segments[0].location, cp.segments[0].via), (1, "start"));
+    assert_eq!(
+        (cp.segments[1].location, cp.segments[1].via),
+        (0, "message")
+    );
+    assert!(
+        (cp.segments[1].start_s - 4.0).abs() < TOL,
+        "{:?}",
+        cp.segments
+    );
+    // without any work only the send after the receive was posted remains (rank 0: 0.1 s;
+    // rank 1: the 0.1 s receive after the send started)
+    assert!(
+        (cp.what_if[0].length_s - 0.1).abs() < TOL,
+        "{:?}",
+        cp.what_if
+    );
+    // without MPI_Ssend: rank 1's 4 s, then rank 0's 1.9 s
+    assert!(
+        (cp.what_if[1].length_s - 5.9).abs() < TOL,
+        "{:?}",
+        cp.what_if
+    );
+    // rank 0 waits 3 s for rank 1 (50 % of the run)
+    let g = Graph::new(&trace, &replay);
+    let w = wait_matrix(&trace, &g);
+    assert_eq!(w.rows[0].waits_for.len(), 1, "{:?}", w.rows[0]);
+    assert_eq!(w.rows[0].waits_for[0].rank, 1);
+    assert!((w.rows[0].waits_for[0].time_s - 3.0).abs() < TOL);
+    assert!(w.rows[1].waits_for.is_empty(), "{:?}", w.rows[1]);
+}
+
+/// A buffered send never waits for the receiver (patterns.md §4.3): MPI_Bsend's 3.1 s are
+/// rank 0's own time, and the path stays on rank 0.
+#[test]
+fn a_buffered_send_does_not_depend_on_the_receiver() {
+    let (_d, trace) = late_receiver("MPI_Bsend");
+    let replay = Replay::new(&trace);
+    let cp = critical_path(&trace, &replay, &[]).unwrap();
+    assert!((cp.length_s - 6.0).abs() < TOL, "{}", cp.length_s);
+    assert!(
+        (share(&cp.regions, "MPI_Bsend") - 3.1).abs() < TOL,
+        "{:?}",
+        cp.regions
+    );
+    assert_eq!(cp.locations.len(), 1, "{:?}", cp.locations);
+    assert_eq!(cp.locations[0].rank, Some(0));
 }
 
 /// Three ranks meet in a barrier; rank 2 computes 2 s, the others 0.5 s and wait. The path is

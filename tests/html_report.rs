@@ -139,6 +139,13 @@ fn the_html_page_is_self_contained() {
     }
     // the per-rank chart of the top finding (Late Sender) shows rank 3's 600 ms
     assert!(h.contains("600.190 ms"), "per-rank values");
+    // its worst instance: rank 3's receive record at 493.565 ms after the clock offset, the
+    // run's first event 4.699 µs after it; 200.084 ms late
+    assert!(h.contains("Worst instances in time"), "timeline missing");
+    assert!(
+        h.contains("<title>#1 rank 3 at 493.560 ms: 200.084 ms</title>"),
+        "worst instance"
+    );
 }
 
 /// Debian's chromium, if installed.

@@ -1880,3 +1880,113 @@ fn ex_9_11_cube_round_trip() {
     assert_eq!(&index[18..], &[1, 0, 0, 0, 0, 0, 0, 0]);
     assert_eq!(data.len(), 10 + 8 * 2);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The worst instances of a finding (issue 14: the HTML report's timeline)
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn worst_instances_keep_the_five_largest_ties_by_location_then_time() {
+    // pairs 0→1 and 2→3, four messages each; the receiver enters MPI_Recv at 10·i, the sender
+    // its MPI_Send d seconds later, so each receive is a Late Sender instance of d seconds,
+    // attributed to the receive record at 10·i + d + 0.5
+    let mut tb = Tb::new(4);
+    for (from, to, delays) in [(0, 1, [1.0, 4.0, 2.0, 3.0]), (2, 3, [3.0, 1.0, 4.0, 2.0])] {
+        let mut s = tb.r(from).enter(0.0, "main");
+        for (i, d) in delays.iter().enumerate() {
+            let t = 10.0 * i as f64 + d;
+            s = s.send_call("MPI_Send", t, t + 0.5, to as u32, 0, 8);
+        }
+        s.leave(50.0, "main");
+        let mut r = tb.r(to).enter(0.0, "main");
+        for (i, d) in delays.iter().enumerate() {
+            let b = 10.0 * i as f64;
+            r = r.recv_call("MPI_Recv", b, b + d + 0.5, b + d + 1.0, from as u32, 0, 8);
+        }
+        r.leave(50.0, "main");
+    }
+    let run = tb.run();
+    let f = run.finding("mpi_latesender", "main/MPI_Recv");
+    assert_eq!(f.n, 8);
+    close(f.severity, 20.0, "severity");
+    let got: Vec<(u64, u32, f64, f64)> = f
+        .worst_instances
+        .iter()
+        .map(|w| (w.location, w.rank, w.time_s, w.value))
+        .collect();
+    // 4 s on rank 1 (at 14.5) and rank 3 (at 24.5): the lower location first; then 3 s on
+    // rank 1 (at 33.5) before rank 3's earlier one (at 3.5); then 2 s on rank 1 (at 22.5);
+    // rank 3's 2 s and both 1 s instances are not kept
+    assert_eq!(
+        got,
+        vec![
+            (1, 1, 14.5, 4.0),
+            (3, 2, 24.5, 4.0),
+            (1, 3, 33.5, 3.0),
+            (3, 4, 3.5, 3.0),
+            (1, 5, 22.5, 2.0),
+        ]
+    );
+    // class time and sums have no instances of their own
+    assert!(run
+        .finding("time", "main/MPI_Recv")
+        .worst_instances
+        .is_empty());
+    assert!(run
+        .finding("mpi", "main/MPI_Recv")
+        .worst_instances
+        .is_empty());
+}
+
+#[test]
+fn worst_instances_are_ordered_bounded_and_inside_the_run_on_every_shipped_trace() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut seen = 0;
+    for (name, rel) in common::shipped_traces() {
+        let trace = perfexpert::open(&root.join(&rel)).unwrap();
+        let replay = Replay::new(&trace);
+        let a = perfexpert::analysis::analyse(&trace, &replay, RuleSet::load(&[]).unwrap());
+        let (first, last) = trace.time_span().unwrap();
+        let res = trace.timer_resolution as f64;
+        let sec = |t: u64| t.saturating_sub(first) as f64 / res;
+        let (t0, t1) = (0.0, sec(last));
+        let index: std::collections::HashMap<u64, usize> = (trace.defs.locations.iter())
+            .enumerate()
+            .map(|(i, l)| (l.id, i))
+            .collect();
+        for f in score(&trace, &replay, &a, ScoreParams::default()) {
+            let w = &f.worst_instances;
+            let what = format!("{name}: {} at call path {}", f.metric, f.callpath);
+            assert_eq!(w.len() as u64, f.n.min(5), "{what}");
+            seen += w.len();
+            let mut sum = 0.0;
+            for (i, x) in w.iter().enumerate() {
+                assert_eq!(x.rank as usize, i + 1, "{what}");
+                assert!(
+                    x.value > 0.0 && x.value <= f.severity * (1.0 + 1e-12),
+                    "{what}"
+                );
+                assert!(x.time_s >= t0 && x.time_s <= t1, "{what}: {} s", x.time_s);
+                let l = index[&x.location];
+                // the time is that of an event of the location, at the finding's call path
+                let ticks = &trace.events[l].time;
+                assert!(
+                    (0..ticks.len())
+                        .any(|e| sec(ticks[e]) == x.time_s
+                            && replay.locations[l].cnode[e] == f.callpath),
+                    "{what}: no event at {} s",
+                    x.time_s
+                );
+                sum += x.value;
+                if let Some(y) = w.get(i + 1) {
+                    let ordered = x.value > y.value
+                        || (x.value == y.value
+                            && (index[&x.location], x.time_s) <= (index[&y.location], y.time_s));
+                    assert!(ordered, "{what}: #{} and #{}", x.rank, y.rank);
+                }
+            }
+            assert!(sum <= f.severity * (1.0 + 1e-9), "{what}");
+        }
+    }
+    assert!(seen > 0, "no instances at all");
+}

@@ -15,7 +15,7 @@ shot() { # section, height
         --hide-scrollbars --user-data-dir="$tmp/profile" --window-size="1000,$2" \
         --screenshot="docs/img/$1.png" "file://$tmp/report.html?only=$1" 2>/dev/null
 }
-shot findings 640
+shot findings 800
 shot phases 300
 shot critical-path 720
 shot wait-matrix 900

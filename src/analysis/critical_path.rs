@@ -8,7 +8,10 @@
 //!   between them, minus the part of it spent waiting for another location (below);
 //! * a **dependency edge** joins the event a location waits for on another location to the
 //!   event that completes the wait: for a receive (`sendptr`), the ENTER of the matched send's
-//!   call → the receive; for a collective instance (§5.4), the ENTER of each member's call that
+//!   call → the receive; for a send that waited for its receive to be posted (the call
+//!   completing it is a standard or synchronous send or a wait, entered before the receive's
+//!   call and left after it: patterns.md §4.3), the ENTER of the receive's call → the LEAVE of
+//!   the completing call; for a collective instance (§5.4), the ENTER of each member's call that
 //!   this member depends on → this member's COLL_END (1-to-N: the root; N-to-1: the root
 //!   depends on every member; scans: lower ranks; otherwise every other member); for an
 //!   OpenMP barrier instance (§5.6), every other thread's ENTER of the barrier → this
@@ -64,6 +67,9 @@ enum Source {
     Msg(EventRef),
     /// Member `k` of collective instance `inst`.
     Coll { inst: u32, k: u32 },
+    /// The ENTERs of the receive calls a blocking send completion waited for:
+    /// `recv_enters[first..first + n]`.
+    Recvs { first: u32, n: u32 },
 }
 
 /// One dependency target on a location.
@@ -92,6 +98,8 @@ pub struct Graph<'a> {
     inst_startup: Vec<bool>,
     /// Waits: (waiting location, location waited for, seconds) per dependency target.
     pub waits: Vec<(u32, u32, u64)>,
+    /// Sources of `Source::Recvs`.
+    recv_enters: Vec<EventRef>,
 }
 
 fn enter_of(replay: &Replay, r: EventRef) -> u32 {
@@ -142,6 +150,13 @@ impl<'a> Graph<'a> {
                 }
             }
         }
+        // blocking sends that waited for their receive to be posted (a synchronous or
+        // rendezvous protocol): the LEAVE of the call completing the send depends on the
+        // ENTER of the call that posted the receive. The trace shows it (patterns.md §4.3)
+        // when the completing call is a standard or synchronous send, or a wait, and was
+        // entered before the receive was posted and left after
+        let mut recv_enters = Vec::new();
+        Self::receive_dependencies(trace, replay, &mut deps, &mut recv_enters);
         // collective instances
         let mut inst_enter = Vec::with_capacity(replay.instances.len());
         let mut inst_shape = Vec::with_capacity(replay.instances.len());
@@ -283,9 +298,111 @@ impl<'a> Graph<'a> {
             inst_shape,
             inst_startup: startup,
             waits: Vec::new(),
+            recv_enters,
         };
         g.compute_windows();
         g
+    }
+
+    /// Adds the send completion → receive posting dependencies (see `new`).
+    fn receive_dependencies(
+        trace: &Trace,
+        replay: &Replay,
+        deps: &mut [Vec<Dep>],
+        recv_enters: &mut Vec<EventRef>,
+    ) {
+        // per region: may a call of it wait for the receive to be posted?
+        let blocking: Vec<bool> = (trace.defs.regions.iter())
+            .map(|r| match crate::analysis::classify::classify(r) {
+                ("P2P_SEND", mode) => mode == "STANDARD" || mode == "SYNCHRONOUS",
+                (class, _) => class == "P2P_WAIT_SINGLE" || class == "P2P_WAIT_MULTI",
+            })
+            .collect();
+        // the call (its ENTER) enclosing event `i` of location `l`, if any
+        let call = |l: usize, i: u32| -> Option<u32> {
+            let e = *replay.locations[l].enterptr.get(i as usize)?;
+            (e != NONE).then_some(e)
+        };
+        for (l, ev) in trace.events.iter().enumerate() {
+            let links = &replay.msg_links[l];
+            let st = &replay.locations[l];
+            // (LEAVE of the completing call, ENTER of the receive's call)
+            let mut found: Vec<(u32, EventRef)> = Vec::new();
+            for i in 0..ev.len() {
+                let kind = ev.kind[i];
+                if !matches!(kind, EventKind::MpiSend | EventKind::MpiIsend) {
+                    continue;
+                }
+                let k = ev.arg[i] as usize;
+                let (Some(p), Some(&cancelled)) = (links.partner.get(k), links.cancelled.get(k))
+                else {
+                    continue;
+                };
+                if !p.is_some() || cancelled {
+                    continue;
+                }
+                // the event completing the send: the send itself, or its request's completion
+                let c = if kind == EventKind::MpiSend {
+                    i as u32
+                } else {
+                    links.request_event.get(k).copied().unwrap_or(NONE)
+                };
+                if c == NONE {
+                    continue;
+                }
+                let Some(ce) = call(l, c) else { continue };
+                let region = ev.arg[ce as usize] as usize;
+                if ev.kind[ce as usize] != EventKind::Enter
+                    || !blocking.get(region).copied().unwrap_or(false)
+                {
+                    continue;
+                }
+                let cl = st.exitptr[ce as usize];
+                if cl == NONE {
+                    continue;
+                }
+                // the receive's posting call: the receive's own call, or its request's start
+                let (rl, rev) = (p.loc as usize, &trace.events[p.loc as usize]);
+                let q = if rev.kind[p.event as usize] == EventKind::MpiRecv {
+                    p.event
+                } else {
+                    let rk = rev.arg[p.event as usize] as usize;
+                    (replay.msg_links[rl].request_event.get(rk).copied()).unwrap_or(NONE)
+                };
+                let Some(qe) = (q != NONE).then(|| call(rl, q)).flatten() else {
+                    continue;
+                };
+                let (tc_enter, tc_leave) = (ev.time[ce as usize], ev.time[cl as usize]);
+                let tq = rev.time[qe as usize];
+                if tc_enter < tq && tq < tc_leave {
+                    found.push((
+                        cl,
+                        EventRef {
+                            loc: p.loc,
+                            event: qe,
+                        },
+                    ));
+                }
+            }
+            found.sort_unstable_by_key(|&(e, s)| (e, s.loc, s.event));
+            found.dedup();
+            let mut j = 0;
+            while j < found.len() {
+                let e = found[j].0;
+                let first = recv_enters.len() as u32;
+                while j < found.len() && found[j].0 == e {
+                    recv_enters.push(found[j].1);
+                    j += 1;
+                }
+                deps[l].push(Dep {
+                    event: e,
+                    source: Source::Recvs {
+                        first,
+                        n: recv_enters.len() as u32 - first,
+                    },
+                });
+            }
+        }
     }
 
     /// The sources of a dependency target of location `l` (never itself).
@@ -293,6 +410,9 @@ impl<'a> Graph<'a> {
         out.clear();
         match d.source {
             Source::Msg(s) => out.push(s),
+            Source::Recvs { first, n } => {
+                out.extend_from_slice(&self.recv_enters[first as usize..(first + n) as usize])
+            }
             Source::Coll { inst, k } => {
                 let enters = &self.inst_enter[inst as usize];
                 let (shape, root) = self.inst_shape[inst as usize];

@@ -25,6 +25,8 @@ struct Contribution {
     rule: u16,
     cnode: u32,
     loc: u32,
+    /// The event of `loc` the value is attributed to (the rule's `at`); NONE for class time.
+    event: u32,
     value: f64,
     /// Touched by a clock-condition violation (§6.2).
     cc: bool,
@@ -39,6 +41,63 @@ pub struct FindingStats {
     pub sev_cc: f64,
     /// Severity from reconstructed collective instances (§6.2).
     pub sev_rec: f64,
+}
+
+/// How many of its worst instances each finding keeps.
+pub const WORST_K: usize = 5;
+
+/// One instance of a finding: where, when (the tick of the event its value is attributed
+/// to, the rule's `at`) and how much (in the metric's unit).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Instance {
+    pub loc: u32,
+    pub event: u32,
+    pub time: u64,
+    pub value: f64,
+}
+
+impl Instance {
+    /// Worse first: larger value, then lower location, earlier time, lower event index — a
+    /// total order, so the kept instances do not depend on the order they were offered in.
+    fn worse_than(&self, o: &Instance) -> bool {
+        match self.value.total_cmp(&o.value) {
+            std::cmp::Ordering::Greater => true,
+            std::cmp::Ordering::Less => false,
+            std::cmp::Ordering::Equal => {
+                (self.loc, self.time, self.event) < (o.loc, o.time, o.event)
+            }
+        }
+    }
+}
+
+/// The `WORST_K` worst instances of one finding, worst first (a bounded insertion list).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Worst {
+    n: u8,
+    items: [Instance; WORST_K],
+}
+
+impl Worst {
+    pub fn offer(&mut self, x: Instance) {
+        let n = self.n as usize;
+        if n == WORST_K && !x.worse_than(&self.items[WORST_K - 1]) {
+            return;
+        }
+        // shift the better-ranked ones down until x's place
+        let mut i = n.min(WORST_K - 1);
+        while i > 0 && x.worse_than(&self.items[i - 1]) {
+            self.items[i] = self.items[i - 1];
+            i -= 1;
+        }
+        self.items[i] = x;
+        if n < WORST_K {
+            self.n += 1;
+        }
+    }
+
+    pub fn instances(&self) -> &[Instance] {
+        &self.items[..self.n as usize]
+    }
 }
 
 /// Clock-condition violations (patterns.md §7.1).
@@ -61,6 +120,8 @@ pub struct Analysis {
     /// `values[rule][cnode * nloc + loc]` (exclusive in call paths, inclusive in metrics).
     pub values: Vec<Vec<f64>>,
     pub stats: Vec<HashMap<u32, FindingStats>>,
+    /// Per rule, per call path: the worst instances (only metrics computed by instances).
+    pub worst: Vec<HashMap<u32, Worst>>,
     pub violations: Violations,
     pub nloc: usize,
     pub ncnode: usize,
@@ -237,11 +298,12 @@ impl Setup<'_> {
         self.ctx(fr.members, fr.member_vals, fr.items, fr.had, metric)
     }
 
-    fn cnode_of(&self, v: Value) -> Option<(u32, u32)> {
+    /// The call path, location and event an `at` value names.
+    fn cnode_of(&self, v: Value) -> Option<(u32, u32, u32)> {
         match v {
             Value::Event(l, i) => {
                 let c = self.replay.locations[l as usize].cnode[i as usize];
-                (c != NO_CNODE).then_some((c, l))
+                (c != NO_CNODE).then_some((c, l, i))
             }
             _ => None,
         }
@@ -347,13 +409,14 @@ impl Setup<'_> {
         let ctx = self.frame_ctx(fr, &none);
         let Some(at_e) = &rule.at else { return };
         let at = ctx.eval(at_e, env);
-        let Some((cnode, loc)) = self.cnode_of(at) else {
+        let Some((cnode, loc, event)) = self.cnode_of(at) else {
             return;
         };
         pass.out.push(Contribution {
             rule: k as u16,
             cnode,
             loc,
+            event,
             value: sev,
             cc,
             rec: false,
@@ -554,6 +617,10 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
     let mut values: Vec<Vec<f64>> = vec![Vec::new(); nrules];
     // per rule, per call path (dense while adding; a map per rule in the result)
     let mut dense_stats: Vec<Vec<FindingStats>> = vec![Vec::new(); nrules];
+    // per rule, per call path: index + 1 into `worst` (0: none yet), so a finding's top-K
+    // is allocated once, on its first instance
+    let mut worst_idx: Vec<Vec<u32>> = vec![Vec::new(); nrules];
+    let mut worst: Vec<(u16, u32, Worst)> = Vec::new();
     let mut violations = Violations::default();
     let mut add = |values: &mut Vec<Vec<f64>>, c: &Contribution| {
         let v = &mut values[c.rule as usize];
@@ -576,6 +643,23 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
         }
         if c.rec {
             s.sev_rec += c.value;
+        }
+        if c.event != NONE {
+            let wi = &mut worst_idx[c.rule as usize];
+            if wi.is_empty() {
+                wi.resize(ncnode, 0);
+            }
+            let slot = &mut wi[c.cnode as usize];
+            if *slot == 0 {
+                worst.push((c.rule, c.cnode, Worst::default()));
+                *slot = worst.len() as u32;
+            }
+            worst[*slot as usize - 1].2.offer(Instance {
+                loc: c.loc,
+                event: c.event,
+                time: trace.events[c.loc as usize].time[c.event as usize],
+                value: c.value,
+            });
         }
     };
     let by_trigger =
@@ -631,6 +715,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                             rule: k as u16,
                             cnode: c as u32,
                             loc: l as u32,
+                            event: NONE,
                             value: v,
                             cc: false,
                             rec: false,
@@ -960,11 +1045,12 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                             .at
                             .as_ref()
                             .map_or(Value::None, |a| ctx.eval(a, &mut env));
-                        if let Some((cnode, loc)) = setup.cnode_of(at) {
+                        if let Some((cnode, loc, event)) = setup.cnode_of(at) {
                             mine.push(Contribution {
                                 rule: k as u16,
                                 cnode,
                                 loc,
+                                event,
                                 value: sev,
                                 cc: false,
                                 rec,
@@ -1241,10 +1327,15 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                 .collect()
         })
         .collect();
+    let mut worst_map: Vec<HashMap<u32, Worst>> = vec![HashMap::new(); nrules];
+    for (k, c, w) in worst {
+        worst_map[k as usize].insert(c, w);
+    }
     Analysis {
         order,
         values,
         stats,
+        worst: worst_map,
         violations,
         nloc,
         ncnode,

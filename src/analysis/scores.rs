@@ -48,6 +48,23 @@ pub struct Finding {
     pub n: u64,
     /// Whether the metric is a wait state (computed by a pattern, unit seconds).
     pub wait_state: bool,
+    /// The worst instances, worst first (at most `WORST_K`); absent for metrics that have
+    /// no instances of their own (class time, sums, derived metrics).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub worst_instances: Vec<WorstInstance>,
+}
+
+/// One of the worst instances of a finding.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct WorstInstance {
+    /// Location id.
+    pub location: u64,
+    /// 1 = the worst.
+    pub rank: u32,
+    /// Seconds since the trace's first event, of the event the value is attributed to.
+    pub time_s: f64,
+    /// The instance's severity, in the metric's unit.
+    pub value: f64,
 }
 
 /// Score every (metric, call path) with a non-zero severity.
@@ -108,6 +125,8 @@ pub fn score(trace: &Trace, replay: &Replay, a: &Analysis, p: ScoreParams) -> Ve
         k
     };
     let r = (1.0 / trace.timer_resolution as f64).max(1e-9);
+    // instance times count from the trace's first event, as the other sections do
+    let t0 = trace.time_span().map_or(0, |s| s.0);
     let mut out = Vec::new();
     for &k in &a.order {
         let rule = &rules[k];
@@ -175,6 +194,17 @@ pub fn score(trace: &Trace, replay: &Replay, a: &Analysis, p: ScoreParams) -> Ve
                 psi,
                 n: st.n,
                 wait_state,
+                worst_instances: a.worst[k].get(&c).map_or(Vec::new(), |w| {
+                    (w.instances().iter().enumerate())
+                        .map(|(i, x)| WorstInstance {
+                            location: trace.defs.locations[x.loc as usize].id,
+                            rank: i as u32 + 1,
+                            time_s: x.time.saturating_sub(t0) as f64
+                                / trace.timer_resolution.max(1) as f64,
+                            value: x.value,
+                        })
+                        .collect()
+                }),
             });
         }
     }

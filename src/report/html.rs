@@ -273,9 +273,96 @@ fn findings(r: &Report, h: &mut String) -> std::fmt::Result {
             esc(&r.path(f.callpath))
         )?;
         bars(h, &vals, unit_of(r, &f.metric))?;
+        worst_timeline(r, f, &rank_of, h)?;
         write!(h, "</div>\n")?;
     }
     Ok(())
+}
+
+/// The worst instances of a finding on the run's time axis: one row per rank (1 = worst), a
+/// mark at the instance's time, its area proportional to the value.
+fn worst_timeline(
+    r: &Report,
+    f: &crate::analysis::scores::Finding,
+    label: &HashMap<u64, String>,
+    h: &mut String,
+) -> std::fmt::Result {
+    let w = &f.worst_instances;
+    if w.is_empty() {
+        return Ok(());
+    }
+    let u = unit_of(r, &f.metric);
+    // the axis spans the run (times count from its first event)
+    let d = (w.iter().map(|x| x.time_s)).fold(r.trace.duration_s, f64::max);
+    let max = w.iter().map(|x| x.value).fold(0.0f64, f64::max);
+    let (lw, tw, rh) = (160.0, 620.0, 22.0);
+    let x_of = |t: f64| {
+        lw + if d > 0.0 {
+            tw * (t / d).clamp(0.0, 1.0)
+        } else {
+            0.0
+        }
+    };
+    let height = rh * w.len() as f64 + 30.0;
+    write!(
+        h,
+        "<h3>Worst instances in time</h3><svg width=\"{}\" height=\"{height}\" role=\"img\">",
+        lw + tw + 20.0
+    )?;
+    for (i, x) in w.iter().enumerate() {
+        let y = i as f64 * rh + 4.0;
+        let cy = y + rh / 2.0;
+        let who = label.get(&x.location).cloned().unwrap_or_default();
+        // area ∝ value: radius ∝ √value, at least visible
+        let rad = if max > 0.0 {
+            (8.0 * (x.value / max).sqrt()).max(2.5)
+        } else {
+            2.5
+        };
+        write!(
+            h,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">#{} {}</text>\
+             <line x1=\"{lw}\" x2=\"{}\" y1=\"{cy:.1}\" y2=\"{cy:.1}\" stroke=\"#ddd\"/>\
+             <circle cx=\"{:.1}\" cy=\"{cy:.1}\" r=\"{rad:.1}\" fill=\"#c0392b\" fill-opacity=\"0.8\">\
+             <title>#{} {} at {}: {}</title></circle>",
+            lw - 6.0,
+            cy + 4.0,
+            x.rank,
+            esc(&who),
+            lw + tw,
+            x_of(x.time_s),
+            x.rank,
+            esc(&who),
+            secs(x.time_s),
+            fmt_unit(x.value, u)
+        )?;
+    }
+    let ay = rh * w.len() as f64 + 8.0;
+    write!(
+        h,
+        "<line x1=\"{lw}\" x2=\"{}\" y1=\"{ay}\" y2=\"{ay}\" stroke=\"#999\"/>",
+        lw + tw
+    )?;
+    for k in 0..=4 {
+        let t = d * k as f64 / 4.0;
+        write!(
+            h,
+            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"{}\">{}</text>",
+            x_of(t),
+            ay + 16.0,
+            match k {
+                0 => "start",
+                4 => "end",
+                _ => "middle",
+            },
+            secs(t)
+        )?;
+    }
+    write!(
+        h,
+        "</svg><p class=\"muted\">One row per instance, worst on top; a mark's area is \
+         proportional to its value. Hover a mark for its time and value.</p>"
+    )
 }
 
 /// A horizontal bar chart.
