@@ -5,22 +5,11 @@
 
 mod common;
 
+use common::perfexpert;
+
 use perfexpert::report::cubex::Cube;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-
-fn perfexpert(args: &[&str]) -> (i32, String, String) {
-    let o = common::bin()
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
 
 /// `perfexpert run TRACE --format text,json,cubex -o DIR`; returns DIR.
 fn reports(trace: &Path, dir: &Path) -> PathBuf {

@@ -4,20 +4,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use common::perfexpert;
 
-fn perfexpert(args: &[&str]) -> (i32, String, String) {
-    let o = common::bin()
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
+use std::path::{Path, PathBuf};
 
 const LS: &str = "testdata/scorep/ls";
 

@@ -35,6 +35,20 @@ pub fn bin() -> std::process::Command {
     std::process::Command::new(env!("CARGO_BIN_EXE_perfexpert"))
 }
 
+/// Run the perfexpert binary from the project root: (exit code, stdout, stderr).
+pub fn perfexpert(args: &[&str]) -> (i32, String, String) {
+    let o = bin()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
 /// Every trace shipped in testdata/: the OTF2 traces of testdata/scorep, testdata/scorep-omp
 /// and testdata/generated, and the SimGrid SMPI Paje traces of testdata/smpi:
 /// (group_name, path relative to the project root, as a user there would type it), sorted.
