@@ -185,3 +185,39 @@ fn command_line_errors_are_one_line_with_exit_2() {
     let (code, out, _) = perfexpert(&["--version"]);
     assert_eq!((code, out.trim()), (0, "perfexpert 0.1.0"));
 }
+
+#[test]
+fn timings_name_every_stage_on_stderr_and_leave_the_report_alone() {
+    let t = LS;
+    let (code, plain, _) = perfexpert(&["run", "-q", t]);
+    assert_eq!(code, 0);
+    let (code, out, err) = perfexpert(&["run", "-q", "--timings", "--format", "json", t]);
+    assert_eq!(code, 0, "{err}");
+    let stages: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("timings: "))
+        .map(|l| l.split("  ").next().unwrap_or("").trim())
+        .collect();
+    assert_eq!(
+        stages,
+        [
+            "rules",
+            "read",
+            "replay",
+            "rules evaluated",
+            "scores and report",
+            "critical path, matrices",
+            "phases",
+            "written"
+        ],
+        "{err}"
+    );
+    assert!(
+        err.lines()
+            .all(|l| l.contains(" s  (total ") && l.contains("peak RSS")),
+        "{err}"
+    );
+    assert!(out.starts_with('{'), "the report still goes to stdout");
+    let (_, text, _) = perfexpert(&["run", "-q", "--timings", t]);
+    assert_eq!(text, plain, "--timings does not change the text report");
+}

@@ -57,6 +57,48 @@ pub struct RunArgs {
     /// No progress display.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Print each stage's wall time and the peak resident memory so far on stderr.
+    #[arg(long)]
+    pub timings: bool,
+}
+
+/// `--timings`: one stderr line per finished stage (wall seconds since the previous stage,
+/// peak resident set so far from `/proc/self/status` where there is one).
+struct Timings {
+    on: bool,
+    last: std::time::Instant,
+    start: std::time::Instant,
+}
+
+impl Timings {
+    fn new(on: bool) -> Timings {
+        let now = std::time::Instant::now();
+        Timings {
+            on,
+            last: now,
+            start: now,
+        }
+    }
+    fn stage(&mut self, name: &str) {
+        if !self.on {
+            return;
+        }
+        let now = std::time::Instant::now();
+        let peak = peak_rss_kb().map_or_else(|| "n/a".to_string(), |k| format!("{} MB", k / 1024));
+        eprintln!(
+            "timings: {name:<28} {:>8.3} s  (total {:>8.3} s)  peak RSS {peak}",
+            (now - self.last).as_secs_f64(),
+            (now - self.start).as_secs_f64()
+        );
+        self.last = now;
+    }
+}
+
+/// VmHWM of this process in KiB (Linux), `None` elsewhere.
+fn peak_rss_kb() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 struct Progress(Option<indicatif::ProgressBar>);
@@ -87,8 +129,10 @@ impl Drop for Progress {
 
 pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let progress = Progress::new(args.quiet);
+    let mut timings = Timings::new(args.timings);
     progress.stage("loading rules");
     let rules = RuleSet::load(&args.rules)?;
+    timings.stage("rules");
     if let Some(m) = &args.metric {
         if rules.index_of(m).is_none() {
             return Err(Error::Usage(format!(
@@ -105,6 +149,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     }
     progress.stage("reading the trace");
     let trace = crate::open(&args.trace)?;
+    timings.stage("read");
     // --phase K: the rest runs on that phase's slice of the trace
     let mut phase_note = None;
     let trace = match args.phase {
@@ -132,8 +177,10 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     };
     progress.stage("replaying");
     let replay = Replay::new(&trace);
+    timings.stage("replay");
     progress.stage("evaluating the rules");
     let analysis = crate::analysis::analyse(&trace, &replay, rules);
+    timings.stage("rules evaluated");
     let params = ScoreParams::default();
     let findings = score(&trace, &replay, &analysis, params);
     let cube = args
@@ -141,6 +188,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
         .contains(&Format::Cubex)
         .then(|| crate::report::cubex::Cube::from_analysis(&trace, &replay, &analysis));
     let mut report = Report::build(&trace, &replay, &analysis, findings, params);
+    timings.stage("scores and report");
     // the critical path and matrices cost about a quarter of a text-only run: only when a
     // report shows them or an option asks for them
     let structure = args.format.contains(&Format::Json)
@@ -158,6 +206,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
                     args.trace.display()
                 ))
             })?;
+        timings.stage("critical path, matrices");
     }
     if structure && args.phase.is_none() {
         progress.stage("phases");
@@ -168,6 +217,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
             &|| RuleSet::load(&args.rules),
             (&replay, &analysis),
         )?);
+        timings.stage("phases");
     }
     if let Some(note) = phase_note {
         report.diagnostics.warnings.insert(0, note);
@@ -250,6 +300,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
             }
         }
     }
+    timings.stage("written");
     Ok(())
 }
 
