@@ -4,6 +4,38 @@ use crate::model::{EventKind, Trace};
 use crate::replay::{Replay, NONE};
 use crate::rules::compile::{Agg, BinOp, Expr, Field, Func, Value};
 
+/// A per-event pointer column of the replay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ptr {
+    /// The ENTER of the region instance around an event (`NONE` outside any).
+    Enter,
+    /// Of an ENTER: its LEAVE (`NONE` if none).
+    Exit,
+    /// The call path of the region instance around an event (`NO_CNODE` outside any).
+    Cnode,
+}
+
+/// Event `i` of location `l` in pointer column `p`: the one place the analysis reads the
+/// replay's `enterptr`, `exitptr` and `cnode` columns.
+#[inline(always)]
+pub fn ptr(replay: &Replay, p: Ptr, l: u32, i: u32) -> u32 {
+    let st = &replay.locations[l as usize];
+    match p {
+        Ptr::Enter => st.enterptr[i as usize],
+        Ptr::Exit => st.exitptr[i as usize],
+        Ptr::Cnode => st.cnode[i as usize],
+    }
+}
+
+/// The region of the call around event `i` of location `l`; `None` outside any call.
+#[inline]
+pub fn call_region(trace: &Trace, replay: &Replay, l: u32, i: u32) -> Option<u32> {
+    match ptr(replay, Ptr::Enter, l, i) {
+        NONE => None,
+        e => Some(trace.events[l as usize].arg[e as usize]),
+    }
+}
+
 /// One member of a collective (or world-call) instance.
 #[derive(Clone, Copy, Debug)]
 pub struct Member {
@@ -48,7 +80,7 @@ impl Ctx<'_> {
     }
 
     fn enter_of(&self, loc: u32, ev: u32) -> Value {
-        let e = self.replay.locations[loc as usize].enterptr[ev as usize];
+        let e = ptr(self.replay, Ptr::Enter, loc, ev);
         if e == NONE {
             Value::None
         } else {
@@ -93,27 +125,21 @@ impl Ctx<'_> {
 
     fn event_field(&self, l: u32, i: u32, f: Field) -> Value {
         let ev = &self.trace.events[l as usize];
-        let st = &self.replay.locations[l as usize];
         match f {
             Field::Time => Value::Num(self.seconds(l, i)),
             Field::Enter => self.enter_of(l, i),
             Field::Leave => {
-                let e = st.enterptr[i as usize];
+                let e = ptr(self.replay, Ptr::Enter, l, i);
                 if e == NONE {
                     return Value::None;
                 }
-                match st.exitptr[e as usize] {
+                match ptr(self.replay, Ptr::Exit, l, e) {
                     NONE => Value::None,
                     x => Value::Event(l, x),
                 }
             }
             Field::Call => {
-                let e = st.enterptr[i as usize];
-                if e == NONE {
-                    Value::None
-                } else {
-                    Value::Region(ev.arg[e as usize])
-                }
+                call_region(self.trace, self.replay, l, i).map_or(Value::None, Value::Region)
             }
             // the message columns directly (Events::msg would also look up the request)
             Field::Bytes | Field::Tag => {
@@ -216,6 +242,26 @@ impl Ctx<'_> {
                 Value::Bool(list.contains(&v))
             }
             Expr::Bin(op, a, b) => self.binary(*op, a, b, env),
+            Expr::Path(s, f, g) => {
+                let v = match env[*s as usize] {
+                    Value::Event(l, i) => self.event_field(l, i, *f),
+                    v => self.field(v, *f),
+                };
+                match g {
+                    None => v,
+                    Some(g) => match v {
+                        Value::Event(l, i) => self.event_field(l, i, *g),
+                        v => self.field(v, *g),
+                    },
+                }
+            }
+            Expr::Table(s, t) => {
+                let r = match env[*s as usize] {
+                    Value::Event(l, i) => call_region(self.trace, self.replay, l, i),
+                    _ => None,
+                };
+                r.map_or(t[t.len() - 1], |r| t[r as usize])
+            }
             Expr::Call(f, args) => self.call(*f, args, env),
             Expr::Agg {
                 op,

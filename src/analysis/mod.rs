@@ -15,7 +15,7 @@ use crate::replay::calltree::NO_CNODE;
 use crate::replay::{Replay, NONE};
 use crate::rules::compile::{BinOp, Expr, Field, Func, Value};
 use crate::rules::{Let, Rule, RuleSet, Trigger};
-use eval::{Ctx, Member, RegionStrings};
+use eval::{ptr, Ctx, Member, Ptr, RegionStrings};
 use rayon::prelude::*;
 use std::collections::{HashMap, VecDeque};
 
@@ -224,6 +224,124 @@ fn on_region(e: &Expr) -> Expr {
     }
 }
 
+/// Slots `s` whose call `s.call` `e` reads (with repeats).
+fn call_slots(e: &Expr, out: &mut Vec<u16>) {
+    match e {
+        Expr::Field(b, Field::Call) if matches!(**b, Expr::Slot(_)) => {
+            if let Expr::Slot(t) = **b {
+                out.push(t);
+            }
+        }
+        Expr::Field(x, _) | Expr::Not(x) | Expr::Neg(x) | Expr::In(x, _) => call_slots(x, out),
+        Expr::Bin(_, a, b) => {
+            call_slots(a, out);
+            call_slots(b, out);
+        }
+        Expr::If(c, a, b) => {
+            call_slots(c, out);
+            call_slots(a, out);
+            call_slots(b, out);
+        }
+        Expr::Call(_, args) => args.iter().for_each(|a| call_slots(a, out)),
+        Expr::Agg { cond, body, .. } => {
+            if let Some(c) = cond {
+                call_slots(c, out);
+            }
+            call_slots(body, out);
+        }
+        _ => {}
+    }
+}
+
+/// `e` specialised for one trace (partial evaluation; the value of every expression in every
+/// environment stays the same, expressions having no side effects):
+/// * every largest subexpression that reads nothing but the region of the call around one
+///   slot's event (`X.call.class == 'P2P_WAIT_MULTI'`) becomes a `Table` of its value per
+///   region, made by `table` (or a constant when every region gives the same value);
+/// * every subexpression that reads nothing at all is evaluated once (`konst`);
+/// * field chains on slots (`R.enter.time`) become one `Path` node.
+fn specialise(
+    e: &Expr,
+    table: &dyn Fn(u16, &Expr) -> Box<[Value]>,
+    konst: &dyn Fn(&Expr) -> Value,
+) -> Expr {
+    if !matches!(
+        e,
+        Expr::Const(_) | Expr::Slot(_) | Expr::Path(..) | Expr::Table(..)
+    ) {
+        let mut slots = Vec::new();
+        call_slots(e, &mut slots);
+        slots.sort_unstable();
+        slots.dedup();
+        match slots[..] {
+            [] if reads_only_call(e, u16::MAX) => return Expr::Const(konst(e)),
+            [s] if reads_only_call(e, s) => {
+                let t = table(s, &on_region(e));
+                return if t.iter().all(|v| *v == t[0]) {
+                    Expr::Const(t[0])
+                } else {
+                    Expr::Table(s, t)
+                };
+            }
+            _ => {}
+        }
+    }
+    let b = |x: &Expr| Box::new(specialise(x, table, konst));
+    match e {
+        Expr::Field(x, f) => match specialise(x, table, konst) {
+            Expr::Slot(s) => Expr::Path(s, *f, None),
+            Expr::Path(s, g, None) => Expr::Path(s, g, Some(*f)),
+            y => Expr::Field(Box::new(y), *f),
+        },
+        Expr::Not(x) => Expr::Not(b(x)),
+        Expr::Neg(x) => Expr::Neg(b(x)),
+        Expr::In(x, l) => Expr::In(b(x), l.clone()),
+        Expr::Bin(op, x, y) => Expr::Bin(*op, b(x), b(y)),
+        Expr::If(c, x, y) => Expr::If(b(c), b(x), b(y)),
+        Expr::Call(f, args) => Expr::Call(
+            *f,
+            args.iter().map(|a| specialise(a, table, konst)).collect(),
+        ),
+        Expr::Agg {
+            op,
+            slot,
+            cond,
+            body,
+        } => Expr::Agg {
+            op: *op,
+            slot: *slot,
+            cond: cond.as_deref().map(b),
+            body: b(body),
+        },
+        _ => e.clone(),
+    }
+}
+
+/// Every expression of `r` specialised (`specialise`).
+fn specialise_rule(r: &Rule, f: &dyn Fn(&Expr) -> Expr) -> Rule {
+    let o = |e: &Option<Expr>| e.as_ref().map(f);
+    let mut r2 = r.clone();
+    for l in &mut r2.lets {
+        match l {
+            Let::Inst(_, e) | Let::Member { expr: e, .. } => *e = f(e),
+        }
+    }
+    r2.when = o(&r.when);
+    r2.for_members = o(&r.for_members);
+    r2.severity = o(&r.severity);
+    r2.at = o(&r.at);
+    r2.violation = o(&r.violation);
+    r2.value = o(&r.value);
+    if let Some(g) = &mut r2.group {
+        g.by = f(&g.by);
+        g.when = g.when.as_ref().map(f);
+    }
+    if let Some(q) = &mut r2.queue {
+        q.take = f(&q.take);
+    }
+    r2
+}
+
 /// Mutable state of one location's pass over receive or send triggers.
 struct LocPass {
     /// The location the pass runs on: group keys are its events.
@@ -302,7 +420,7 @@ impl Setup<'_> {
     fn cnode_of(&self, v: Value) -> Option<(u32, u32, u32)> {
         match v {
             Value::Event(l, i) => {
-                let c = self.replay.locations[l as usize].cnode[i as usize];
+                let c = ptr(self.replay, Ptr::Cnode, l, i);
                 (c != NO_CNODE).then_some((c, l, i))
             }
             _ => None,
@@ -332,14 +450,8 @@ impl Setup<'_> {
         };
         for (s, mask) in &p.checks {
             let r = match env[*s as usize] {
-                Value::Event(l, i) => {
-                    let e = self.replay.locations[l as usize].enterptr[i as usize];
-                    if e == NONE {
-                        mask.len() - 1
-                    } else {
-                        self.trace.events[l as usize].arg[e as usize] as usize
-                    }
-                }
+                Value::Event(l, i) => eval::call_region(self.trace, self.replay, l, i)
+                    .map_or(mask.len() - 1, |r| r as usize),
                 _ => mask.len() - 1,
             };
             if !mask[r] {
@@ -487,11 +599,10 @@ impl Setup<'_> {
     /// the end).
     fn flush_groups(&self, i: Option<u32>, pass: &mut LocPass, fr: Frame) {
         let l = pass.loc;
-        let st = &self.replay.locations[l as usize];
         let mut closing: Vec<(usize, u32)> = pass
             .groups
             .keys()
-            .filter(|(_, key)| i.is_none_or(|i| st.exitptr[*key as usize] == i))
+            .filter(|(_, key)| i.is_none_or(|i| ptr(self.replay, Ptr::Exit, l, *key) == i))
             .copied()
             .collect();
         closing.sort_unstable();
@@ -507,8 +618,8 @@ impl Setup<'_> {
 }
 
 /// Run every rule over the replay.
-pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
-    let mut interner = rs.interner.clone();
+pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
+    let mut interner = orig.interner.clone();
     let regions: RegionStrings = trace
         .defs
         .regions
@@ -531,6 +642,45 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
     let op_names: Vec<u32> = (0..=255u8)
         .map(|op| interner.intern(classify::collective_op_name(op)))
         .collect();
+    // the rules specialised for this trace's regions (partial evaluation, `specialise`)
+    let spec = {
+        let none = |_: u16| 0.0;
+        let ctx = Ctx {
+            trace,
+            replay,
+            regions: &regions,
+            kind_names: &kind_names,
+            regexes: &orig.regexes,
+            strings: &interner.strings,
+            members: &[],
+            member_vals: &[],
+            items: &[],
+            had: &[],
+            metric: &none,
+        };
+        let nreg = trace.defs.regions.len();
+        let table = |s: u16, e: &Expr| -> Box<[Value]> {
+            let mut env = vec![Value::None; s as usize + 1];
+            (0..=nreg)
+                .map(|reg| {
+                    env[s as usize] = if reg < nreg {
+                        Value::Region(reg as u32)
+                    } else {
+                        Value::None
+                    };
+                    ctx.eval(e, &mut env)
+                })
+                .collect()
+        };
+        let konst = |e: &Expr| ctx.eval(e, &mut [Value::None]);
+        let f = |e: &Expr| specialise(e, &table, &konst);
+        RuleSet {
+            rules: orig.rules.iter().map(|r| specialise_rule(r, &f)).collect(),
+            interner: Default::default(),
+            regexes: orig.regexes.clone(),
+        }
+    };
+    let rs = &spec;
     let nrules = rs.rules.len();
     let mut fed = vec![Vec::new(); nrules];
     let mut queued = vec![Vec::new(); nrules];
@@ -547,7 +697,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
     let mut setup = Setup {
         trace,
         replay,
-        rs: &rs,
+        rs,
         strings: interner.strings.clone(),
         regions,
         kind_names,
@@ -568,17 +718,22 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
             if r.queue.is_some() {
                 return None;
             }
+            // the `&&` operands that read only a trigger event's call region are tables
+            // (`specialise`): they become the checks
             let mut parts = Vec::new();
             conjuncts(r.when.as_ref()?, &mut parts);
-            let mut checks: Vec<(u16, Vec<Expr>)> = Vec::new();
+            let mut checks: Vec<(u16, Vec<bool>)> = Vec::new();
             let mut rest: Option<Expr> = None;
             for c in parts {
-                match (0..bound).find(|&s| reads_only_call(&c, s)) {
-                    Some(s) => match checks.iter_mut().find(|(t, _)| *t == s) {
-                        Some((_, v)) => v.push(on_region(&c)),
-                        None => checks.push((s, vec![on_region(&c)])),
-                    },
-                    None => {
+                match c {
+                    Expr::Table(s, t) if s < bound => {
+                        let mask = t.iter().map(|v| v.bool());
+                        match checks.iter_mut().find(|(u, _)| *u == s) {
+                            Some((_, m)) => m.iter_mut().zip(mask).for_each(|(a, b)| *a &= b),
+                            None => checks.push((s, mask.collect())),
+                        }
+                    }
+                    c => {
                         rest = Some(match rest {
                             None => c,
                             Some(x) => Expr::Bin(BinOp::And, Box::new(x), Box::new(c)),
@@ -589,24 +744,6 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
             if checks.is_empty() {
                 return None;
             }
-            let none = |_: u16| 0.0;
-            let ctx = setup.ctx(&[], &[], &[], &[], &none);
-            let nreg = trace.defs.regions.len();
-            let checks = checks
-                .into_iter()
-                .map(|(s, exprs)| {
-                    let mask = (0..=nreg)
-                        .map(|reg| {
-                            let mut env = vec![Value::None; r.slots.max(1) as usize];
-                            if reg < nreg {
-                                env[s as usize] = Value::Region(reg as u32);
-                            }
-                            exprs.iter().all(|e| ctx.eval(e, &mut env).bool())
-                        })
-                        .collect();
-                    (s, mask)
-                })
-                .collect();
             Some(Prefilter { checks, rest })
         })
         .collect();
@@ -902,12 +1039,13 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
     let begin_of = |l: u32, end: u32| -> f64 {
         // COLL_BEGIN inside the same call, else the call's ENTER (§4.1.5)
         let ev = &trace.events[l as usize];
-        let st = &replay.locations[l as usize];
-        let enter = st.enterptr[end as usize];
+        let enter = ptr(replay, Ptr::Enter, l, end);
         let mut j = end as usize;
         while j > 0 && enter != NONE && j > enter as usize {
             j -= 1;
-            if ev.kind[j] == EventKind::MpiCollectiveBegin && st.enterptr[j] == enter {
+            if ev.kind[j] == EventKind::MpiCollectiveBegin
+                && ptr(replay, Ptr::Enter, l, j as u32) == enter
+            {
                 return setup.ctx(&[], &[], &[], &[], &none).seconds(l, j as u32);
             }
         }
@@ -1109,14 +1247,13 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
         ranked.sort_unstable();
         for (rank, l) in ranked {
             let ev = &trace.events[l];
-            let st = &replay.locations[l];
             let first = (0..ev.len()).find(|&i| {
                 ev.kind[i] == EventKind::Enter
                     && setup.strings[setup.regions[ev.arg[i] as usize][3] as usize] == class
             });
             let Some(i) = first else { continue };
             let ctx = setup.ctx(&[], &[], &[], &[], &none);
-            let leave = st.exitptr[i];
+            let leave = ptr(replay, Ptr::Exit, l as u32, i as u32);
             members.push(Member {
                 loc: l as u32,
                 event: i as u32,
@@ -1191,7 +1328,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                     .members
                     .iter()
                     .map(|b| {
-                        let leave = replay.locations[b.loc as usize].exitptr[b.enter as usize];
+                        let leave = ptr(replay, Ptr::Exit, b.loc, b.enter);
                         member(b.loc, b.thread, b.enter, leave, b.tasks)
                     })
                     .collect();
@@ -1339,6 +1476,6 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
         violations,
         nloc,
         ncnode,
-        rules: rs,
+        rules: orig,
     }
 }

@@ -167,6 +167,13 @@ pub enum Expr {
     Bin(BinOp, Box<Expr>, Box<Expr>),
     If(Box<Expr>, Box<Expr>, Box<Expr>),
     In(Box<Expr>, Vec<Value>),
+    /// `slot.f` or `slot.f.g` in one node (never written by the compiler: the analysis fuses
+    /// field chains on slots when it specialises a rule, `analysis::specialise`).
+    Path(u16, Field, Option<Field>),
+    /// A subexpression that reads nothing but the region of the call around the event in
+    /// `slot`, evaluated in advance: its value per region index, and last for "no enclosing
+    /// call" (never written by the compiler: `analysis::specialise` makes it per trace).
+    Table(u16, Box<[Value]>),
 }
 
 /// What names mean while compiling one rule.
