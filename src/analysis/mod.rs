@@ -1006,24 +1006,40 @@ pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
         let mut new_had = Vec::new();
         // the contribution buffers go round (fresh pages cost more than the rules)
         let mut pool: Vec<Vec<Contribution>> = Vec::new();
-        for start in (0..nloc).step_by(chunk) {
-            let locs = start..(start + chunk).min(nloc);
-            let outs = locs
-                .clone()
+        // a chunk's contributions are added (in order, on one thread) while the next chunk
+        // runs
+        let mut pending: Vec<LocPass> = Vec::new();
+        let starts = (0..nloc).step_by(chunk).map(Some).chain([None]);
+        for start in starts {
+            let outs: Vec<Vec<Contribution>> = start
+                .map(|s| s..(s + chunk).min(nloc))
+                .into_iter()
+                .flatten()
                 .map(|_| pool.pop().unwrap_or_default())
                 .collect();
-            let passes = run_pass(&by_kind, trigger, &had, locs, outs);
-            for p in &passes {
-                for c in &p.out {
-                    add(&mut values, c);
-                }
-            }
-            for p in passes {
+            let done = std::mem::take(&mut pending);
+            let (passes, done) = rayon::join(
+                || {
+                    start.map_or_else(Vec::new, |s| {
+                        run_pass(&by_kind, trigger, &had, s..(s + chunk).min(nloc), outs)
+                    })
+                },
+                || {
+                    for p in &done {
+                        for c in &p.out {
+                            add(&mut values, c);
+                        }
+                    }
+                    done
+                },
+            );
+            for p in done {
                 new_had.extend(p.had);
                 let mut out = p.out;
                 out.clear();
                 pool.push(out);
             }
+            pending = passes;
         }
         for (k, l, e) in new_had {
             had[k].push((l, e));
