@@ -290,30 +290,7 @@ impl Ctx<'_> {
         }
         let x = self.eval(a, env);
         let y = self.eval(b, env);
-        if x == Value::None || y == Value::None {
-            return match op {
-                BinOp::Eq => Value::Bool(x == y),
-                BinOp::Ne => Value::Bool(x != y),
-                _ => Value::None,
-            };
-        }
-        match op {
-            BinOp::Eq => return Value::Bool(x == y),
-            BinOp::Ne => return Value::Bool(x != y),
-            _ => {}
-        }
-        let (x, y) = (x.num(), y.num());
-        match op {
-            BinOp::Add => Value::Num(x + y),
-            BinOp::Sub => Value::Num(x - y),
-            BinOp::Mul => Value::Num(x * y),
-            BinOp::Div => Value::Num(x / y),
-            BinOp::Lt => Value::Bool(x < y),
-            BinOp::Le => Value::Bool(x <= y),
-            BinOp::Gt => Value::Bool(x > y),
-            BinOp::Ge => Value::Bool(x >= y),
-            _ => Value::None,
-        }
+        apply(op, x, y)
     }
 
     #[inline(never)]
@@ -397,6 +374,199 @@ impl Ctx<'_> {
             Agg::Max => Value::Num(best.map_or(f64::NEG_INFINITY, |b| b.0)),
             Agg::Min => Value::Num(best.map_or(f64::INFINITY, |b| b.0)),
             Agg::ArgMax => best.map_or(Value::Num(-1.0), |b| Value::Num(b.1 as f64)),
+        }
+    }
+}
+
+/// A binary operator other than `&&` and `||` on its two operands' values.
+#[inline(always)]
+fn apply(op: BinOp, x: Value, y: Value) -> Value {
+    if x == Value::None || y == Value::None {
+        return match op {
+            BinOp::Eq => Value::Bool(x == y),
+            BinOp::Ne => Value::Bool(x != y),
+            _ => Value::None,
+        };
+    }
+    match op {
+        BinOp::Eq => return Value::Bool(x == y),
+        BinOp::Ne => return Value::Bool(x != y),
+        _ => {}
+    }
+    let (x, y) = (x.num(), y.num());
+    match op {
+        BinOp::Add => Value::Num(x + y),
+        BinOp::Sub => Value::Num(x - y),
+        BinOp::Mul => Value::Num(x * y),
+        BinOp::Div => Value::Num(x / y),
+        BinOp::Lt => Value::Bool(x < y),
+        BinOp::Le => Value::Bool(x <= y),
+        BinOp::Gt => Value::Bool(x > y),
+        BinOp::Ge => Value::Bool(x >= y),
+        _ => Value::None,
+    }
+}
+
+/// An expression compiled into nested closures (`compile`): what `Ctx::eval` gives, without
+/// matching on the expression tree at every node.
+pub type Code = Box<dyn Fn(&Ctx, &mut [Value]) -> Value + Send + Sync>;
+
+/// The logic operators, as in `Ctx::binary`.
+#[inline(always)]
+fn logic(and: bool, x: Value, y: impl FnOnce() -> Value) -> Value {
+    match (and, x) {
+        (true, Value::Bool(false)) => Value::Bool(false),
+        (false, Value::Bool(true)) => Value::Bool(true),
+        (_, Value::Bool(_)) => match y() {
+            Value::Bool(y) => Value::Bool(y),
+            _ => Value::None,
+        },
+        _ => Value::None,
+    }
+}
+
+/// `e` as closures with the semantics of `Ctx::eval` node for node: the frequent nodes get
+/// their own closures (binary operators with a constant operand, field paths, tables), the
+/// rare ones (aggregates, `had`, `metric`, `matches`) evaluate their subtree with `eval`.
+pub fn compile(e: &Expr) -> Code {
+    macro_rules! bin {
+        ($op:expr, $a:expr, $b:expr) => {{
+            let (a, b) = ($a, $b);
+            match (a, b) {
+                (Expr::Const(x), y) => {
+                    let (x, y) = (*x, compile(y));
+                    Box::new(move |c: &Ctx, env: &mut [Value]| apply($op, x, y(c, env))) as Code
+                }
+                (x, Expr::Const(y)) => {
+                    let (x, y) = (compile(x), *y);
+                    Box::new(move |c: &Ctx, env: &mut [Value]| apply($op, x(c, env), y))
+                }
+                (x, y) => {
+                    let (x, y) = (compile(x), compile(y));
+                    Box::new(move |c: &Ctx, env: &mut [Value]| {
+                        let x = x(c, env);
+                        apply($op, x, y(c, env))
+                    })
+                }
+            }
+        }};
+    }
+    match e {
+        Expr::Const(v) => {
+            let v = *v;
+            Box::new(move |_, _| v)
+        }
+        Expr::Slot(s) => {
+            let s = *s as usize;
+            Box::new(move |_, env| env[s])
+        }
+        Expr::Path(s, f, None) => {
+            let (s, f) = (*s as usize, *f);
+            Box::new(move |c, env| match env[s] {
+                Value::Event(l, i) => c.event_field(l, i, f),
+                v => c.field(v, f),
+            })
+        }
+        Expr::Path(s, f, Some(g)) => {
+            let (s, f, g) = (*s as usize, *f, *g);
+            Box::new(move |c, env| {
+                let v = match env[s] {
+                    Value::Event(l, i) => c.event_field(l, i, f),
+                    v => c.field(v, f),
+                };
+                match v {
+                    Value::Event(l, i) => c.event_field(l, i, g),
+                    v => c.field(v, g),
+                }
+            })
+        }
+        Expr::Table(s, t) => {
+            let (s, t) = (*s as usize, t.clone());
+            Box::new(move |c, env| {
+                let r = match env[s] {
+                    Value::Event(l, i) => call_region(c.trace, c.replay, l, i),
+                    _ => None,
+                };
+                r.map_or(t[t.len() - 1], |r| t[r as usize])
+            })
+        }
+        Expr::Field(b, f) => {
+            let (b, f) = (compile(b), *f);
+            Box::new(move |c, env| {
+                let v = b(c, env);
+                c.field(v, f)
+            })
+        }
+        Expr::Not(x) => {
+            let x = compile(x);
+            Box::new(move |c, env| match x(c, env) {
+                Value::Bool(b) => Value::Bool(!b),
+                _ => Value::None,
+            })
+        }
+        Expr::Neg(x) => {
+            let x = compile(x);
+            Box::new(move |c, env| match x(c, env) {
+                Value::Num(v) => Value::Num(-v),
+                _ => Value::None,
+            })
+        }
+        Expr::If(k, a, b) => {
+            let (k, a, b) = (compile(k), compile(a), compile(b));
+            Box::new(move |c, env| match k(c, env) {
+                Value::Bool(true) => a(c, env),
+                Value::Bool(false) => b(c, env),
+                _ => Value::None,
+            })
+        }
+        Expr::In(x, list) => {
+            let (x, list) = (compile(x), list.clone());
+            Box::new(move |c, env| {
+                let v = x(c, env);
+                if v == Value::None {
+                    return Value::None;
+                }
+                Value::Bool(list.contains(&v))
+            })
+        }
+        Expr::Bin(op, a, b) => match op {
+            BinOp::And | BinOp::Or => {
+                let (and, a, b) = (*op == BinOp::And, compile(a), compile(b));
+                Box::new(move |c, env| {
+                    let x = a(c, env);
+                    logic(and, x, || b(c, env))
+                })
+            }
+            BinOp::Add => bin!(BinOp::Add, &**a, &**b),
+            BinOp::Sub => bin!(BinOp::Sub, &**a, &**b),
+            BinOp::Mul => bin!(BinOp::Mul, &**a, &**b),
+            BinOp::Div => bin!(BinOp::Div, &**a, &**b),
+            BinOp::Lt => bin!(BinOp::Lt, &**a, &**b),
+            BinOp::Le => bin!(BinOp::Le, &**a, &**b),
+            BinOp::Gt => bin!(BinOp::Gt, &**a, &**b),
+            BinOp::Ge => bin!(BinOp::Ge, &**a, &**b),
+            BinOp::Eq => bin!(BinOp::Eq, &**a, &**b),
+            BinOp::Ne => bin!(BinOp::Ne, &**a, &**b),
+        },
+        Expr::Call(Func::Exists, args) if args.len() == 1 => {
+            let x = compile(&args[0]);
+            Box::new(move |c, env| Value::Bool(x(c, env) != Value::None))
+        }
+        Expr::Call(f @ (Func::Min | Func::Max), args) if args.len() == 2 => {
+            let (min, a, b) = (*f == Func::Min, compile(&args[0]), compile(&args[1]));
+            Box::new(move |c, env| {
+                let x = a(c, env);
+                match (x, b(c, env)) {
+                    (Value::Num(a), Value::Num(b)) => {
+                        Value::Num(if min { a.min(b) } else { a.max(b) })
+                    }
+                    _ => Value::None,
+                }
+            })
+        }
+        _ => {
+            let e = e.clone();
+            Box::new(move |c, env| c.eval(&e, env))
         }
     }
 }

@@ -15,7 +15,7 @@ use crate::replay::calltree::NO_CNODE;
 use crate::replay::{Replay, NONE};
 use crate::rules::compile::{BinOp, Expr, Field, Func, Value};
 use crate::rules::{Let, Rule, RuleSet, Trigger};
-use eval::{ptr, Ctx, Member, Ptr, RegionStrings};
+use eval::{compile, ptr, Code, Ctx, Member, Ptr, RegionStrings};
 use rayon::prelude::*;
 use std::collections::{HashMap, VecDeque};
 
@@ -147,6 +147,41 @@ struct Setup<'a> {
     queued: Vec<Vec<usize>>,
     /// Per rule of the event, receive and send triggers: its `when` split by region.
     prefilter: Vec<Option<Prefilter>>,
+    /// Per rule: its expressions compiled, for the event, receive, send and rule passes.
+    code: Vec<RuleCode>,
+}
+
+/// A rule's instance-level expressions compiled (`eval::compile`).
+struct RuleCode {
+    /// Instance-level lets (slot, value) in order.
+    lets: Vec<(u16, Code)>,
+    when: Option<Code>,
+    severity: Option<Code>,
+    at: Option<Code>,
+    violation: Option<Code>,
+    /// `group.by`, `group.when`.
+    group: Option<(Code, Option<Code>)>,
+}
+
+impl RuleCode {
+    fn new(r: &Rule) -> RuleCode {
+        let o = |e: &Option<Expr>| e.as_ref().map(compile);
+        RuleCode {
+            lets: r
+                .lets
+                .iter()
+                .filter_map(|l| match l {
+                    Let::Inst(s, e) => Some((*s, compile(e))),
+                    Let::Member { .. } => None,
+                })
+                .collect(),
+            when: o(&r.when),
+            severity: o(&r.severity),
+            at: o(&r.at),
+            violation: o(&r.violation),
+            group: r.group.as_ref().map(|g| (compile(&g.by), o(&g.when))),
+        }
+    }
 }
 
 /// The parts of a rule's `when` that read nothing but the region of the call around a
@@ -158,7 +193,7 @@ struct Prefilter {
     /// (trigger slot, per region index — and one more for "no enclosing call" — the value
     /// of the operands that read that slot's call)
     checks: Vec<(u16, Vec<bool>)>,
-    rest: Option<Expr>,
+    rest_code: Option<Code>,
 }
 
 /// `&&` operands of `e`, left to right.
@@ -441,12 +476,21 @@ impl Setup<'_> {
         when.is_none_or(|w| ctx.eval(w, env).bool())
     }
 
+    /// `prelude_when` with rule `k`'s compiled code.
+    #[inline]
+    fn prelude_code(&self, k: usize, when: Option<&Code>, ctx: &Ctx, env: &mut [Value]) -> bool {
+        for (s, c) in &self.code[k].lets {
+            env[*s as usize] = c(ctx, env);
+        }
+        when.is_none_or(|w| w(ctx, env).bool())
+    }
+
     /// The checks of rule `k`'s prefilter on the events bound in `env`, and the rest of its
     /// `when` (its whole `when` without a prefilter); `None`: the rule does not fire.
     #[inline]
-    fn prefiltered_when(&self, k: usize, env: &[Value]) -> Option<Option<&Expr>> {
+    fn prefiltered_when(&self, k: usize, env: &[Value]) -> Option<Option<&Code>> {
         let Some(p) = &self.prefilter[k] else {
-            return Some(self.rs.rules[k].when.as_ref());
+            return Some(self.code[k].when.as_ref());
         };
         for (s, mask) in &p.checks {
             let r = match env[*s as usize] {
@@ -458,33 +502,30 @@ impl Setup<'_> {
                 return None;
             }
         }
-        Some(p.rest.as_ref())
+        Some(p.rest_code.as_ref())
     }
 
     /// Fire a point-to-point style rule (receive/send/event/rule triggers, queue consumers
     /// with a taken instance) in `env`.
     fn fire(&self, k: usize, env: &mut [Value], pass: &mut LocPass, fr: Frame) {
-        let rule = &self.rs.rules[k];
+        let code = &self.code[k];
         let Some(when) = self.prefiltered_when(k, env) else {
             return;
         };
         let none = |_: u16| 0.0;
         let ctx = self.frame_ctx(fr, &none);
-        if !self.prelude_when(rule, when, &ctx, env) {
+        if !self.prelude_code(k, when, &ctx, env) {
             return;
         }
-        let Some(sev_e) = &rule.severity else { return };
-        let sev = ctx.eval(sev_e, env).num();
+        let Some(sev_e) = &code.severity else { return };
+        let sev = sev_e(&ctx, env).num();
         // the clock condition is read only for an instance that is kept (expressions have
         // no side effects, so the order of evaluation does not matter)
-        let violated = |env: &mut [Value]| {
-            rule.violation
-                .as_ref()
-                .is_some_and(|v| ctx.eval(v, env).bool())
-        };
-        if let Some(g) = &rule.group {
-            if g.when.as_ref().is_none_or(|w| ctx.eval(w, env).bool()) {
-                match ctx.eval(&g.by, env) {
+        let violated =
+            |env: &mut [Value]| code.violation.as_ref().is_some_and(|v| v(&ctx, env).bool());
+        if let Some((by, gw)) = &code.group {
+            if gw.as_ref().is_none_or(|w| w(&ctx, env).bool()) {
+                match by(&ctx, env) {
                     Value::Event(l, key) if l == pass.loc => {
                         let slot = pass.groups.entry((k, key)).or_insert((
                             f64::NEG_INFINITY,
@@ -519,8 +560,8 @@ impl Setup<'_> {
         let rule = &self.rs.rules[k];
         let none = |_: u16| 0.0;
         let ctx = self.frame_ctx(fr, &none);
-        let Some(at_e) = &rule.at else { return };
-        let at = ctx.eval(at_e, env);
+        let Some(at_e) = &self.code[k].at else { return };
+        let at = at_e(&ctx, env);
         let Some((cnode, loc, event)) = self.cnode_of(at) else {
             return;
         };
@@ -704,6 +745,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
         fed,
         queued,
         prefilter: Vec::new(),
+        code: rs.rules.iter().map(RuleCode::new).collect(),
     };
     let prefilter: Vec<Option<Prefilter>> = rs
         .rules
@@ -744,7 +786,10 @@ pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
             if checks.is_empty() {
                 return None;
             }
-            Some(Prefilter { checks, rest })
+            Some(Prefilter {
+                checks,
+                rest_code: rest.as_ref().map(compile),
+            })
         })
         .collect();
     setup.prefilter = prefilter;
