@@ -161,6 +161,8 @@ struct RuleCode {
     violation: Option<Code>,
     /// `group.by`, `group.when`.
     group: Option<(Code, Option<Code>)>,
+    /// `queue.take`.
+    take: Option<Code>,
 }
 
 impl RuleCode {
@@ -180,6 +182,7 @@ impl RuleCode {
             at: o(&r.at),
             violation: o(&r.violation),
             group: r.group.as_ref().map(|g| (compile(&g.by), o(&g.when))),
+            take: r.queue.as_ref().map(|q| compile(&q.take)),
         }
     }
 }
@@ -609,23 +612,27 @@ impl Setup<'_> {
         had: &[Vec<(u32, u32)>],
     ) {
         let rule = &self.rs.rules[k];
-        let Some(q) = &rule.queue else { return };
+        let (Some(q), Some(take)) = (&rule.queue, &self.code[k].take) else {
+            return;
+        };
         if pass.queues[k].is_empty() {
             return;
         }
         let items = std::mem::take(&mut pass.queues[k]);
         let none = |_: u16| 0.0;
-        let mut keep = VecDeque::new();
+        let mut keep = VecDeque::with_capacity(items.len());
         let mut fire = Vec::new();
+        // one environment for every trial: `take` writes nothing (no members to aggregate
+        // over here), only the item's slot changes
+        let mut e = env.to_vec();
+        e.resize(rule.slots as usize, Value::None);
         for item in items {
             // on trial at the end of `taken`; it stays there if taken
             taken.push(item);
-            let mut e = env.to_vec();
-            e.resize(rule.slots as usize, Value::None);
             e[q.slot as usize] = Value::Item(taken.len() as u32 - 1);
             let ctx = self.ctx(&[], &[], taken, had, &none);
-            if ctx.eval(&q.take, &mut e).bool() {
-                fire.push(e);
+            if take(&ctx, &mut e).bool() {
+                fire.push(e.clone());
             } else if let Some(item) = taken.pop() {
                 keep.push_back(item);
             }
