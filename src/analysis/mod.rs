@@ -665,6 +665,53 @@ impl Setup<'_> {
     }
 }
 
+/// `orig`'s rules specialised for `trace` (`specialise`): the region-only parts evaluated
+/// per region with `regions` and `kind_names` as the analysis interns them.
+fn specialised(
+    trace: &Trace,
+    replay: &Replay,
+    orig: &RuleSet,
+    regions: &RegionStrings,
+    kind_names: &[u32; 256],
+    strings: &[String],
+) -> RuleSet {
+    let none = |_: u16| 0.0;
+    let ctx = Ctx {
+        trace,
+        replay,
+        regions,
+        kind_names,
+        regexes: &orig.regexes,
+        strings,
+        members: &[],
+        member_vals: &[],
+        items: &[],
+        had: &[],
+        metric: &none,
+    };
+    let nreg = trace.defs.regions.len();
+    let table = |s: u16, e: &Expr| -> Box<[Value]> {
+        let mut env = vec![Value::None; s as usize + 1];
+        (0..=nreg)
+            .map(|reg| {
+                env[s as usize] = if reg < nreg {
+                    Value::Region(reg as u32)
+                } else {
+                    Value::None
+                };
+                ctx.eval(e, &mut env)
+            })
+            .collect()
+    };
+    let konst = |e: &Expr| ctx.eval(e, &mut [Value::None]);
+    let f = |e: &Expr| specialise(e, &table, &konst);
+    RuleSet {
+        rules: orig.rules.iter().map(|r| specialise_rule(r, &f)).collect(),
+        interner: Default::default(),
+        regexes: orig.regexes.clone(),
+    }
+}
+
 /// Run every rule over the replay.
 pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
     let mut interner = orig.interner.clone();
@@ -691,43 +738,14 @@ pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
         .map(|op| interner.intern(classify::collective_op_name(op)))
         .collect();
     // the rules specialised for this trace's regions (partial evaluation, `specialise`)
-    let spec = {
-        let none = |_: u16| 0.0;
-        let ctx = Ctx {
-            trace,
-            replay,
-            regions: &regions,
-            kind_names: &kind_names,
-            regexes: &orig.regexes,
-            strings: &interner.strings,
-            members: &[],
-            member_vals: &[],
-            items: &[],
-            had: &[],
-            metric: &none,
-        };
-        let nreg = trace.defs.regions.len();
-        let table = |s: u16, e: &Expr| -> Box<[Value]> {
-            let mut env = vec![Value::None; s as usize + 1];
-            (0..=nreg)
-                .map(|reg| {
-                    env[s as usize] = if reg < nreg {
-                        Value::Region(reg as u32)
-                    } else {
-                        Value::None
-                    };
-                    ctx.eval(e, &mut env)
-                })
-                .collect()
-        };
-        let konst = |e: &Expr| ctx.eval(e, &mut [Value::None]);
-        let f = |e: &Expr| specialise(e, &table, &konst);
-        RuleSet {
-            rules: orig.rules.iter().map(|r| specialise_rule(r, &f)).collect(),
-            interner: Default::default(),
-            regexes: orig.regexes.clone(),
-        }
-    };
+    let spec = specialised(
+        trace,
+        replay,
+        &orig,
+        &regions,
+        &kind_names,
+        &interner.strings,
+    );
     let rs = &spec;
     let nrules = rs.rules.len();
     let mut fed = vec![Vec::new(); nrules];
@@ -1545,5 +1563,143 @@ pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
         nloc,
         ncnode,
         rules: orig,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn same(a: Value, b: Value) -> bool {
+        match (a, b) {
+            (Value::Num(x), Value::Num(y)) => {
+                x.to_bits() == y.to_bits() || x.is_nan() && y.is_nan()
+            }
+            _ => a == b,
+        }
+    }
+
+    fn exprs(r: &Rule) -> Vec<&Expr> {
+        let mut v: Vec<&Expr> = r
+            .lets
+            .iter()
+            .map(|l| match l {
+                Let::Inst(_, e) | Let::Member { expr: e, .. } => e,
+            })
+            .collect();
+        v.extend(
+            [
+                &r.when,
+                &r.for_members,
+                &r.severity,
+                &r.at,
+                &r.violation,
+                &r.value,
+            ]
+            .into_iter()
+            .flatten(),
+        );
+        if let Some(g) = &r.group {
+            v.push(&g.by);
+            v.extend(&g.when);
+        }
+        if let Some(q) = &r.queue {
+            v.push(&q.take);
+        }
+        v
+    }
+
+    /// Every expression of every built-in rule gives the same value three ways — as written,
+    /// specialised for the trace (tables, constants, paths), and compiled into closures —
+    /// with events of every kind, inside and outside calls, in the trigger slots.
+    #[test]
+    fn specialised_and_compiled_rules_agree_with_the_rules_as_written() {
+        let rs = RuleSet::load(&[]).unwrap();
+        for name in [
+            "scorep/mixed8",
+            "scorep/nb",
+            "scorep/wo",
+            "scorep-omp/omp_lock",
+        ] {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("testdata")
+                .join(name)
+                .join("traces.otf2");
+            let trace = crate::open(&path).unwrap();
+            let replay = Replay::new(&trace);
+            let mut interner = rs.interner.clone();
+            let regions: RegionStrings = trace
+                .defs
+                .regions
+                .iter()
+                .map(|r| {
+                    let (class, mode) = classify::classify(r);
+                    [
+                        interner.intern(&r.name),
+                        interner.intern(r.paradigm.name()),
+                        interner.intern(r.role.name()),
+                        interner.intern(class),
+                        interner.intern(mode),
+                    ]
+                })
+                .collect();
+            let mut kind_names = [0u32; 256];
+            for k in EventKind::ALL {
+                kind_names[k as usize] = interner.intern(k.name());
+            }
+            let spec = specialised(
+                &trace,
+                &replay,
+                &rs,
+                &regions,
+                &kind_names,
+                &interner.strings,
+            );
+            let had = vec![Vec::new(); rs.rules.len()];
+            let none = |_: u16| 0.0;
+            let ctx = Ctx {
+                trace: &trace,
+                replay: &replay,
+                regions: &regions,
+                kind_names: &kind_names,
+                regexes: &rs.regexes,
+                strings: &interner.strings,
+                members: &[],
+                member_vals: &[],
+                items: &[],
+                had: &had,
+                metric: &none,
+            };
+            let mut checked = 0usize;
+            for (r, s) in rs.rules.iter().zip(&spec.rules) {
+                let (a, b) = (exprs(r), exprs(s));
+                assert_eq!(a.len(), b.len());
+                for (ea, eb) in a.iter().zip(&b) {
+                    let code = compile(eb);
+                    for (l, ev) in trace.events.iter().enumerate() {
+                        let n = ev.len() as u32;
+                        for i in (0..n).step_by(3) {
+                            let mut env = vec![Value::None; r.slots.max(1) as usize];
+                            for (j, v) in env.iter_mut().enumerate() {
+                                *v = match j {
+                                    0..4 => Value::Event(l as u32, (i + j as u32) % n),
+                                    _ => Value::Num(j as f64),
+                                };
+                            }
+                            let x = ctx.eval(ea, &mut env.clone());
+                            let y = ctx.eval(eb, &mut env.clone());
+                            let z = code(&ctx, &mut env.clone());
+                            assert!(
+                                same(x, y) && same(x, z),
+                                "{name} {}: {x:?} {y:?} {z:?}",
+                                r.info.id
+                            );
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+            assert!(checked > 1000, "{name}: only {checked} evaluations");
+        }
     }
 }
