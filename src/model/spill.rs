@@ -63,25 +63,58 @@ enum Store<T> {
 
 /// One column of event data: a heap vector, or a region of the spill file (read-only; a
 /// write makes a heap copy first). Reads go through `Deref<Target = [T]>`.
-#[derive(Clone)]
-pub struct Column<T: Pod>(Store<T>);
+///
+/// `ptr`/`len` always describe the current storage, so a read costs what a `Vec`'s does
+/// (no branch on where the column lives: the replay and the rules index columns in their
+/// innermost loops); every method that changes the storage re-derives them.
+pub struct Column<T: Pod> {
+    ptr: *const T,
+    len: usize,
+    store: Store<T>,
+}
+
+// SAFETY: a Column owns its storage like a Vec<T> or an Arc<Mmap> does; `ptr` points into
+// it and is only read through `&self`.
+unsafe impl<T: Pod> Send for Column<T> {}
+unsafe impl<T: Pod> Sync for Column<T> {}
 
 impl<T: Pod> Column<T> {
+    fn from_store(store: Store<T>) -> Column<T> {
+        let mut c = Column {
+            ptr: std::ptr::NonNull::dangling().as_ptr(),
+            len: 0,
+            store,
+        };
+        c.sync();
+        c
+    }
+
+    /// Re-derive `ptr`/`len` from the storage (after any change to it).
+    #[inline]
+    fn sync(&mut self) {
+        let (ptr, len) = match &self.store {
+            Store::Heap(v) => (v.as_ptr(), v.len()),
+            Store::Mapped(m) => (m.ptr(), m.len),
+        };
+        self.ptr = ptr;
+        self.len = len;
+    }
+
     pub fn new() -> Column<T> {
-        Column(Store::Heap(Vec::new()))
+        Column::from_store(Store::Heap(Vec::new()))
     }
 
     pub fn with_capacity(n: usize) -> Column<T> {
-        Column(Store::Heap(Vec::with_capacity(n)))
+        Column::from_store(Store::Heap(Vec::with_capacity(n)))
     }
 
-    /// The heap vector (copying a spilled column back first).
-    pub fn vec_mut(&mut self) -> &mut Vec<T> {
-        if let Store::Mapped(m) = &self.0 {
+    /// The heap vector (copying a spilled column back first); `sync` must follow any change.
+    fn heap_mut(&mut self) -> &mut Vec<T> {
+        if let Store::Mapped(m) = &self.store {
             let v = m.as_slice().to_vec();
-            self.0 = Store::Heap(v);
+            self.store = Store::Heap(v);
         }
-        match &mut self.0 {
+        match &mut self.store {
             Store::Heap(v) => v,
             Store::Mapped(_) => unreachable!("just copied to the heap"),
         }
@@ -89,49 +122,66 @@ impl<T: Pod> Column<T> {
 
     /// The heap vector, if the column is on the heap.
     pub fn heap(&self) -> Option<&Vec<T>> {
-        match &self.0 {
+        match &self.store {
             Store::Heap(v) => Some(v),
             Store::Mapped(_) => None,
         }
     }
 
     pub fn is_spilled(&self) -> bool {
-        matches!(self.0, Store::Mapped(_))
+        matches!(self.store, Store::Mapped(_))
     }
 
-    #[inline]
-    pub fn push(&mut self, v: T) {
-        match &mut self.0 {
-            Store::Heap(h) => h.push(v),
-            Store::Mapped(_) => self.vec_mut().push(v),
+    #[inline(always)]
+    pub fn push(&mut self, x: T) {
+        if let Store::Heap(v) = &mut self.store {
+            v.push(x);
+            self.ptr = v.as_ptr();
+            self.len = v.len();
+        } else {
+            self.heap_mut().push(x);
+            self.sync();
         }
     }
 
-    pub fn extend_from_slice(&mut self, v: &[T]) {
-        self.vec_mut().extend_from_slice(v);
+    pub fn extend_from_slice(&mut self, x: &[T]) {
+        self.heap_mut().extend_from_slice(x);
+        self.sync();
     }
 
-    /// Heap bytes held (0 for a spilled column).
+    /// Elements of heap capacity (0 for a spilled column).
     pub fn capacity(&self) -> usize {
         self.heap().map_or(0, Vec::capacity)
     }
 
     pub fn shrink_to_fit(&mut self) {
-        if let Store::Heap(v) = &mut self.0 {
+        if let Store::Heap(v) = &mut self.store {
             v.shrink_to_fit();
         }
+        self.sync();
     }
 }
 
 impl<T> Mapped<T> {
-    fn as_slice(&self) -> &[T] {
+    fn ptr(&self) -> *const T {
         if self.len == 0 {
-            return &[];
+            return std::ptr::NonNull::dangling().as_ptr();
         }
+        // SAFETY: `start` lies inside the mapping (`Spill::store` mapped the region it wrote).
+        unsafe { self.map.as_ptr().add(self.start).cast() }
+    }
+
+    fn as_slice(&self) -> &[T] {
         // SAFETY: `Spill::store` wrote `len` values of `T` at `start` (8-aligned in a
         // page-aligned mapping) and nothing writes the file afterwards; the map lives as
         // long as `self`. T: Pod (see there).
-        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(self.start).cast(), self.len) }
+        unsafe { std::slice::from_raw_parts(self.ptr(), self.len) }
+    }
+}
+
+impl<T: Pod> Clone for Column<T> {
+    fn clone(&self) -> Self {
+        Column::from_store(self.store.clone())
     }
 }
 
@@ -143,19 +193,23 @@ impl<T: Pod> Default for Column<T> {
 
 impl<T: Pod> Deref for Column<T> {
     type Target = [T];
-    #[inline]
+    #[inline(always)]
     fn deref(&self) -> &[T] {
-        match &self.0 {
-            Store::Heap(v) => v,
-            Store::Mapped(m) => m.as_slice(),
-        }
+        // SAFETY: `ptr`/`len` describe the current storage (`sync` after every change):
+        // the Vec's buffer or the mapped region, both owned by `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 }
 
 impl<T: Pod> DerefMut for Column<T> {
     #[inline]
     fn deref_mut(&mut self) -> &mut [T] {
-        self.vec_mut()
+        let v = self.heap_mut();
+        let (p, n) = (v.as_mut_ptr(), v.len());
+        self.ptr = p;
+        self.len = n;
+        // SAFETY: the Vec's own buffer and length; `&mut self` is held for the slice's life.
+        unsafe { std::slice::from_raw_parts_mut(p, n) }
     }
 }
 
@@ -177,7 +231,7 @@ impl<'a, T: Pod> IntoIterator for &'a mut Column<T> {
 
 impl<T: Pod> From<Vec<T>> for Column<T> {
     fn from(v: Vec<T>) -> Self {
-        Column(Store::Heap(v))
+        Column::from_store(Store::Heap(v))
     }
 }
 
@@ -370,19 +424,20 @@ pub trait Spillable {
 
 impl<T: Pod> Spillable for Column<T> {
     fn wants_spill(&self) -> bool {
-        matches!(&self.0, Store::Heap(v) if !v.is_empty())
+        matches!(&self.store, Store::Heap(v) if !v.is_empty())
     }
     fn spill_bytes(&self) -> &[u8] {
         bytes_of(self)
     }
     fn become_mapped(&mut self, map: Arc<memmap2::Mmap>, start: usize) {
         let len = self.len();
-        self.0 = Store::Mapped(Mapped {
+        self.store = Store::Mapped(Mapped {
             map,
             start,
             len,
             _t: PhantomData,
         });
+        self.sync();
     }
 }
 
