@@ -12,7 +12,9 @@
 #                     (tests/gen_pingpong.rs compares the two)
 #     BENCH_SCALE=1   also the scale table: `perfexpert run` on a 100 M-event trace of 64 ranks
 #                     next to the 12 M-event one (bytes/event, events/s in wall and CPU time);
-#                     BENCH_SCALE=only runs just that table
+#                     BENCH_SCALE=only runs just that table; the 100 M-event trace is also run
+#                     with --memory-limit BENCH_SCALE_LIMIT (default 2G), whose report must be
+#                     byte-identical
 #
 # It builds the release binary, generates Score-P-like MPI ping-pong traces
 # (cached in bench/out/, which git ignores), and for each trace measures
@@ -189,7 +191,21 @@ scale_table() {
         [[ -n $base_rate ]] || base_rate=$rate base_cpu_rate=$cpu_rate
         rows+=("| $name | $events | $M_WALL | $rate M | $(calc '%.0f%%' "100 * $rate / $base_rate") \
 | $M_CPU | $cpu_rate M | $(calc '%.0f%%' "100 * $cpu_rate / $base_cpu_rate") \
-| $(calc '%.0f' "$M_RSS_KB / 1024") | $(calc '%.1f' "$M_RSS_KB * 1024 / $events") |")
+| $(calc '%.0f' "$M_RSS_KB / 1024") | $(calc '%.1f' "$M_RSS_KB * 1024 / $events") | — |")
+        if ((events > 50000000)); then
+            local limit=${BENCH_SCALE_LIMIT:-2G} same=yes
+            log "$name: perfexpert run -q --memory-limit $limit (scale)"
+            measure "$OUT/scale_limit.txt" "$PERFEXPERT" run -q --memory-limit "$limit" "$trace"
+            if ! cmp -s "$OUT/scale.txt" "$OUT/scale_limit.txt"; then
+                same=NO
+                echo "!!!!!!!! WARNING: --memory-limit $limit changes the report of $name !!!!!!!!"
+            fi
+            rate=$(calc '%.2f' "$events / $M_WALL / 1e6")
+            cpu_rate=$(calc '%.2f' "$events / $M_CPU / 1e6")
+            rows+=("| $name, \`--memory-limit $limit\` | $events | $M_WALL | $rate M | $(calc '%.0f%%' "100 * $rate / $base_rate") \
+| $M_CPU | $cpu_rate M | $(calc '%.0f%%' "100 * $cpu_rate / $base_cpu_rate") \
+| $(calc '%.0f' "$M_RSS_KB / 1024") | $(calc '%.1f' "$M_RSS_KB * 1024 / $events") | $same |")
+        fi
     done
     echo
     echo "## perfexpert run at scale: 12 M and 100 M events"
@@ -198,8 +214,8 @@ scale_table() {
     echo "- \`perfexpert run -q TRACE\` (text report); wall: best of $RUNS; CPU: user + system of that run; peak RSS: highest of the runs"
     echo "- rate %: events/s relative to the 12 M-event trace (issue 12: within 20 %); RSS bytes/event: issue 12 asks < 40"
     echo
-    echo "| trace | events | wall s | events/s | rate % | CPU s | events/CPU-s | CPU rate % | peak RSS MB | RSS bytes/event |"
-    echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+    echo "| trace | events | wall s | events/s | rate % | CPU s | events/CPU-s | CPU rate % | peak RSS MB | RSS bytes/event | same report |"
+    echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|:-:|"
     printf '%s\n' "${rows[@]}"
 }
 if [[ $SCALE == only ]]; then
