@@ -6,7 +6,15 @@
 #   environment:
 #     BENCH_QUICK=1   skip the big (>= 50 M events) trace
 #     BENCH_RUNS=N    timed runs per measurement, best (lowest wall time) kept; default 3
-#     BENCH_GEN=PATH  trace generator; default ../shared/bench/gen_pingpong_trace.py
+#     BENCH_GEN=PATH  trace generator script (e.g. ../shared/bench/gen_pingpong_trace.py, the
+#                     official Python writer, ~30 min per 100 M events); default: the
+#                     gen_pingpong example, which writes the same bytes in seconds
+#                     (tests/gen_pingpong.rs compares the two)
+#     BENCH_SCALE=1   also the scale table: `perfexpert run` on a 100 M-event trace of 64 ranks
+#                     next to the 12 M-event one (bytes/event, events/s in wall and CPU time);
+#                     BENCH_SCALE=only runs just that table; the 100 M-event trace is also run
+#                     with --memory-limit BENCH_SCALE_LIMIT (default 2G), whose report must be
+#                     byte-identical
 #
 # It builds the release binary, generates Score-P-like MPI ping-pong traces
 # (cached in bench/out/, which git ignores), and for each trace measures
@@ -27,7 +35,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 START_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 OUT=bench/out
 RUNS=${BENCH_RUNS:-3}
-GEN=${BENCH_GEN:-../shared/bench/gen_pingpong_trace.py}
+GEN=${BENCH_GEN:-}
+SCALE=${BENCH_SCALE:-0}
 mkdir -p "$OUT/traces"
 
 log() { echo "[bench] $*" >&2; }
@@ -47,6 +56,10 @@ if [[ ! -f /usr/include/otf2/otf2.h ]]; then log "installing libotf2-trace-dev";
 log "building perfexpert (release)"
 cargo build --release -q
 PERFEXPERT=target/release/perfexpert
+if [[ -z $GEN ]]; then
+    log "building the trace generator (examples/gen_pingpong)"
+    cargo build --release -q --example gen_pingpong
+fi
 
 log "building the libotf2 baseline"
 BASELINE=$OUT/otf2_read_baseline
@@ -83,7 +96,7 @@ gen_trace() { # RANKS ITERS -> sets TRACE to the anchor file path, or to "" if s
     local ranks=$1 iters=$2 dir=$OUT/traces/pingpong_${1}x${2}
     TRACE=""
     if [[ ! -f $dir/traces.otf2 ]]; then
-        [[ -f $GEN ]] || { echo "bench/run.sh: trace generator $GEN not found" >&2; exit 1; }
+        [[ -z $GEN || -f $GEN ]] || { echo "bench/run.sh: trace generator $GEN not found" >&2; exit 1; }
         local events=$((ranks * (5 * iters + 2)))
         # ~13 bytes per event on disk; want twice that free, plus 1 GB
         local need_kb=$((events * 26 / 1024 + 1024 * 1024))
@@ -93,11 +106,14 @@ gen_trace() { # RANKS ITERS -> sets TRACE to the anchor file path, or to "" if s
             log "not enough disk for ${ranks}x${iters} (need $((need_kb / 1024)) MB, have $((free_kb / 1024)) MB); skipped"
             return 0
         fi
-        [[ -n $PY ]] || PY=$(find_python)
         log "generating ${ranks}x${iters} ($events events) ..."
         rm -rf "$dir.tmp" "$dir"
-        local t0=$SECONDS
-        if ! "$PY" "$GEN" "$ranks" "$iters" "$dir.tmp" >&2; then
+        local t0=$SECONDS gen=(target/release/examples/gen_pingpong)
+        if [[ -n $GEN ]]; then
+            [[ -n $PY ]] || PY=$(find_python)
+            gen=("$PY" "$GEN")
+        fi
+        if ! "${gen[@]}" "$ranks" "$iters" "$dir.tmp" >&2; then
             echo "bench/run.sh: generating ${ranks}x${iters} failed" >&2
             exit 1
         fi
@@ -110,11 +126,12 @@ gen_trace() { # RANKS ITERS -> sets TRACE to the anchor file path, or to "" if s
 # ---- measuring --------------------------------------------------------------
 now() { date +%s.%N; }
 # measure OUTFILE CMD... : runs CMD RUNS times; sets M_WALL (lowest wall time, s)
-# and M_RSS_KB (highest peak RSS, kB); OUTFILE gets the stdout of the fastest run.
+# and M_RSS_KB (highest peak RSS, kB), M_CPU (user + system s of the fastest run);
+# OUTFILE gets the stdout of the fastest run.
 measure() {
     local outfile=$1; shift
     local tfile=$OUT/time.txt i t0 t1 wall rss
-    M_WALL="" M_RSS_KB=0
+    M_WALL="" M_RSS_KB=0 M_CPU=
     for ((i = 0; i < RUNS; i++)); do
         t0=$(now)
         /usr/bin/time -v -o "$tfile" "$@" >"$outfile.run"
@@ -123,6 +140,7 @@ measure() {
         rss=$(awk -F': *' '/Maximum resident set size/ { print $2 }' "$tfile")
         if [[ -z $M_WALL ]] || awk -v a="$wall" -v b="$M_WALL" 'BEGIN { exit !(a < b) }'; then
             M_WALL=$wall
+            M_CPU=$(awk -F': *' '/User time|System time/ { s += $2 } END { printf "%.2f", s }' "$tfile")
             mv "$outfile.run" "$outfile"
         fi
         if ((rss > M_RSS_KB)); then M_RSS_KB=$rss; fi
@@ -155,6 +173,56 @@ end_to_end() {
 | $w2 | $(calc '%.1f M' "$events / $w2 / 1e6") | $(calc '%.0f' "$r2 / 1024") | $(calc '%.1f' "$r2 * 1024 / $events") \
 | $(calc '%.2fx' "$w1 / $w2") | $same | $c_wall |")
 }
+# ---- scale: the 12 M-event trace next to a 100 M-event one of 64 ranks (BENCH_SCALE) ----
+# `perfexpert run -q` (the text report: read, replay, every rule) on each; issue 12 asks for
+# < 40 bytes of peak RSS per event and events/s within 20 % of the 12 M-event rate.
+scale_table() {
+    local spec ranks iters trace events name base_rate="" base_cpu_rate="" rate cpu_rate
+    local rows=()
+    for spec in "16 150000" "64 312500"; do
+        read -r ranks iters <<<"$spec"
+        gen_trace "$ranks" "$iters"
+        [[ -n $TRACE ]] || continue
+        trace=$TRACE events=$((ranks * (5 * iters + 2))) name="pingpong ${ranks}x${iters}"
+        log "$name: perfexpert run -q (scale)"
+        measure "$OUT/scale.txt" "$PERFEXPERT" run -q "$trace"
+        rate=$(calc '%.2f' "$events / $M_WALL / 1e6")
+        cpu_rate=$(calc '%.2f' "$events / $M_CPU / 1e6")
+        [[ -n $base_rate ]] || base_rate=$rate base_cpu_rate=$cpu_rate
+        rows+=("| $name | $events | $M_WALL | $rate M | $(calc '%.0f%%' "100 * $rate / $base_rate") \
+| $M_CPU | $cpu_rate M | $(calc '%.0f%%' "100 * $cpu_rate / $base_cpu_rate") \
+| $(calc '%.0f' "$M_RSS_KB / 1024") | $(calc '%.1f' "$M_RSS_KB * 1024 / $events") | — |")
+        if ((events > 50000000)); then
+            local limit=${BENCH_SCALE_LIMIT:-2G} same=yes
+            log "$name: perfexpert run -q --memory-limit $limit (scale)"
+            measure "$OUT/scale_limit.txt" "$PERFEXPERT" run -q --memory-limit "$limit" "$trace"
+            if ! cmp -s "$OUT/scale.txt" "$OUT/scale_limit.txt"; then
+                same=NO
+                echo "!!!!!!!! WARNING: --memory-limit $limit changes the report of $name !!!!!!!!"
+            fi
+            rate=$(calc '%.2f' "$events / $M_WALL / 1e6")
+            cpu_rate=$(calc '%.2f' "$events / $M_CPU / 1e6")
+            rows+=("| $name, \`--memory-limit $limit\` | $events | $M_WALL | $rate M | $(calc '%.0f%%' "100 * $rate / $base_rate") \
+| $M_CPU | $cpu_rate M | $(calc '%.0f%%' "100 * $cpu_rate / $base_cpu_rate") \
+| $(calc '%.0f' "$M_RSS_KB / 1024") | $(calc '%.1f' "$M_RSS_KB * 1024 / $events") | $same |")
+        fi
+    done
+    echo
+    echo "## perfexpert run at scale: 12 M and 100 M events"
+    echo
+    echo "- date: $START_DATE; perfexpert $(git rev-parse --short HEAD 2>/dev/null || echo '?'); nproc $NPROC; $(awk '/MemTotal/ { printf "%.0f GB RAM", $2 / 1048576 }' /proc/meminfo); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "- \`perfexpert run -q TRACE\` (text report); wall: best of $RUNS; CPU: user + system of that run; peak RSS: highest of the runs"
+    echo "- rate %: events/s relative to the 12 M-event trace (issue 12: within 20 %); RSS bytes/event: issue 12 asks < 40"
+    echo
+    echo "| trace | events | wall s | events/s | rate % | CPU s | events/CPU-s | CPU rate % | peak RSS MB | RSS bytes/event | same report |"
+    echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|:-:|"
+    printf '%s\n' "${rows[@]}"
+}
+if [[ $SCALE == only ]]; then
+    scale_table
+    exit 0
+fi
+
 for spec in "${TRACES[@]}"; do
     read -r ranks iters <<<"$spec"
     gen_trace "$ranks" "$iters"
@@ -238,4 +306,7 @@ if [[ $RUN_MISMATCH == 1 ]]; then
     echo "!!!!!!!! WARNING: some report differs between 1 and 2 threads (see above) !!!!!!!!"
 else
     echo "Reports: byte-identical at 1 and 2 threads on every trace."
+fi
+if [[ $SCALE == 1 ]]; then
+    scale_table
 fi

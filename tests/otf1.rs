@@ -182,7 +182,7 @@ fn the_model_holds_messages_and_collectives_as_the_replay_reads_them() {
         (Paradigm::MPI, RegionRole::COLL_ONE2ALL)
     );
     let e = &t.events[0];
-    let kinds: Vec<EventKind> = e.kind.clone();
+    let kinds: Vec<EventKind> = e.kind.to_vec();
     use EventKind::*;
     assert_eq!(
         kinds,

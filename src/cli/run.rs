@@ -60,6 +60,11 @@ pub struct RunArgs {
     /// Print each stage's wall time and the peak resident memory so far on stderr.
     #[arg(long)]
     pub timings: bool,
+    /// Keep the resident memory near SIZE (e.g. 2G, 512M): when the trace would not fit,
+    /// its event columns go to a temporary file (in TMPDIR) and stay in memory only while
+    /// used. Same results.
+    #[arg(long, value_name = "SIZE", value_parser = crate::model::spill::parse_size)]
+    pub memory_limit: Option<u64>,
 }
 
 /// `--timings`: one stderr line per finished stage (wall seconds since the previous stage,
@@ -148,7 +153,8 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
         ));
     }
     progress.stage("reading the trace");
-    let trace = crate::open(&args.trace)?;
+    let spill = spill_for(args)?;
+    let trace = crate::formats::open_with(&args.trace, spill.as_ref())?;
     timings.stage("read");
     // --phase K: the rest runs on that phase's slice of the trace
     let mut phase_note = None;
@@ -301,7 +307,45 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
         }
     }
     timings.stage("written");
+    if let (Some(s), true) = (&spill, args.timings) {
+        eprintln!(
+            "timings: spill file: {} MB written, mapped columns dropped from memory {} times",
+            s.bytes() >> 20,
+            s.trims()
+        );
+    }
     Ok(())
+}
+
+/// `--memory-limit`: a spill file when the trace's estimated resident size exceeds the
+/// limit (and one line on stderr saying so), none otherwise.
+fn spill_for(args: &RunArgs) -> Result<Option<crate::model::spill::Spill>> {
+    use crate::model::spill::{Spill, RESIDENT_BYTES_PER_EVENT};
+    let Some(limit) = args.memory_limit else {
+        return Ok(None);
+    };
+    let events = crate::formats::estimate_events(&args.trace)?;
+    let need = events.saturating_mul(RESIDENT_BYTES_PER_EVENT);
+    if need <= limit {
+        return Ok(None);
+    }
+    let dir = std::env::temp_dir();
+    let spill = Spill::new(&dir, Some(limit))
+        .map_err(|e| Error::io(&dir, "cannot create a spill file in", e))?;
+    let mb = |b: u64| match b {
+        b if b >= 1 << 30 => format!("{:.1} GB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{} MB", b >> 20),
+        b if b >= 1 << 10 => format!("{} KB", b >> 10),
+        b => format!("{b} bytes"),
+    };
+    eprintln!(
+        "perfexpert: about {events} events need about {} in memory, more than --memory-limit {}: \
+         the event columns go to a temporary file in {} and stay in memory only while used",
+        mb(need),
+        mb(limit),
+        dir.display()
+    );
+    Ok(Some(spill))
 }
 
 fn write_file(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {

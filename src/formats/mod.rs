@@ -5,6 +5,7 @@ pub mod otf2;
 pub mod paje;
 
 use crate::error::{Error, Place, Result};
+use crate::model::spill::Spill;
 use crate::model::Trace;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -91,10 +92,50 @@ fn hex_prefix(b: &[u8]) -> String {
 
 /// Open any supported trace.
 pub fn open(path: &Path) -> Result<Trace> {
+    open_with(path, None)
+}
+
+/// Open any supported trace; with a spill file (`--memory-limit`), the event columns move
+/// there, for OTF2 as soon as each location is decoded, for OTF 1 and Paje once the whole
+/// trace is read.
+pub fn open_with(path: &Path, spill: Option<&Spill>) -> Result<Trace> {
     let path = resolve(path)?;
-    match detect(&path)? {
-        Format::Otf2 => otf2::read(&path),
-        Format::Otf1 => otf1::read(&path),
-        Format::Paje => paje::read(&path),
+    let mut trace = match detect(&path)? {
+        Format::Otf2 => return otf2::read_with(&path, spill),
+        Format::Otf1 => otf1::read(&path)?,
+        Format::Paje => paje::read(&path)?,
+    };
+    if let Some(s) = spill {
+        for e in &mut trace.events {
+            e.spill(s)
+                .map_err(|e| Error::io(s.path(), "cannot write the spill file", e))?;
+        }
     }
+    Ok(trace)
+}
+
+/// About how many events a trace holds, without reading them: OTF2 from the counts its
+/// definitions declare; OTF 1 and Paje from the size of their files (one event per 10
+/// bytes, more than any of them holds).
+pub fn estimate_events(path: &Path) -> Result<u64> {
+    let path = resolve(path)?;
+    let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+    Ok(match detect(&path)? {
+        Format::Otf2 => otf2::estimate_events(&path)?,
+        Format::Paje => size(&path) / 10,
+        Format::Otf1 => {
+            // the master file NAME.otf and its streams NAME.*.events(.z) etc. beside it
+            let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+            let dir = path.parent().unwrap_or(Path::new("."));
+            let mut total = 0;
+            if let (Some(stem), Ok(rd)) = (stem, std::fs::read_dir(dir)) {
+                for e in rd.flatten() {
+                    if e.file_name().to_string_lossy().starts_with(&stem) {
+                        total += size(&e.path());
+                    }
+                }
+            }
+            total / 10
+        }
+    })
 }

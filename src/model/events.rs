@@ -8,11 +8,12 @@
 
 use super::defs::{CommIdx, RegionIdx};
 use super::event_kind::EventKind;
+use super::spill::{Column, Spill, Spillable};
 
 /// A column of byte counts: u32 each, with the rare larger value kept aside.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ByteColumn {
-    small: Vec<u32>,
+    small: Column<u32>,
     /// (index, value) for values that do not fit in 32 bits, in index order.
     large: Vec<(u32, u64)>,
 }
@@ -20,7 +21,7 @@ pub struct ByteColumn {
 impl ByteColumn {
     pub fn with_capacity(n: usize) -> ByteColumn {
         ByteColumn {
-            small: Vec::with_capacity(n),
+            small: Column::with_capacity(n),
             large: Vec::new(),
         }
     }
@@ -68,9 +69,9 @@ impl ByteColumn {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MsgColumns {
     /// The peer's rank in `comm` (receiver of a send, sender of a receive).
-    pub peer: Vec<u32>,
-    pub comm: Vec<CommIdx>,
-    pub tag: Vec<u32>,
+    pub peer: Column<u32>,
+    pub comm: Column<CommIdx>,
+    pub tag: Column<u32>,
     pub bytes: ByteColumn,
     /// (message index, request id) of the non-blocking ones, in index order.
     pub request: Vec<(u32, u64)>,
@@ -80,10 +81,10 @@ pub struct MsgColumns {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CollColumns {
     /// `OTF2_CollectiveOp`.
-    pub op: Vec<u8>,
-    pub comm: Vec<CommIdx>,
+    pub op: Column<u8>,
+    pub comm: Column<CommIdx>,
     /// Rank of the root in `comm`, or one of the `CollectiveRoot` specials (u32::MAX = none).
-    pub root: Vec<u32>,
+    pub root: Column<u32>,
     pub sent: ByteColumn,
     pub received: ByteColumn,
     /// (collective index, request id) of the non-blocking ones, in index order.
@@ -123,14 +124,14 @@ pub struct Coll {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Events {
     /// Clock-corrected timestamps in ticks (non-decreasing in a well-formed trace).
-    pub time: Vec<u64>,
-    pub kind: Vec<EventKind>,
+    pub time: Column<u64>,
+    pub kind: Column<EventKind>,
     /// Region (Enter/Leave), payload index (messages, collectives), `extra` offset (others),
     /// or the raw record type (Unknown).
-    pub arg: Vec<u32>,
+    pub arg: Column<u32>,
     pub msg: MsgColumns,
     pub coll: CollColumns,
-    pub extra: Vec<u64>,
+    pub extra: Column<u64>,
     /// (event index, start in `attributes`) for events that carry attributes, in index order.
     pub attribute_index: Vec<(u32, u32)>,
     pub attributes: Vec<Attribute>,
@@ -139,9 +140,9 @@ pub struct Events {
 impl Events {
     pub fn with_capacity(n: usize) -> Events {
         Events {
-            time: Vec::with_capacity(n),
-            kind: Vec::with_capacity(n),
-            arg: Vec::with_capacity(n),
+            time: Column::with_capacity(n),
+            kind: Column::with_capacity(n),
+            arg: Column::with_capacity(n),
             ..Events::default()
         }
     }
@@ -322,6 +323,33 @@ impl Events {
             + self.extra.capacity() * 8
             + self.attribute_index.capacity() * 8
             + self.attributes.capacity() * std::mem::size_of::<Attribute>()
+    }
+
+    /// Move the columns to the spill file (`--memory-limit`): they stay readable as before,
+    /// resident only while used. The sparse side tables (requests, large byte counts,
+    /// attributes) stay on the heap.
+    pub fn spill(&mut self, spill: &Spill) -> std::io::Result<()> {
+        let cols: &mut [&mut dyn Spillable] = &mut [
+            &mut self.time,
+            &mut self.arg,
+            &mut self.msg.peer,
+            &mut self.msg.comm,
+            &mut self.msg.tag,
+            &mut self.msg.bytes.small,
+            &mut self.coll.comm,
+            &mut self.coll.root,
+            &mut self.coll.sent.small,
+            &mut self.coll.received.small,
+            &mut self.extra,
+            &mut self.kind,
+            &mut self.coll.op,
+        ];
+        spill.store(cols)
+    }
+
+    /// Are the core columns in the spill file?
+    pub fn is_spilled(&self) -> bool {
+        self.time.is_spilled()
     }
 
     pub fn shrink_to_fit(&mut self) {

@@ -3,6 +3,7 @@
 pub mod defs;
 pub mod event_kind;
 pub mod events;
+pub mod spill;
 
 pub use defs::*;
 pub use event_kind::EventKind;

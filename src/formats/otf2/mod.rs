@@ -11,6 +11,7 @@ pub mod schema;
 pub mod wire;
 
 use crate::error::{Error, Place, Result, Warning};
+use crate::model::spill::Spill;
 use crate::model::*;
 use anchor::Anchor;
 use rayon::prelude::*;
@@ -78,6 +79,33 @@ impl Archive {
 
 /// Read a whole OTF2 archive given its anchor file.
 pub fn read(anchor_path: &Path) -> Result<Trace> {
+    read_with(anchor_path, None)
+}
+
+/// The number of events the archive's definitions declare (a location without a declared
+/// count: its event file's size / 8), without reading any event: what `--memory-limit`
+/// decides by.
+pub fn estimate_events(anchor_path: &Path) -> Result<u64> {
+    let archive = Archive::new(anchor_path);
+    let anchor_map = map_file(&archive.anchor)?;
+    let anchor = Anchor::parse(bytes(&anchor_map)).map_err(|e| at(&archive.anchor, e))?;
+    let gd_map = map_file(&archive.global_defs)?;
+    let g = defs::read_global_defs(bytes(&gd_map), anchor.def_chunk_size as usize)
+        .map_err(|e| at(&archive.global_defs, e))?;
+    Ok(g.defs
+        .locations
+        .iter()
+        .map(|l| {
+            l.declared_events.unwrap_or_else(|| {
+                std::fs::metadata(archive.location_file(l.id, "evt")).map_or(0, |m| m.len() / 8)
+            })
+        })
+        .sum())
+}
+
+/// `read`, moving each location's event columns to `spill` as soon as it is decoded
+/// (`--memory-limit`).
+pub fn read_with(anchor_path: &Path, spill: Option<&Spill>) -> Result<Trace> {
     let archive = Archive::new(anchor_path);
     let anchor_map = map_file(&archive.anchor)?;
     let anchor = Anchor::parse(bytes(&anchor_map)).map_err(|e| at(&archive.anchor, e))?;
@@ -123,7 +151,7 @@ pub fn read(anchor_path: &Path) -> Result<Trace> {
         .defs
         .locations
         .par_iter()
-        .map(|loc| read_location(&archive, &g, loc, def_chunk, event_chunk))
+        .map(|loc| read_location(&archive, &g, loc, def_chunk, event_chunk, spill))
         .collect();
     let mut per_loc = Vec::with_capacity(results.len());
     for r in results {
@@ -151,6 +179,10 @@ pub fn read(anchor_path: &Path) -> Result<Trace> {
         );
         if !region_fix.is_empty() || !comm_fix.is_empty() {
             remap_placeholders(&mut r.events, rbase, &region_fix, cbase, &comm_fix);
+            if let Some(s) = spill {
+                // the remapped columns were copied back to the heap
+                r.events.spill(s).map_err(|e| spill_error(s, e))?;
+            }
             warnings.push(Warning {
                 file: format!("location {}", loc.id),
                 message: format!(
@@ -203,9 +235,10 @@ pub fn read(anchor_path: &Path) -> Result<Trace> {
 
 /// Ask the kernel for transparent huge pages under a large column: filling 200 MB of columns
 /// otherwise costs one page fault per 4 KiB (a quarter of the read time, measured with perf).
-fn advise_huge_pages<T>(v: &Vec<T>) {
+fn advise_huge_pages<T: crate::model::spill::Pod>(v: &crate::model::spill::Column<T>) {
     #[cfg(target_os = "linux")]
     {
+        let Some(v) = v.heap() else { return };
         const HUGE: usize = 2 << 20;
         let bytes = v.capacity() * std::mem::size_of::<T>();
         if bytes < 2 * HUGE {
@@ -261,12 +294,17 @@ struct LocationResult {
     warnings: Vec<Warning>,
 }
 
+fn spill_error(s: &Spill, e: std::io::Error) -> Error {
+    Error::io(s.path(), "cannot write the spill file", e)
+}
+
 fn read_location(
     archive: &Archive,
     g: &defs::GlobalDefs,
     loc: &Location,
     def_chunk: usize,
     event_chunk: usize,
+    spill: Option<&Spill>,
 ) -> Result<LocationResult> {
     let mut warnings = Vec::new();
     let def_path = archive.location_file(loc.id, "def");
@@ -352,6 +390,9 @@ fn read_location(
         });
     }
     events.shrink_to_fit();
+    if let Some(s) = spill {
+        events.spill(s).map_err(|e| spill_error(s, e))?;
+    }
     Ok(LocationResult {
         events,
         undefined_regions: cx.regions.undefined,

@@ -1,0 +1,424 @@
+//! The archive writer behind `gen_pingpong`: the OTF2 trace that
+//! `../shared/bench/gen_pingpong_trace.py` writes with the official writer (PyPI `otf2` 3.2,
+//! libotf2 3.2), byte for byte, written directly (formats.md §A).
+//!
+//! What makes the bytes equal, beyond the record layouts of formats.md A.9/A.10:
+//! * the definitions come in the order the Python writer emits them (each String just before
+//!   the first definition that names it; system tree, location groups, locations, regions,
+//!   groups, communicator) and the record length takes the long form (0xff + u64) exactly
+//!   when the payload is 255 bytes or more;
+//! * libotf2 starts a new event chunk when `upper bound of the record + 9` (a timestamp) is
+//!   not smaller than the bytes left in the chunk, where the upper bound of Enter/Leave is 6
+//!   bytes and of MpiSend/MpiRecv 26 (every compressed field at its largest, plus type and
+//!   length bytes); the chunk header holds the numbers of its first and last event;
+//! * a timestamp item precedes every event whose time differs from the previous one (here:
+//!   every event, the first one at time 0 included).
+//!
+//! Two values differ from run to run with the official writer: the anchor's random trace
+//! identifier and ClockProperties' realtime timestamp (wall clock at writing). Both are
+//! parameters here, so a test can reproduce an official archive exactly.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+pub const EVENT_CHUNK: usize = 1 << 20;
+pub const DEF_CHUNK: usize = 4 << 20;
+
+const ENTER: u8 = 12;
+const LEAVE: u8 = 13;
+const MPI_SEND: u8 = 14;
+const MPI_RECV: u8 = 18;
+/// Upper bounds the official event writer reserves (record type, length, fields at max).
+const BOUND_ENTER_LEAVE: usize = 6;
+const BOUND_MSG: usize = 26;
+const TIMESTAMP: usize = 9;
+
+// Region ids, in definition order.
+const MAIN: u32 = 0;
+const SEND: u32 = 1;
+const RECV: u32 = 2;
+const COMPUTE: u32 = 3;
+
+/// The program `gen_pingpong_trace.py` traces.
+#[derive(Clone, Copy, Debug)]
+pub struct PingPong {
+    pub ranks: u32,
+    pub iterations: u32,
+}
+
+impl PingPong {
+    /// Events per location: main's Enter/Leave and 5 per iteration.
+    pub fn events_per_rank(&self) -> u64 {
+        5 * self.iterations as u64 + 2
+    }
+
+    pub fn events(&self) -> u64 {
+        self.ranks as u64 * self.events_per_rank()
+    }
+
+    /// The time of every rank's last event (all ranks run in lockstep).
+    pub fn trace_length(&self) -> u64 {
+        self.iterations as u64 * 1160 + 10
+    }
+}
+
+/// The two values the official writer takes from the clock and a random source.
+#[derive(Clone, Copy, Debug)]
+pub struct Stamp {
+    pub trace_id: u64,
+    pub realtime_ns: u64,
+}
+
+/// Compressed unsigned integer (formats.md A.4), minimal size, 0 and all-ones as one byte.
+fn uc(out: &mut Vec<u8>, v: u64, all_ones: u64) {
+    if v == 0 || v == all_ones {
+        out.push(v as u8);
+        return;
+    }
+    let n = 8 - (v.leading_zeros() / 8) as usize;
+    out.push(n as u8);
+    out.extend_from_slice(&v.to_le_bytes()[..n]);
+}
+fn u32c(out: &mut Vec<u8>, v: u32) {
+    uc(out, v as u64, u32::MAX as u64);
+}
+fn u64c(out: &mut Vec<u8>, v: u64) {
+    uc(out, v, u64::MAX);
+}
+
+/// A chunked record stream (formats.md A.3) that writes each chunk as soon as it is full.
+struct Stream<W: Write> {
+    out: W,
+    chunk: Vec<u8>,
+    size: usize,
+    /// Events written so far (the chunk header's numbers are 1-based event numbers).
+    events: u64,
+    first_in_chunk: u64,
+    time: u64,
+}
+
+impl<W: Write> Stream<W> {
+    fn new(out: W, size: usize) -> Stream<W> {
+        let mut s = Stream {
+            out,
+            chunk: Vec::with_capacity(size),
+            size,
+            events: 0,
+            first_in_chunk: 1,
+            time: 0,
+        };
+        s.header();
+        s
+    }
+
+    fn header(&mut self) {
+        self.chunk.clear();
+        self.chunk.extend_from_slice(&[0x03, 0x42]);
+        self.chunk
+            .extend_from_slice(&self.first_in_chunk.to_le_bytes());
+        self.chunk.extend_from_slice(&[0; 8]); // last event: filled when the chunk is done
+    }
+
+    /// Ends the chunk (END_OF_CHUNK, zero padding), writes it and opens the next one.
+    fn next_chunk(&mut self) -> io::Result<()> {
+        let last = if self.events >= self.first_in_chunk {
+            self.events
+        } else {
+            0
+        };
+        self.chunk[10..18].copy_from_slice(&last.to_le_bytes());
+        self.chunk.resize(self.size, 0); // END_OF_CHUNK is the first of the zeros
+        self.out.write_all(&self.chunk)?;
+        self.first_in_chunk = self.events + 1;
+        self.header();
+        Ok(())
+    }
+
+    /// Makes room for a record of at most `bound` bytes (plus a timestamp in event files),
+    /// keeping one byte for END_OF_CHUNK, as libotf2 does.
+    fn reserve(&mut self, bound: usize) -> io::Result<()> {
+        if bound >= self.size - self.chunk.len() {
+            self.next_chunk()?;
+            if bound >= self.size - self.chunk.len() {
+                return Err(io::Error::other("a record does not fit in one chunk"));
+            }
+        }
+        Ok(())
+    }
+
+    /// One event: its timestamp item (when the time changed, and always at time 0 first)
+    /// and its record bytes.
+    fn event(&mut self, t: u64, bound: usize, record: &[u8]) -> io::Result<()> {
+        self.reserve(bound + TIMESTAMP)?;
+        if t > self.time || (t == 0 && self.events == 0) {
+            self.chunk.push(0x05);
+            self.chunk.extend_from_slice(&t.to_le_bytes());
+            self.time = t;
+        }
+        self.chunk.extend_from_slice(record);
+        self.events += 1;
+        Ok(())
+    }
+
+    /// One definition record: type, length (short or long form), payload.
+    fn def(&mut self, ty: u8, payload: &[u8]) -> io::Result<()> {
+        let long = payload.len() >= 255;
+        self.reserve(1 + if long { 9 } else { 1 } + payload.len())?;
+        self.chunk.push(ty);
+        if long {
+            self.chunk.push(0xff);
+            self.chunk
+                .extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        } else {
+            self.chunk.push(payload.len() as u8);
+        }
+        self.chunk.extend_from_slice(payload);
+        Ok(())
+    }
+
+    /// END_OF_FILE, END_OF_BUFFER; the last chunk is cut after them.
+    fn finish(mut self) -> io::Result<W> {
+        let last = if self.events >= self.first_in_chunk {
+            self.events
+        } else {
+            0
+        };
+        self.chunk[10..18].copy_from_slice(&last.to_le_bytes());
+        self.chunk.extend_from_slice(&[0x02, 0x01]);
+        self.out.write_all(&self.chunk)?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+/// Appends a message record (MpiSend/MpiRecv: peer, communicator 0, tag, 64 bytes).
+fn msg_record(rec: &mut Vec<u8>, ty: u8, peer: u32, tag: u32) {
+    rec.clear();
+    rec.push(ty);
+    rec.push(0); // length, set below
+    u32c(rec, peer);
+    u32c(rec, 0); // MPI_COMM_WORLD
+    u32c(rec, tag);
+    u64c(rec, 64);
+    rec[1] = (rec.len() - 2) as u8;
+}
+
+/// Writes `traces/<rank>.evt`: rank `r` of the ping-pong program.
+pub fn write_events(p: PingPong, rank: u32, path: &Path) -> io::Result<()> {
+    let file = File::create(path)?;
+    let mut s = Stream::new(BufWriter::with_capacity(EVENT_CHUNK, file), EVENT_CHUNK);
+    let region = |ty: u8, r: u32| -> ([u8; 3], usize) {
+        if r == 0 {
+            ([ty, 0, 0], 2)
+        } else {
+            ([ty, 1, r as u8], 3)
+        }
+    };
+    let (enter_main, n_em) = region(ENTER, MAIN);
+    let (leave_main, n_lm) = region(LEAVE, MAIN);
+    let (enter_compute, _) = region(ENTER, COMPUTE);
+    let (leave_compute, _) = region(LEAVE, COMPUTE);
+    let sender = rank % 2 == 0;
+    let op = if sender { SEND } else { RECV };
+    let (enter_op, _) = region(ENTER, op);
+    let (leave_op, _) = region(LEAVE, op);
+    let msg_type = if sender { MPI_SEND } else { MPI_RECV };
+    let peer = rank ^ 1;
+    let mut rec = Vec::with_capacity(32);
+
+    let mut t = 0u64;
+    s.event(t, BOUND_ENTER_LEAVE, &enter_main[..n_em])?;
+    for i in 0..p.iterations {
+        t += 100;
+        s.event(t, BOUND_ENTER_LEAVE, &enter_compute)?;
+        t += 1000;
+        s.event(t, BOUND_ENTER_LEAVE, &leave_compute)?;
+        t += 10;
+        s.event(t, BOUND_ENTER_LEAVE, &enter_op)?;
+        msg_record(&mut rec, msg_type, peer, i);
+        s.event(t + 5, BOUND_MSG, &rec)?;
+        t += 50;
+        s.event(t, BOUND_ENTER_LEAVE, &leave_op)?;
+    }
+    t += 10;
+    s.event(t, BOUND_ENTER_LEAVE, &leave_main[..n_lm])?;
+    debug_assert_eq!(s.events, p.events_per_rank());
+    s.finish()?;
+    Ok(())
+}
+
+/// The global definitions (`traces.def`) and their number.
+pub fn global_defs(p: PingPong, stamp: Stamp) -> io::Result<(Vec<u8>, u64)> {
+    let mut s = Stream::new(Vec::new(), DEF_CHUNK);
+    let mut strings = 0u32;
+    let mut b = Vec::new();
+    // String (10): self, text. Ids run in order of appearance.
+    let mut string = |s: &mut Stream<Vec<u8>>, text: &str| -> io::Result<u32> {
+        let id = strings;
+        strings += 1;
+        let mut b = Vec::new();
+        u32c(&mut b, id);
+        b.extend_from_slice(text.as_bytes());
+        b.push(0);
+        s.def(10, &b)?;
+        Ok(id)
+    };
+
+    // ClockProperties (5): resolution, global offset, length, realtime.
+    b.clear();
+    u64c(&mut b, 1_000_000_000);
+    u64c(&mut b, 0);
+    u64c(&mut b, p.trace_length());
+    u64c(&mut b, stamp.realtime_ns);
+    s.def(5, &b)?;
+    let mut count = 1u64;
+
+    let empty = string(&mut s, "")?;
+    let machine = string(&mut s, "machine")?;
+    // SystemTreeNode (12): self, name, class name, parent.
+    b.clear();
+    u32c(&mut b, 0);
+    u32c(&mut b, machine);
+    u32c(&mut b, empty);
+    u32c(&mut b, u32::MAX);
+    s.def(12, &b)?;
+    let node0 = string(&mut s, "node0")?;
+    b.clear();
+    u32c(&mut b, 1);
+    u32c(&mut b, node0);
+    u32c(&mut b, empty);
+    u32c(&mut b, 0);
+    s.def(12, &b)?;
+    count += 2;
+
+    for r in 0..p.ranks {
+        let name = string(&mut s, &format!("MPI Rank {r}"))?;
+        // LocationGroup (13): self, name, type PROCESS, system tree parent, creating group.
+        b.clear();
+        u32c(&mut b, r);
+        u32c(&mut b, name);
+        b.push(1);
+        u32c(&mut b, 1);
+        u32c(&mut b, u32::MAX);
+        s.def(13, &b)?;
+        count += 1;
+    }
+    let thread = string(&mut s, "Master thread")?;
+    for r in 0..p.ranks {
+        // Location (14): self (u64c), name, type CPU_THREAD, number of events, group.
+        b.clear();
+        u64c(&mut b, r as u64);
+        u32c(&mut b, thread);
+        b.push(1);
+        u64c(&mut b, p.events_per_rank());
+        u32c(&mut b, r);
+        s.def(14, &b)?;
+        count += 1;
+    }
+    // Region (15): self, name, description, region type (deprecated), source file, begin and
+    // end line, canonical name, role, paradigm, flags.
+    for (id, text, old_type, role, paradigm) in [
+        (MAIN, "main", 3u8, 1u8, 1u8), // FUNCTION, USER
+        (SEND, "MPI_Send", 0, 28, 4),  // POINT2POINT, MPI
+        (RECV, "MPI_Recv", 0, 28, 4),
+        (COMPUTE, "compute", 3, 1, 1),
+    ] {
+        let name = string(&mut s, text)?;
+        b.clear();
+        u32c(&mut b, id);
+        u32c(&mut b, name);
+        u32c(&mut b, empty);
+        b.push(old_type);
+        u32c(&mut b, u32::MAX);
+        u32c(&mut b, 0);
+        u32c(&mut b, 0);
+        u32c(&mut b, name);
+        b.push(role);
+        b.push(paradigm);
+        u32c(&mut b, 0);
+        s.def(15, &b)?;
+        count += 1;
+    }
+    // Group (18): self, name, pre-1.2 type, members (u64c each), type, paradigm, flags.
+    // Group 0: COMM_LOCATIONS (pre-1.2 MPI_LOCATIONS) of the location ids; group 1:
+    // COMM_GROUP (pre-1.2 MPI_GROUP) of the world ranks.
+    for (id, old_type, ty) in [(0u32, 6u8, 4u8), (1, 4, 5)] {
+        b.clear();
+        u32c(&mut b, id);
+        u32c(&mut b, empty);
+        b.push(old_type);
+        u32c(&mut b, p.ranks);
+        for r in 0..p.ranks {
+            u64c(&mut b, r as u64);
+        }
+        b.push(ty);
+        b.push(4); // MPI
+        u32c(&mut b, 0);
+        s.def(18, &b)?;
+        count += 1;
+    }
+    let world = string(&mut s, "MPI_COMM_WORLD")?;
+    // Comm (22): self, name, group, parent, flags.
+    b.clear();
+    u32c(&mut b, 0);
+    u32c(&mut b, world);
+    u32c(&mut b, 1);
+    u32c(&mut b, u32::MAX);
+    u32c(&mut b, 0);
+    s.def(22, &b)?;
+    count += 1;
+    let bytes = s.finish()?;
+    Ok((bytes, count + strings as u64))
+}
+
+/// The anchor file `traces.otf2` (formats.md A.2): OTF2 3.2.0, anchor format 3, POSIX, no
+/// compression, no properties, snapshots or thumbnails.
+pub fn anchor(p: PingPong, defs: u64, stamp: Stamp) -> Vec<u8> {
+    let mut a = vec![0x03, 0x42];
+    a.extend_from_slice(b"OTF2\0");
+    a.extend_from_slice(&[3, 2, 3, 2, 0]);
+    a.extend_from_slice(&(EVENT_CHUNK as u64).to_le_bytes());
+    a.extend_from_slice(&(DEF_CHUNK as u64).to_le_bytes());
+    a.extend_from_slice(&[1, 1]);
+    a.extend_from_slice(&(p.ranks as u64).to_le_bytes());
+    a.extend_from_slice(&defs.to_le_bytes());
+    a.extend_from_slice(&[0, 0, 0]); // machine name, creator, description
+    a.extend_from_slice(&0u32.to_le_bytes()); // properties
+    a.extend_from_slice(&stamp.trace_id.to_le_bytes());
+    a.extend_from_slice(&0u32.to_le_bytes()); // snapshots
+    a.extend_from_slice(&0u32.to_le_bytes()); // thumbnails
+                                              // END_OF_FILE, END_OF_BUFFER and one more zero byte, as the official writer leaves them
+    a.extend_from_slice(&[0x02, 0x01, 0x00]);
+    a
+}
+
+/// A local definition file without records (no mapping tables, no clock offsets).
+pub fn empty_local_defs() -> Vec<u8> {
+    let mut d = vec![0x03, 0x42];
+    d.extend_from_slice(&1u64.to_le_bytes());
+    d.extend_from_slice(&0u64.to_le_bytes());
+    d.extend_from_slice(&[0x02, 0x01]);
+    d
+}
+
+/// Writes the whole archive into `dir` (`traces.otf2`, `traces.def`, `traces/<r>.def` and
+/// `traces/<r>.evt`); `each_rank` runs the event files, e.g. in parallel.
+pub fn write_archive(
+    p: PingPong,
+    dir: &Path,
+    stamp: Stamp,
+    each_rank: impl FnOnce(&(dyn Fn(u32) -> io::Result<()> + Sync)) -> io::Result<()>,
+) -> io::Result<()> {
+    let sub = dir.join("traces");
+    std::fs::create_dir_all(&sub)?;
+    let (defs, n) = global_defs(p, stamp)?;
+    std::fs::write(dir.join("traces.def"), defs)?;
+    let local = empty_local_defs();
+    each_rank(&|r| {
+        std::fs::write(sub.join(format!("{r}.def")), &local)?;
+        write_events(p, r, &sub.join(format!("{r}.evt")))
+    })?;
+    // The anchor last: a half-written archive has none, so no reader mistakes it for whole.
+    std::fs::write(dir.join("traces.otf2"), anchor(p, n, stamp))
+}

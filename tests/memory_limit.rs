@@ -1,0 +1,130 @@
+//! `perfexpert run --memory-limit SIZE`: when a trace would not fit, its event columns go to
+//! a spill file and stay resident only while used — with the same results, byte for byte.
+
+mod common;
+
+#[path = "../examples/gen_pingpong/otf2w.rs"]
+#[allow(dead_code)]
+mod otf2w;
+
+use common::perfexpert;
+use std::path::Path;
+
+const LS: &str = "testdata/scorep/ls/traces.otf2";
+
+/// The spill announcement: exactly one line on stderr.
+fn spill_lines(err: &str) -> usize {
+    err.lines()
+        .filter(|l| l.starts_with("perfexpert: ") && l.contains("more than --memory-limit"))
+        .count()
+}
+
+fn same_json_with_a_tiny_limit(trace: &str) {
+    let (c1, plain, e1) = perfexpert(&["run", "-q", "--format", "json", trace]);
+    assert_eq!(c1, 0, "{trace}: {e1}");
+    let (c2, spilled, e2) = perfexpert(&[
+        "run",
+        "-q",
+        "--format",
+        "json",
+        "--memory-limit",
+        "1K",
+        trace,
+    ]);
+    assert_eq!(c2, 0, "{trace}: {e2}");
+    assert_eq!(spill_lines(&e2), 1, "{trace}: {e2}");
+    assert_eq!(spill_lines(&e1), 0, "{trace}: {e1}");
+    assert!(
+        plain == spilled,
+        "{trace}: the JSON report changes when the events are spilled"
+    );
+}
+
+#[test]
+fn every_shipped_trace_gives_the_same_report_when_spilled() {
+    let traces = common::shipped_traces();
+    assert!(traces.len() >= 20, "{} shipped traces", traces.len());
+    for (_, rel) in &traces {
+        same_json_with_a_tiny_limit(rel.to_str().unwrap());
+    }
+    eprintln!("{} traces: identical JSON reports", traces.len());
+}
+
+/// OTF 1 spills after the whole read (the OTF2 reader spills location by location).
+#[test]
+fn otf1_traces_give_the_same_report_when_spilled() {
+    let Some(shared) = common::shared() else {
+        return;
+    };
+    for name in ["otf1-hello-world", "otf1-philosophers"] {
+        let dir = shared.join("traces/public").join(name);
+        if !dir.is_dir() {
+            eprintln!("SKIPPED: {} is absent", dir.display());
+            continue;
+        }
+        same_json_with_a_tiny_limit(dir.to_str().unwrap());
+    }
+}
+
+#[test]
+fn a_limit_the_trace_fits_in_changes_nothing() {
+    let (c1, plain, _) = perfexpert(&["run", LS]);
+    let (c2, limited, err) = perfexpert(&["run", "--memory-limit", "64G", LS]);
+    assert_eq!((c1, c2), (0, 0));
+    assert_eq!(spill_lines(&err), 0, "{err}");
+    assert_eq!(plain, limited);
+}
+
+/// A trace of a million events under a limit it exceeds: the trimmer drops the mapped columns
+/// from memory again and again while the passes run, and the report does not change.
+#[test]
+fn trimming_the_resident_set_does_not_change_results() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = otf2w::PingPong {
+        ranks: 8,
+        iterations: 25_000,
+    };
+    let stamp = otf2w::Stamp {
+        trace_id: 1,
+        realtime_ns: 0,
+    };
+    otf2w::write_archive(p, tmp.path(), stamp, |each| (0..p.ranks).try_for_each(each)).unwrap();
+    let trace = tmp.path().join("traces.otf2");
+    let t = trace.to_str().unwrap();
+    let (c1, plain, e1) = perfexpert(&["run", "-q", t]);
+    assert_eq!(c1, 0, "{e1}");
+    let (c2, limited, e2) = perfexpert(&["run", "-q", "--timings", "--memory-limit", "8M", t]);
+    assert_eq!(c2, 0, "{e2}");
+    assert_eq!(spill_lines(&e2), 1, "{e2}");
+    assert_eq!(plain, limited);
+    // "timings: spill file: N MB written, mapped columns dropped from memory K times"
+    let line = e2
+        .lines()
+        .find(|l| l.starts_with("timings: spill file:"))
+        .unwrap_or_else(|| panic!("{e2}"));
+    let trims: u64 = line
+        .split_whitespace()
+        .rev()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    if Path::new("/proc/self/statm").exists() {
+        assert!(trims > 0, "{line}");
+    }
+    assert!(
+        plain.contains("MPI"),
+        "the report describes the ping-pong: {plain}"
+    );
+}
+
+#[test]
+fn bad_memory_limits_are_usage_errors() {
+    for bad in ["abc", "0", "0M", "2X", "-1G", "1.5G", ""] {
+        let arg = format!("--memory-limit={bad}");
+        let (code, out, err) = perfexpert(&["run", &arg, LS]);
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(out.is_empty(), "{bad}: {out}");
+        assert_eq!(err.lines().count(), 1, "{bad}: {err}");
+        assert!(err.contains("--memory-limit"), "{bad}: {err}");
+    }
+}
