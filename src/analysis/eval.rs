@@ -48,7 +48,7 @@ impl Ctx<'_> {
     }
 
     fn enter_of(&self, loc: u32, ev: u32) -> Value {
-        let e = self.replay.locations[loc as usize].enterptr[ev as usize];
+        let e = self.replay.locations[loc as usize].enterptr(ev as usize);
         if e == NONE {
             Value::None
         } else {
@@ -98,17 +98,17 @@ impl Ctx<'_> {
             Field::Time => Value::Num(self.seconds(l, i)),
             Field::Enter => self.enter_of(l, i),
             Field::Leave => {
-                let e = st.enterptr[i as usize];
+                let e = st.enterptr(i as usize);
                 if e == NONE {
                     return Value::None;
                 }
-                match st.exitptr[e as usize] {
+                match st.exitptr(e as usize) {
                     NONE => Value::None,
                     x => Value::Event(l, x),
                 }
             }
             Field::Call => {
-                let e = st.enterptr[i as usize];
+                let e = st.enterptr(i as usize);
                 if e == NONE {
                     Value::None
                 } else {

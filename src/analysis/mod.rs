@@ -302,7 +302,7 @@ impl Setup<'_> {
     fn cnode_of(&self, v: Value) -> Option<(u32, u32, u32)> {
         match v {
             Value::Event(l, i) => {
-                let c = self.replay.locations[l as usize].cnode[i as usize];
+                let c = self.replay.locations[l as usize].cnode(i as usize);
                 (c != NO_CNODE).then_some((c, l, i))
             }
             _ => None,
@@ -333,7 +333,7 @@ impl Setup<'_> {
         for (s, mask) in &p.checks {
             let r = match env[*s as usize] {
                 Value::Event(l, i) => {
-                    let e = self.replay.locations[l as usize].enterptr[i as usize];
+                    let e = self.replay.locations[l as usize].enterptr(i as usize);
                     if e == NONE {
                         mask.len() - 1
                     } else {
@@ -491,7 +491,7 @@ impl Setup<'_> {
         let mut closing: Vec<(usize, u32)> = pass
             .groups
             .keys()
-            .filter(|(_, key)| i.is_none_or(|i| st.exitptr[*key as usize] == i))
+            .filter(|(_, key)| i.is_none_or(|i| st.exitptr(*key as usize) == i))
             .copied()
             .collect();
         closing.sort_unstable();
@@ -903,11 +903,11 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
         // COLL_BEGIN inside the same call, else the call's ENTER (§4.1.5)
         let ev = &trace.events[l as usize];
         let st = &replay.locations[l as usize];
-        let enter = st.enterptr[end as usize];
+        let enter = st.enterptr(end as usize);
         let mut j = end as usize;
         while j > 0 && enter != NONE && j > enter as usize {
             j -= 1;
-            if ev.kind[j] == EventKind::MpiCollectiveBegin && st.enterptr[j] == enter {
+            if ev.kind[j] == EventKind::MpiCollectiveBegin && st.enterptr(j) == enter {
                 return setup.ctx(&[], &[], &[], &[], &none).seconds(l, j as u32);
             }
         }
@@ -1116,7 +1116,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
             });
             let Some(i) = first else { continue };
             let ctx = setup.ctx(&[], &[], &[], &[], &none);
-            let leave = st.exitptr[i];
+            let leave = st.exitptr(i);
             members.push(Member {
                 loc: l as u32,
                 event: i as u32,
@@ -1191,7 +1191,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, rs: RuleSet) -> Analysis {
                     .members
                     .iter()
                     .map(|b| {
-                        let leave = replay.locations[b.loc as usize].exitptr[b.enter as usize];
+                        let leave = replay.locations[b.loc as usize].exitptr(b.enter as usize);
                         member(b.loc, b.thread, b.enter, leave, b.tasks)
                     })
                     .collect();
