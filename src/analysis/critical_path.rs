@@ -336,8 +336,7 @@ impl<'a> Graph<'a> {
                     continue;
                 }
                 let k = ev.arg[i] as usize;
-                let (Some(p), Some(&cancelled)) = (links.partner.get(k), links.cancelled.get(k))
-                else {
+                let (Some(p), cancelled) = (links.partner.get(k), links.cancelled(k)) else {
                     continue;
                 };
                 if !p.is_some() || cancelled {
@@ -347,7 +346,7 @@ impl<'a> Graph<'a> {
                 let c = if kind == EventKind::MpiSend {
                     i as u32
                 } else {
-                    links.request_event.get(k).copied().unwrap_or(NONE)
+                    links.request_event(k)
                 };
                 if c == NONE {
                     continue;
@@ -369,7 +368,7 @@ impl<'a> Graph<'a> {
                     p.event
                 } else {
                     let rk = rev.arg[p.event as usize] as usize;
-                    (replay.msg_links[rl].request_event.get(rk).copied()).unwrap_or(NONE)
+                    replay.msg_links[rl].request_event(rk)
                 };
                 let Some(qe) = (q != NONE).then(|| call(rl, q)).flatten() else {
                     continue;

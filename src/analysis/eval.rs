@@ -153,7 +153,7 @@ impl Ctx<'_> {
             }
             Field::Cancelled => Value::Bool(
                 ev.kind[i as usize] == EventKind::MpiIsend
-                    && self.replay.msg_links[l as usize].cancelled[ev.arg[i as usize] as usize],
+                    && self.replay.msg_links[l as usize].cancelled(ev.arg[i as usize] as usize),
             ),
             Field::LastRelease => match ev.kind[i as usize] {
                 EventKind::ThreadAcquireLock | EventKind::OmpAcquireLock => self
