@@ -166,6 +166,9 @@ fn collect(
         locs,
     };
     let (mut send_loc, mut recv_loc) = (Vec::new(), Vec::new());
+    // the runs and whether the sides are in order, noted as they come (most traces have
+    // them in event order: then no sort)
+    let (mut send_b, mut recv_b) = (Runs::default(), Runs::default());
     for &l in &p.locs {
         let ev = &trace.events[l as usize];
         let nmsg = ev.msg.peer.len();
@@ -182,38 +185,42 @@ fn collect(
                 | EventKind::MpiIsend
                 | EventKind::MpiRecv
                 | EventKind::MpiIrecv => {
-                    let Some(m) = ev.msg(i) else { continue };
                     if !in_mpi(l as usize, i) {
                         p.ignored += 1; // §4.1.3: a record outside any MPI call
                         continue;
                     }
-                    let k = ev.arg[i];
-                    if trace.defs.comms[m.comm as usize]
-                        .location_of(m.peer, me)
-                        .is_none()
-                    {
+                    let (k, comm, tag) = payload(trace, l, i as u32);
+                    let Some(peer) =
+                        trace.defs.comms[comm as usize].location_of(ev.msg.peer[k], me)
+                    else {
                         p.unresolved += 1;
                         continue;
-                    }
+                    };
+                    let mut order = i as u32;
                     match ev.kind[i] {
                         EventKind::MpiIsend => {
-                            if let Some(r) = m.request {
-                                pending_isend.insert(r, k);
+                            if let Some(r) = ev.msg(i).and_then(|m| m.request) {
+                                pending_isend.insert(r, k as u32);
                             }
                         }
                         EventKind::MpiIrecv => {
-                            if let Some(q) = m.request.and_then(|r| posted_irecv.remove(&r)) {
-                                links.set_request_event(k as usize, q);
+                            let m = ev.msg(i).and_then(|m| m.request);
+                            if let Some(q) = m.and_then(|r| posted_irecv.remove(&r)) {
+                                links.set_request_event(k, q);
+                                order = q; // posting order (§5.3.2)
                             }
                         }
                         _ => {}
                     }
-                    let (side, locv) =
+                    let at = if threaded { ev.time[order as usize] } else { 0 };
+                    let key = (comm, peer, tag, at, order, l);
+                    let (side, locv, b) =
                         if matches!(ev.kind[i], EventKind::MpiSend | EventKind::MpiIsend) {
-                            (&mut p.sends, &mut send_loc)
+                            (&mut p.sends, &mut send_loc, &mut send_b)
                         } else {
-                            (&mut p.recvs, &mut recv_loc)
+                            (&mut p.recvs, &mut recv_loc, &mut recv_b)
                         };
+                    b.note(side.event.len(), key);
                     side.event.push(i as u32);
                     if threaded {
                         locv.push(l);
@@ -255,6 +262,7 @@ fn collect(
                 }
             }
             p.sends.event.truncate(kept);
+            send_b.sorted = false; // runs found again below
             send_loc.truncate(kept);
         }
         p.links.push(links);
@@ -263,9 +271,54 @@ fn collect(
     p.recvs.loc = recv_loc;
     p.sends.only = me;
     p.recvs.only = me;
-    sort_sides(trace, &mut p, false, threaded);
-    sort_sides(trace, &mut p, true, threaded);
+    for (recv, b) in [(false, send_b), (true, recv_b)] {
+        if b.sorted {
+            let s = if recv { &mut p.recvs } else { &mut p.sends };
+            s.runs = b.runs;
+        } else {
+            sort_sides(trace, &mut p, recv, threaded);
+        }
+    }
     p
+}
+
+type Key = (CommIdx, LocIdx, u32, u64, u32, LocIdx);
+
+/// The runs of one direction's sides as they are collected, and whether they came in order.
+struct Runs {
+    runs: Vec<Run>,
+    prev: Option<Key>,
+    sorted: bool,
+}
+
+impl Default for Runs {
+    fn default() -> Runs {
+        Runs {
+            runs: Vec::new(),
+            prev: None,
+            sorted: true,
+        }
+    }
+}
+
+impl Runs {
+    /// Side `j` has sort key `k`.
+    #[inline]
+    fn note(&mut self, j: usize, k: Key) {
+        match self.runs.last_mut() {
+            Some(r) if (r.comm, r.peer) == (k.0, k.1) => r.end = j as u32 + 1,
+            _ => self.runs.push(Run {
+                comm: k.0,
+                peer: k.1,
+                start: j as u32,
+                end: j as u32 + 1,
+            }),
+        }
+        if self.prev.is_some_and(|q| q > k) {
+            self.sorted = false;
+        }
+        self.prev = Some(k);
+    }
 }
 
 /// Sort one direction of a process's sides into non-overtaking order and find its runs.
@@ -295,37 +348,32 @@ fn sort_sides(trace: &Trace, p: &mut Proc, recv: bool, threaded: bool) {
         (comm, peer, tag, at, order, l)
     };
     let s = if recv { &mut p.recvs } else { &mut p.sends };
+    let runs = |s: &Sides| -> (Vec<Run>, bool) {
+        let mut b = Runs::default();
+        for j in 0..s.len() {
+            let (l, i) = s.at(j);
+            b.note(j, key(l, i));
+        }
+        (b.runs, b.sorted)
+    };
+    let (found, sorted) = runs(s);
+    if sorted {
+        s.runs = found;
+        return;
+    }
+    drop(found);
     if threaded {
         let mut v: Vec<(LocIdx, u32)> =
             s.loc.iter().copied().zip(s.event.iter().copied()).collect();
-        v.sort_by(|a, b| key(a.0, a.1).cmp(&key(b.0, b.1)));
+        v.sort_by_key(|a| key(a.0, a.1));
         for (j, (l, i)) in v.into_iter().enumerate() {
             s.loc[j] = l;
             s.event[j] = i;
         }
     } else {
-        s.event.sort_by(|&a, &b| key(me, a).cmp(&key(me, b)));
+        s.event.sort_by_key(|&a| key(me, a));
     }
-    let mut j = 0;
-    while j < s.len() {
-        let (l, i) = s.at(j);
-        let (c, peer, ..) = key(l, i);
-        let start = j;
-        j += 1;
-        while j < s.len() && {
-            let (l, i) = s.at(j);
-            let (c2, peer2, ..) = key(l, i);
-            (c2, peer2) == (c, peer)
-        } {
-            j += 1;
-        }
-        s.runs.push(Run {
-            comm: c,
-            peer,
-            start: start as u32,
-            end: j as u32,
-        });
-    }
+    s.runs = runs(s).0;
 }
 
 /// Walk a run of sends and the run of receives of the same (communicator, sender,
@@ -414,10 +462,8 @@ pub fn match_messages(
         ignored_records: procs.iter().map(|p| p.ignored).sum(),
         ..Default::default()
     };
-    let (mut all_links, sides): (
-        Vec<(Vec<LocIdx>, Vec<MsgLinks>)>,
-        Vec<(LocIdx, Sides, Sides)>,
-    ) = procs
+    type Own = (Vec<LocIdx>, Vec<MsgLinks>);
+    let (mut all_links, sides): (Vec<Own>, Vec<(LocIdx, Sides, Sides)>) = procs
         .into_iter()
         .map(|p| ((p.locs, p.links), (p.me, p.sends, p.recvs)))
         .unzip();
