@@ -530,3 +530,54 @@ impl Replay {
             .join("/")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(ptr: Vec<u32>) -> LocationState {
+        let n = ptr.len();
+        LocationState {
+            ptr,
+            cnode: Cnodes::new(n),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn one_pointer_column_gives_both_pointers() {
+        // 0 ENTER a (left at 3), 1 SEND inside a, 2 ENTER b (never left), 3 LEAVE a,
+        // 4 an event outside any region
+        let s = state(vec![3, 0, 2, 0, NONE]);
+        let enter: Vec<u32> = (0..5).map(|i| s.enterptr(i)).collect();
+        let exit: Vec<u32> = (0..5).map(|i| s.exitptr(i)).collect();
+        assert_eq!(enter, [0, 0, 2, 0, NONE]);
+        assert_eq!(exit, [3, NONE, NONE, NONE, NONE]);
+    }
+
+    #[test]
+    fn call_path_column_widens_and_narrows() {
+        let mut c = Cnodes::new(3);
+        c.set(0, 7);
+        c.set(1, NO_CNODE);
+        assert!(matches!(c, Cnodes::Narrow(_)));
+        // a local call path beyond 16 bits widens the column, keeping what it held
+        c.set(2, 70_000);
+        assert!(matches!(c, Cnodes::Wide(_)));
+        assert_eq!((c.get(0), c.get(1), c.get(2)), (7, NO_CNODE, 70_000));
+        // merged into a small global tree: narrow again
+        let mut map = vec![0; 70_001];
+        map[7] = 1;
+        map[70_000] = 2;
+        c.remap(&map, 3);
+        assert!(matches!(c, Cnodes::Narrow(_)));
+        assert_eq!((c.get(0), c.get(1), c.get(2)), (1, NO_CNODE, 2));
+        // a large global tree: wide
+        let mut map = vec![0; 3];
+        map[1] = 65_535;
+        map[2] = 100_000;
+        c.remap(&map, 100_001);
+        assert!(matches!(c, Cnodes::Wide(_)));
+        assert_eq!((c.get(0), c.get(1), c.get(2)), (65_535, NO_CNODE, 100_000));
+    }
+}
