@@ -1973,7 +1973,7 @@ fn worst_instances_are_ordered_bounded_and_inside_the_run_on_every_shipped_trace
                 assert!(
                     (0..ticks.len())
                         .any(|e| sec(ticks[e]) == x.time_s
-                            && replay.locations[l].cnode[e] == f.callpath),
+                            && replay.locations[l].cnode(e) == f.callpath),
                     "{what}: no event at {} s",
                     x.time_s
                 );

@@ -60,7 +60,7 @@ fn every_message_of_every_shipped_trace_is_matched_consistently() {
                     if ev.kind[i] != kind {
                         continue;
                     }
-                    let q = r.msg_links[l].request_event[ev.arg[i] as usize];
+                    let q = r.msg_links[l].request_event(ev.arg[i] as usize);
                     if q == perfexpert::replay::NONE {
                         assert!(!requests, "{}: {kind:?} without its request", a.display());
                     } else {

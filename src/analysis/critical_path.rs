@@ -103,7 +103,7 @@ pub struct Graph<'a> {
 }
 
 fn enter_of(replay: &Replay, r: EventRef) -> u32 {
-    let e = replay.locations[r.loc as usize].enterptr[r.event as usize];
+    let e = replay.locations[r.loc as usize].enterptr(r.event as usize);
     if e == NONE {
         r.event
     } else {
@@ -218,7 +218,7 @@ impl<'a> Graph<'a> {
                                 && init_fin.get(ev.arg[i] as usize) == Some(&which)
                         })
                         .filter_map(|i| {
-                            let x = replay.locations[l].exitptr[i];
+                            let x = replay.locations[l].exitptr(i);
                             (x != NONE).then_some((i as u32, x))
                         })
                         .collect()
@@ -265,11 +265,12 @@ impl<'a> Graph<'a> {
                     loc: m.loc,
                     event: m.enter,
                 });
-                let leave = replay.locations[m.loc as usize]
-                    .exitptr
-                    .get(m.enter as usize)
-                    .copied()
-                    .unwrap_or(NONE);
+                let st = &replay.locations[m.loc as usize];
+                let leave = if (m.enter as usize) < st.len() {
+                    st.exitptr(m.enter as usize)
+                } else {
+                    NONE
+                };
                 if leave != NONE {
                     deps[m.loc as usize].push(Dep {
                         event: leave,
@@ -320,7 +321,8 @@ impl<'a> Graph<'a> {
             .collect();
         // the call (its ENTER) enclosing event `i` of location `l`, if any
         let call = |l: usize, i: u32| -> Option<u32> {
-            let e = *replay.locations[l].enterptr.get(i as usize)?;
+            let st = &replay.locations[l];
+            let e = ((i as usize) < st.len()).then(|| st.enterptr(i as usize))?;
             (e != NONE).then_some(e)
         };
         for (l, ev) in trace.events.iter().enumerate() {
@@ -334,8 +336,7 @@ impl<'a> Graph<'a> {
                     continue;
                 }
                 let k = ev.arg[i] as usize;
-                let (Some(p), Some(&cancelled)) = (links.partner.get(k), links.cancelled.get(k))
-                else {
+                let (Some(p), cancelled) = (links.partner.get(k), links.cancelled(k)) else {
                     continue;
                 };
                 if !p.is_some() || cancelled {
@@ -345,7 +346,7 @@ impl<'a> Graph<'a> {
                 let c = if kind == EventKind::MpiSend {
                     i as u32
                 } else {
-                    links.request_event.get(k).copied().unwrap_or(NONE)
+                    links.request_event(k)
                 };
                 if c == NONE {
                     continue;
@@ -357,7 +358,7 @@ impl<'a> Graph<'a> {
                 {
                     continue;
                 }
-                let cl = st.exitptr[ce as usize];
+                let cl = st.exitptr(ce as usize);
                 if cl == NONE {
                     continue;
                 }
@@ -367,7 +368,7 @@ impl<'a> Graph<'a> {
                     p.event
                 } else {
                     let rk = rev.arg[p.event as usize] as usize;
-                    (replay.msg_links[rl].request_event.get(rk).copied()).unwrap_or(NONE)
+                    replay.msg_links[rl].request_event(rk)
                 };
                 let Some(qe) = (q != NONE).then(|| call(rl, q)).flatten() else {
                     continue;
@@ -464,7 +465,7 @@ impl<'a> Graph<'a> {
                 };
                 let t = &self.time[l];
                 let ready = self.time[latest.loc as usize][latest.event as usize];
-                let e = self.replay.locations[l].enterptr[d.event as usize];
+                let e = self.replay.locations[l].enterptr(d.event as usize);
                 let e = if e == NONE { d.event } else { e };
                 let te = t[e as usize];
                 let from = if counted.0 == e {
@@ -503,7 +504,7 @@ impl<'a> Graph<'a> {
 
     /// The call path active between event `i` and the next one on location `l`.
     fn active(&self, l: usize, i: usize) -> CnodeIdx {
-        let c = self.replay.locations[l].cnode[i];
+        let c = self.replay.locations[l].cnode(i);
         if c == NO_CNODE {
             return c;
         }
@@ -589,7 +590,7 @@ impl<'a> Graph<'a> {
                         waiters[s.loc as usize].push(l);
                         break;
                     }
-                    let c = self.replay.locations[l].cnode[i];
+                    let c = self.replay.locations[l].cnode(i);
                     let z = c != NO_CNODE && zero(c);
                     // the dependency takes from the latest source to the target, whichever
                     // source the path comes from
@@ -702,12 +703,12 @@ impl<'a> Graph<'a> {
                     (self.active(p.loc as usize, p.event as usize), Via::Local)
                 } else if via[cur.loc as usize][cur.event as usize] {
                     (
-                        self.replay.locations[cur.loc as usize].cnode[cur.event as usize],
+                        self.replay.locations[cur.loc as usize].cnode(cur.event as usize),
                         Via::Collective,
                     )
                 } else {
                     (
-                        self.replay.locations[cur.loc as usize].cnode[cur.event as usize],
+                        self.replay.locations[cur.loc as usize].cnode(cur.event as usize),
                         Via::Message,
                     )
                 };

@@ -21,9 +21,9 @@ pub enum Ptr {
 pub fn ptr(replay: &Replay, p: Ptr, l: u32, i: u32) -> u32 {
     let st = &replay.locations[l as usize];
     match p {
-        Ptr::Enter => st.enterptr[i as usize],
-        Ptr::Exit => st.exitptr[i as usize],
-        Ptr::Cnode => st.cnode[i as usize],
+        Ptr::Enter => st.enterptr(i as usize),
+        Ptr::Exit => st.exitptr(i as usize),
+        Ptr::Cnode => st.cnode(i as usize),
     }
 }
 
@@ -179,7 +179,7 @@ impl Ctx<'_> {
             }
             Field::Cancelled => Value::Bool(
                 ev.kind[i as usize] == EventKind::MpiIsend
-                    && self.replay.msg_links[l as usize].cancelled[ev.arg[i as usize] as usize],
+                    && self.replay.msg_links[l as usize].cancelled(ev.arg[i as usize] as usize),
             ),
             Field::LastRelease => match ev.kind[i as usize] {
                 EventKind::ThreadAcquireLock | EventKind::OmpAcquireLock => self

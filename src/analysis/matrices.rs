@@ -162,14 +162,14 @@ pub fn traffic_matrix(trace: &Trace, replay: &Replay) -> TrafficMatrix {
             };
             // send call entered → receive call left
             let st = &replay.locations[l];
-            let start = match st.enterptr[i] {
+            let start = match st.enterptr(i) {
                 NONE => ev.time[i],
                 e => ev.time[e as usize],
             };
             let rst = &replay.locations[p.loc as usize];
             let rev = &trace.events[p.loc as usize];
-            let re = rst.enterptr[p.event as usize];
-            let end = match (re != NONE).then(|| rst.exitptr[re as usize]) {
+            let re = rst.enterptr(p.event as usize);
+            let end = match (re != NONE).then(|| rst.exitptr(re as usize)) {
                 Some(x) if x != NONE => rev.time[x as usize],
                 _ => rev.time[p.event as usize],
             };

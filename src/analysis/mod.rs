@@ -1009,20 +1009,20 @@ pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
                         {
                             let k = ev.arg[i] as usize;
                             let p = links.partner[k];
-                            if !p.is_some() || links.cancelled[k] {
+                            if !p.is_some() || links.cancelled(k) {
                                 None
                             } else {
                                 let c = if kind == EventKind::MpiSend {
                                     i as u32
                                 } else {
-                                    links.request_event[k]
+                                    links.request_event(k)
                                 };
                                 let rev = &trace.events[p.loc as usize];
                                 let q = if rev.kind[p.event as usize] == EventKind::MpiRecv {
                                     p.event
                                 } else {
-                                    replay.msg_links[p.loc as usize].request_event
-                                        [rev.arg[p.event as usize] as usize]
+                                    replay.msg_links[p.loc as usize]
+                                        .request_event(rev.arg[p.event as usize] as usize)
                                 };
                                 (c != NONE && q != NONE).then_some({
                                     [

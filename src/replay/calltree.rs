@@ -61,8 +61,15 @@ pub struct LocalTree {
     pub nodes: Vec<(CnodeIdx, RegionIdx)>,
     /// Timestamp of the first ENTER of each local call path.
     pub first: Vec<u64>,
+    /// The children of each local call path, and of none (`roots`), as (region, child): a
+    /// short list is scanned faster than the map is hashed (`child` runs at every ENTER).
+    kids: Vec<Vec<(RegionIdx, CnodeIdx)>>,
+    roots: Vec<(RegionIdx, CnodeIdx)>,
     index: HashMap<(CnodeIdx, RegionIdx), CnodeIdx, BuildHasherDefault<PairHasher>>,
 }
+
+/// Up to this many children a call path's list is scanned rather than the map consulted.
+const FEW: usize = 8;
 
 /// A multiply-rotate hasher for the (parent, region) keys of `LocalTree::child`, which runs
 /// at every ENTER: SipHash cost a few percent of a whole analysis. Keys come from the
@@ -94,12 +101,32 @@ impl Hasher for PairHasher {
 impl LocalTree {
     #[inline]
     pub fn child(&mut self, parent: CnodeIdx, region: RegionIdx, t: u64) -> CnodeIdx {
+        let list = match parent {
+            NO_CNODE => &self.roots,
+            p => &self.kids[p as usize],
+        };
+        if list.len() < FEW {
+            if let Some(&(_, c)) = list.iter().find(|k| k.0 == region) {
+                return c;
+            }
+        } else if let Some(&c) = self.index.get(&(parent, region)) {
+            return c;
+        }
+        self.add(parent, region, t)
+    }
+
+    #[cold]
+    fn add(&mut self, parent: CnodeIdx, region: RegionIdx, t: u64) -> CnodeIdx {
         let n = self.nodes.len() as CnodeIdx;
-        *self.index.entry((parent, region)).or_insert_with(|| {
-            self.nodes.push((parent, region));
-            self.first.push(t);
-            n
-        })
+        self.nodes.push((parent, region));
+        self.first.push(t);
+        self.kids.push(Vec::new());
+        self.index.insert((parent, region), n);
+        match parent {
+            NO_CNODE => self.roots.push((region, n)),
+            p => self.kids[p as usize].push((region, n)),
+        }
+        n
     }
 }
 

@@ -3,6 +3,7 @@
 
 use super::matching::EventRef;
 use crate::model::{CommIdx, EventKind, Trace};
+use rayon::prelude::*;
 use std::collections::HashMap;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,16 +31,24 @@ pub fn instances(trace: &Trace, master: &[u32]) -> (Vec<Instance>, CollStats) {
     // per (comm, process): the COLL_END events (location, event) in trace order
     let mut seqs: HashMap<(CommIdx, u32), Vec<EventRef>> = HashMap::new();
     let mut stats = CollStats::default();
-    for (l, ev) in trace.events.iter().enumerate() {
+    // each location's COLL_ENDs found in parallel, then added in location order
+    let found: Vec<Vec<(CommIdx, u32)>> = trace
+        .events
+        .par_iter()
+        .map(|ev| {
+            (0..ev.len())
+                .filter(|&i| ev.kind[i] == EventKind::MpiCollectiveEnd)
+                .map(|i| (ev.coll.comm[ev.arg[i] as usize], i as u32))
+                .collect()
+        })
+        .collect();
+    for (l, f) in found.into_iter().enumerate() {
         let p = master.get(l).copied().unwrap_or(l as u32);
-        for i in 0..ev.len() {
-            if ev.kind[i] == EventKind::MpiCollectiveEnd {
-                let comm = ev.coll.comm[ev.arg[i] as usize];
-                seqs.entry((comm, p)).or_default().push(EventRef {
-                    loc: l as u32,
-                    event: i as u32,
-                });
-            }
+        for (comm, i) in f {
+            seqs.entry((comm, p)).or_default().push(EventRef {
+                loc: l as u32,
+                event: i,
+            });
         }
     }
     let mut comms: Vec<CommIdx> = seqs.keys().map(|k| k.0).collect();

@@ -4,7 +4,7 @@
 use super::NONE;
 use crate::model::{CommIdx, EventKind, LocIdx, Trace};
 use rayon::prelude::*;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 /// The other end of a message, or of a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,11 +29,40 @@ impl EventRef {
 pub struct MsgLinks {
     /// For a send: its receive (`recvptr`); for a receive: its send (`sendptr`).
     pub partner: Vec<EventRef>,
-    /// For an ISEND: its ISEND_COMPLETE event; for an IRECV: its IRECV_REQUEST event
-    /// (`NONE` when the trace has none).
-    pub request_event: Vec<u32>,
-    /// The ISEND was cancelled (§4.1.4): it takes part in nothing.
-    pub cancelled: Vec<bool>,
+    /// For an ISEND: its ISEND_COMPLETE event; for an IRECV: its IRECV_REQUEST event.
+    /// Empty when the location has no such link (read it with `request_event`).
+    request_event: Vec<u32>,
+    /// The ISEND was cancelled (§4.1.4). Empty when the location cancelled none.
+    cancelled: Vec<bool>,
+}
+
+impl MsgLinks {
+    /// Message `k`'s request link: for an ISEND its ISEND_COMPLETE event, for an IRECV its
+    /// IRECV_REQUEST event; `NONE` when the trace has none.
+    #[inline]
+    pub fn request_event(&self, k: usize) -> u32 {
+        self.request_event.get(k).copied().unwrap_or(NONE)
+    }
+
+    /// Message `k` is an ISEND that was cancelled (§4.1.4): it takes part in nothing.
+    #[inline]
+    pub fn cancelled(&self, k: usize) -> bool {
+        self.cancelled.get(k).copied().unwrap_or(false)
+    }
+
+    fn set_request_event(&mut self, k: usize, e: u32) {
+        if self.request_event.is_empty() {
+            self.request_event = vec![NONE; self.partner.len()];
+        }
+        self.request_event[k] = e;
+    }
+
+    fn set_cancelled(&mut self, k: usize) {
+        if self.cancelled.is_empty() {
+            self.cancelled = vec![false; self.partner.len()];
+        }
+        self.cancelled[k] = true;
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -56,162 +85,344 @@ pub struct MatchStats {
 /// Locations that sent or received a message violating the clock condition, ascending.
 pub type Violators = Vec<u32>;
 
-/// One side of a message, sortable into MPI's non-overtaking order.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Side {
+/// One process's sides of one direction (its sends or its receives), sorted into MPI's
+/// non-overtaking order (§5.3.2): by communicator, peer process, tag, then program order
+/// on the sender and posting order on the receiver (for a thread of a multi-threaded
+/// process the posting timestamp first, since threads of one process share a clock, then
+/// the event's position, then its location). 4 bytes a side (the event) when the process
+/// has one location, 8 when it has more; no global list of all sides is ever built.
+#[derive(Default)]
+struct Sides {
+    event: Vec<u32>,
+    /// The events' locations; empty when the process has one location (`only`).
+    loc: Vec<LocIdx>,
+    only: LocIdx,
+    /// Maximal runs of one (communicator, peer process), ascending by both.
+    runs: Vec<Run>,
+}
+
+#[derive(Clone, Copy)]
+struct Run {
     comm: CommIdx,
-    /// The sending and receiving processes: the locations of the ranks (their master
-    /// threads; any thread of a process may call MPI, §3.6).
-    from: LocIdx,
-    to: LocIdx,
-    tag: u32,
-    /// Program order on the sender, posting order on the receiver: for a thread of a
-    /// multi-threaded process the posting timestamp first (threads of one process share a
-    /// clock), 0 otherwise; then the event's position on its location. (Two fields, not a
-    /// tuple: the same order, 40 bytes a side instead of 48.)
-    order_time: u64,
-    order: u32,
-    /// The location that recorded the event.
-    loc: LocIdx,
-    event: u32,
-    msg: u32,
+    peer: LocIdx,
+    start: u32,
+    end: u32,
 }
 
-// 12 M events hold about 2.4 M sides at the matching's peak
-const _: () = assert!(std::mem::size_of::<Side>() == 40);
+impl Sides {
+    #[inline]
+    fn at(&self, j: usize) -> (LocIdx, u32) {
+        (self.loc.get(j).copied().unwrap_or(self.only), self.event[j])
+    }
 
-impl Side {
-    const EMPTY: Side = Side {
-        comm: 0,
-        from: 0,
-        to: 0,
-        tag: 0,
-        order_time: 0,
-        order: 0,
-        loc: 0,
-        event: 0,
-        msg: 0,
-    };
+    fn len(&self) -> usize {
+        self.event.len()
+    }
+
+    fn run(&self, comm: CommIdx, peer: LocIdx) -> Option<Run> {
+        let k = self
+            .runs
+            .binary_search_by(|r| (r.comm, r.peer).cmp(&(comm, peer)))
+            .ok()?;
+        Some(self.runs[k])
+    }
 }
 
-/// One location's sides, written in place into its part of the all-location lists: how
-/// many it wrote there.
-struct LocSides {
-    nsend: usize,
-    nrecv: usize,
-    links: MsgLinks,
+/// One process: its locations (ascending), their links, its sends and receives.
+struct Proc {
+    me: LocIdx,
+    locs: Vec<LocIdx>,
+    links: Vec<MsgLinks>,
+    sends: Sides,
+    recvs: Sides,
     unresolved: u64,
     ignored: u64,
 }
 
-fn sides(
+/// The payload index, communicator and tag of message event `i` of location `l`.
+#[inline]
+fn payload(trace: &Trace, l: LocIdx, i: u32) -> (usize, CommIdx, u32) {
+    let ev = &trace.events[l as usize];
+    let k = ev.arg[i as usize] as usize;
+    (k, ev.msg.comm[k], ev.msg.tag[k])
+}
+
+/// Collect one process's sides (in location order, then event order) and its request
+/// links, then sort them.
+fn collect(
     trace: &Trace,
-    l: usize,
+    me: LocIdx,
+    locs: Vec<LocIdx>,
     in_mpi: &(dyn Fn(usize, usize) -> bool + Sync),
-    master: &[u32],
-    threaded: bool,
-    sends: &mut [Side],
-    recvs: &mut [Side],
-) -> LocSides {
-    let ev = &trace.events[l];
-    let nmsg = ev.msg.peer.len();
-    let mut links = MsgLinks {
-        partner: vec![EventRef::NONE; nmsg],
-        request_event: vec![NONE; nmsg],
-        cancelled: vec![false; nmsg],
+) -> Proc {
+    let threaded = locs.len() > 1;
+    let mut p = Proc {
+        me,
+        links: Vec::with_capacity(locs.len()),
+        sends: Sides::default(),
+        recvs: Sides::default(),
+        unresolved: 0,
+        ignored: 0,
+        locs,
     };
-    // `sends` has room for every MPI_SEND/MPI_ISEND record of the location, `recvs` for
-    // every MPI_RECV/MPI_IRECV one
-    let (mut ns, mut nr) = (0, 0);
-    let mut pending_isend: HashMap<u64, u32> = HashMap::new(); // request → msg index
-    let mut posted_irecv: HashMap<u64, u32> = HashMap::new(); // request → IRECV_REQUEST event
-    let (mut unresolved, mut ignored) = (0, 0);
-    // the process this location belongs to, as the communicators name it
-    let me = master.get(l).copied().unwrap_or(l as u32) as LocIdx;
-    for i in 0..ev.len() {
-        match ev.kind[i] {
-            EventKind::MpiSend | EventKind::MpiIsend | EventKind::MpiRecv | EventKind::MpiIrecv => {
-                let Some(m) = ev.msg(i) else { continue };
-                if !in_mpi(l, i) {
-                    ignored += 1; // §4.1.3: a record outside any MPI call
-                    continue;
-                }
-                let k = ev.arg[i];
-                let Some(peer) = trace.defs.comms[m.comm as usize].location_of(m.peer, me) else {
-                    unresolved += 1;
-                    continue;
-                };
-                let is_send = matches!(ev.kind[i], EventKind::MpiSend | EventKind::MpiIsend);
-                let mut order = i as u32;
-                let at = |j: u32| if threaded { ev.time[j as usize] } else { 0 };
-                if ev.kind[i] == EventKind::MpiIsend {
-                    if let Some(r) = m.request {
-                        pending_isend.insert(r, k);
+    let (mut send_loc, mut recv_loc) = (Vec::new(), Vec::new());
+    // the runs and whether the sides are in order, noted as they come (most traces have
+    // them in event order: then no sort)
+    let (mut send_b, mut recv_b) = (Runs::default(), Runs::default());
+    for &l in &p.locs {
+        let ev = &trace.events[l as usize];
+        let nmsg = ev.msg.peer.len();
+        let mut links = MsgLinks {
+            partner: vec![EventRef::NONE; nmsg],
+            ..Default::default()
+        };
+        let first_send = p.sends.event.len();
+        let mut pending_isend: HashMap<u64, u32> = HashMap::new(); // request → msg index
+        let mut posted_irecv: HashMap<u64, u32> = HashMap::new(); // request → IRECV_REQUEST
+        for i in 0..ev.len() {
+            match ev.kind[i] {
+                EventKind::MpiSend
+                | EventKind::MpiIsend
+                | EventKind::MpiRecv
+                | EventKind::MpiIrecv => {
+                    if !in_mpi(l as usize, i) {
+                        p.ignored += 1; // §4.1.3: a record outside any MPI call
+                        continue;
+                    }
+                    let (k, comm, tag) = payload(trace, l, i as u32);
+                    let Some(peer) =
+                        trace.defs.comms[comm as usize].location_of(ev.msg.peer[k], me)
+                    else {
+                        p.unresolved += 1;
+                        continue;
+                    };
+                    let mut order = i as u32;
+                    match ev.kind[i] {
+                        EventKind::MpiIsend => {
+                            if let Some(r) = ev.msg(i).and_then(|m| m.request) {
+                                pending_isend.insert(r, k as u32);
+                            }
+                        }
+                        EventKind::MpiIrecv => {
+                            let m = ev.msg(i).and_then(|m| m.request);
+                            if let Some(q) = m.and_then(|r| posted_irecv.remove(&r)) {
+                                links.set_request_event(k, q);
+                                order = q; // posting order (§5.3.2)
+                            }
+                        }
+                        _ => {}
+                    }
+                    let at = if threaded { ev.time[order as usize] } else { 0 };
+                    let key = (comm, peer, tag, at, order, l);
+                    let (side, locv, b) =
+                        if matches!(ev.kind[i], EventKind::MpiSend | EventKind::MpiIsend) {
+                            (&mut p.sends, &mut send_loc, &mut send_b)
+                        } else {
+                            (&mut p.recvs, &mut recv_loc, &mut recv_b)
+                        };
+                    b.note(side.event.len(), key);
+                    side.event.push(i as u32);
+                    if threaded {
+                        locv.push(l);
                     }
                 }
-                if ev.kind[i] == EventKind::MpiIrecv {
-                    if let Some(q) = m.request.and_then(|r| posted_irecv.remove(&r)) {
-                        links.request_event[k as usize] = q;
-                        order = q; // posting order (§5.3.2)
+                EventKind::MpiIrecvRequest => {
+                    if let Some(&r) = ev.fields(i).first() {
+                        posted_irecv.insert(r, i as u32);
                     }
                 }
-                let (from, to) = if is_send { (me, peer) } else { (peer, me) };
-                let s = Side {
-                    comm: m.comm,
-                    from,
-                    to,
-                    tag: m.tag,
-                    order_time: at(order),
-                    order,
-                    loc: l as LocIdx,
-                    event: i as u32,
-                    msg: k,
-                };
-                if is_send {
-                    sends[ns] = s;
-                    ns += 1;
-                } else {
-                    recvs[nr] = s;
-                    nr += 1;
+                EventKind::MpiIsendComplete => {
+                    if let Some(k) = ev.fields(i).first().and_then(|r| pending_isend.remove(r)) {
+                        links.set_request_event(k as usize, i as u32);
+                    }
+                }
+                EventKind::MpiRequestCancelled => {
+                    let Some(&r) = ev.fields(i).first() else {
+                        continue;
+                    };
+                    if let Some(k) = pending_isend.remove(&r) {
+                        links.set_cancelled(k as usize);
+                    }
+                    posted_irecv.remove(&r);
+                }
+                _ => {}
+            }
+        }
+        // §4.1.4: a cancelled send takes part in nothing
+        if !links.cancelled.is_empty() {
+            let mut kept = first_send;
+            for j in first_send..p.sends.event.len() {
+                let i = p.sends.event[j] as usize;
+                if !links.cancelled(ev.arg[i] as usize) {
+                    p.sends.event[kept] = p.sends.event[j];
+                    if threaded {
+                        send_loc[kept] = send_loc[j];
+                    }
+                    kept += 1;
                 }
             }
-            EventKind::MpiIrecvRequest => {
-                if let Some(&r) = ev.fields(i).first() {
-                    posted_irecv.insert(r, i as u32);
-                }
-            }
-            EventKind::MpiIsendComplete => {
-                if let Some(k) = ev.fields(i).first().and_then(|r| pending_isend.remove(r)) {
-                    links.request_event[k as usize] = i as u32;
-                }
-            }
-            EventKind::MpiRequestCancelled => {
-                let Some(&r) = ev.fields(i).first() else {
-                    continue;
-                };
-                if let Some(k) = pending_isend.remove(&r) {
-                    links.cancelled[k as usize] = true;
-                }
-                posted_irecv.remove(&r);
-            }
-            _ => {}
+            p.sends.event.truncate(kept);
+            send_b.sorted = false; // runs found again below
+            send_loc.truncate(kept);
+        }
+        p.links.push(links);
+    }
+    p.sends.loc = send_loc;
+    p.recvs.loc = recv_loc;
+    p.sends.only = me;
+    p.recvs.only = me;
+    for (recv, b) in [(false, send_b), (true, recv_b)] {
+        if b.sorted {
+            let s = if recv { &mut p.recvs } else { &mut p.sends };
+            s.runs = b.runs;
+        } else {
+            sort_sides(trace, &mut p, recv, threaded);
         }
     }
-    let cancelled = &links.cancelled;
-    let mut kept = 0;
-    for j in 0..ns {
-        if !cancelled[sends[j].msg as usize] {
-            sends[kept] = sends[j];
-            kept += 1;
+    p
+}
+
+type Key = (CommIdx, LocIdx, u32, u64, u32, LocIdx);
+
+/// The runs of one direction's sides as they are collected, and whether they came in order.
+struct Runs {
+    runs: Vec<Run>,
+    prev: Option<Key>,
+    sorted: bool,
+}
+
+impl Default for Runs {
+    fn default() -> Runs {
+        Runs {
+            runs: Vec::new(),
+            prev: None,
+            sorted: true,
         }
     }
-    LocSides {
-        nsend: kept,
-        nrecv: nr,
-        links,
-        unresolved,
-        ignored,
+}
+
+impl Runs {
+    /// Side `j` has sort key `k`.
+    #[inline]
+    fn note(&mut self, j: usize, k: Key) {
+        match self.runs.last_mut() {
+            Some(r) if (r.comm, r.peer) == (k.0, k.1) => r.end = j as u32 + 1,
+            _ => self.runs.push(Run {
+                comm: k.0,
+                peer: k.1,
+                start: j as u32,
+                end: j as u32 + 1,
+            }),
+        }
+        if self.prev.is_some_and(|q| q > k) {
+            self.sorted = false;
+        }
+        self.prev = Some(k);
     }
+}
+
+/// Sort one direction of a process's sides into non-overtaking order and find its runs.
+fn sort_sides(trace: &Trace, p: &mut Proc, recv: bool, threaded: bool) {
+    let me = p.me;
+    let links = &p.links;
+    let locs = &p.locs;
+    let key = |l: LocIdx, i: u32| {
+        let (k, comm, tag) = payload(trace, l, i);
+        let ev = &trace.events[l as usize];
+        let peer = trace.defs.comms[comm as usize]
+            .location_of(ev.msg.peer[k], me)
+            .unwrap_or(NONE);
+        let mut order = i;
+        if recv {
+            let slot = if locs.len() == 1 {
+                0
+            } else {
+                locs.binary_search(&l).unwrap_or(0)
+            };
+            let q = links[slot].request_event(k);
+            if q != NONE {
+                order = q; // posting order (§5.3.2)
+            }
+        }
+        let at = if threaded { ev.time[order as usize] } else { 0 };
+        (comm, peer, tag, at, order, l)
+    };
+    let s = if recv { &mut p.recvs } else { &mut p.sends };
+    let runs = |s: &Sides| -> (Vec<Run>, bool) {
+        let mut b = Runs::default();
+        for j in 0..s.len() {
+            let (l, i) = s.at(j);
+            b.note(j, key(l, i));
+        }
+        (b.runs, b.sorted)
+    };
+    let (found, sorted) = runs(s);
+    if sorted {
+        s.runs = found;
+        return;
+    }
+    drop(found);
+    if threaded {
+        let mut v: Vec<(LocIdx, u32)> =
+            s.loc.iter().copied().zip(s.event.iter().copied()).collect();
+        v.sort_by_key(|a| key(a.0, a.1));
+        for (j, (l, i)) in v.into_iter().enumerate() {
+            s.loc[j] = l;
+            s.event[j] = i;
+        }
+    } else {
+        s.event.sort_by_key(|&a| key(me, a));
+    }
+    s.runs = runs(s).0;
+}
+
+/// Walk a run of sends and the run of receives of the same (communicator, sender,
+/// receiver) together: within one tag the n-th send meets the n-th receive (§5.3.2).
+/// `on(send, recv)` sees every pair, and every side left alone with `None` for the other.
+fn walk(
+    trace: &Trace,
+    sends: &Sides,
+    sr: Option<Run>,
+    recvs: &Sides,
+    rr: Option<Run>,
+    mut on: impl FnMut(Option<(LocIdx, u32)>, Option<(LocIdx, u32)>),
+) {
+    let (mut a, ae) = sr.map_or((0, 0), |r| (r.start as usize, r.end as usize));
+    let (mut b, be) = rr.map_or((0, 0), |r| (r.start as usize, r.end as usize));
+    while a < ae && b < be {
+        let (s, r) = (sends.at(a), recvs.at(b));
+        let ts = payload(trace, s.0, s.1).2;
+        let tr = payload(trace, r.0, r.1).2;
+        match ts.cmp(&tr) {
+            std::cmp::Ordering::Less => {
+                on(Some(s), None);
+                a += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                on(None, Some(r));
+                b += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                on(Some(s), Some(r));
+                a += 1;
+                b += 1;
+            }
+        }
+    }
+    for j in a..ae {
+        on(Some(sends.at(j)), None);
+    }
+    for j in b..be {
+        on(None, Some(recvs.at(j)));
+    }
+}
+
+/// What one process found while matching its receives (or its sends).
+#[derive(Default)]
+struct Found {
+    stats: MatchStats,
+    violating: BTreeSet<u32>,
+    unmatched: BTreeSet<u32>,
 }
 
 /// Match every receive to its send. `in_mpi(l, i)` says whether event `i` of location `l`
@@ -219,113 +430,139 @@ fn sides(
 /// locations touched by clock-condition violations and those with unmatched messages.
 /// `master[l]` is the location standing for `l`'s process in the communicators (the process's
 /// master thread; `l` itself without threads).
+///
+/// Per process, its sends and its receives are sorted into non-overtaking order (4 bytes a
+/// side); then each process pairs its receives with the sends of their senders, and each
+/// sender its sends with the receives of their receivers, both in parallel and each writing
+/// only its own locations' links.
 pub fn match_messages(
     trace: &Trace,
     in_mpi: &(dyn Fn(usize, usize) -> bool + Sync),
     master: &[u32],
 ) -> (Vec<MsgLinks>, MatchStats, Violators, Vec<u32>) {
-    let mut threads = vec![0u32; trace.events.len()];
-    for &m in master {
-        if let Some(n) = threads.get_mut(m as usize) {
-            *n += 1;
+    let nloc = trace.events.len();
+    // processes: the master location and its locations, ascending
+    let mut proc_of = vec![NONE; nloc];
+    let mut groups: Vec<(LocIdx, Vec<LocIdx>)> = Vec::new();
+    for l in 0..nloc {
+        let m = master.get(l).map_or(l, |&m| m as usize);
+        let m = if m < nloc { m } else { l };
+        if proc_of[m] == NONE {
+            proc_of[m] = groups.len() as u32;
+            groups.push((m as LocIdx, Vec::new()));
         }
+        groups[proc_of[m] as usize].1.push(l as LocIdx);
     }
-    // The sides of all locations in two lists, each location writing into its own part
-    // (room for each of its send and receive records), then closed up in location order:
-    // the sides are held once, not once per location and again in the lists.
-    let room: Vec<(usize, usize)> = trace
-        .events
-        .par_iter()
-        .map(|ev| {
-            ev.kind.iter().fold((0, 0), |(s, r), k| match k {
-                EventKind::MpiSend | EventKind::MpiIsend => (s + 1, r),
-                EventKind::MpiRecv | EventKind::MpiIrecv => (s, r + 1),
-                _ => (s, r),
-            })
-        })
-        .collect();
-    let mut sends = vec![Side::EMPTY; room.iter().map(|r| r.0).sum()];
-    let mut recvs = vec![Side::EMPTY; room.iter().map(|r| r.1).sum()];
-    let mut parts: Vec<(&mut [Side], &mut [Side])> = Vec::with_capacity(room.len());
-    let (mut srest, mut rrest) = (&mut sends[..], &mut recvs[..]);
-    for &(s, r) in &room {
-        let (a, b) = std::mem::take(&mut srest).split_at_mut(s);
-        let (c, d) = std::mem::take(&mut rrest).split_at_mut(r);
-        parts.push((a, c));
-        (srest, rrest) = (b, d);
-    }
-    let per: Vec<LocSides> = parts
+    let procs: Vec<Proc> = groups
         .into_par_iter()
-        .enumerate()
-        .map(|(l, (s, r))| {
-            let m = master.get(l).map_or(l, |&m| m as usize);
-            let threaded = threads.get(m).is_some_and(|&n| n > 1);
-            sides(trace, l, in_mpi, master, threaded, s, r)
-        })
+        .map(|(me, locs)| collect(trace, me, locs, in_mpi))
         .collect();
     let mut stats = MatchStats {
-        unresolved_peers: per.iter().map(|p| p.unresolved).sum(),
-        ignored_records: per.iter().map(|p| p.ignored).sum(),
+        unresolved_peers: procs.iter().map(|p| p.unresolved).sum(),
+        ignored_records: procs.iter().map(|p| p.ignored).sum(),
         ..Default::default()
     };
-    let (mut ws, mut wr, mut os, mut or) = (0, 0, 0, 0);
-    let mut links: Vec<MsgLinks> = Vec::with_capacity(per.len());
-    for (p, &(s, r)) in per.into_iter().zip(&room) {
-        sends.copy_within(os..os + p.nsend, ws);
-        recvs.copy_within(or..or + p.nrecv, wr);
-        (ws, wr, os, or) = (ws + p.nsend, wr + p.nrecv, os + s, or + r);
-        links.push(p.links);
-    }
-    sends.truncate(ws);
-    recvs.truncate(wr);
-    // (comm, from, to, tag, order): the n-th send of a key meets the n-th receive (§5.3.2)
-    sends.par_sort_unstable();
-    recvs.par_sort_unstable();
-    let key = |s: &Side| (s.comm, s.from, s.to, s.tag);
-    let (mut a, mut b) = (0, 0);
-    let mut violating = std::collections::BTreeSet::new();
-    let mut unmatched = std::collections::BTreeSet::new();
-    while a < sends.len() && b < recvs.len() {
-        let (s, r) = (sends[a], recvs[b]);
-        match key(&s).cmp(&key(&r)) {
-            std::cmp::Ordering::Less => {
-                stats.unmatched_sends += 1;
-                unmatched.insert(s.loc);
-                a += 1;
-            }
-            std::cmp::Ordering::Greater => {
-                stats.unmatched_receives += 1;
-                unmatched.insert(r.loc);
-                b += 1;
-            }
-            std::cmp::Ordering::Equal => {
-                let ts = trace.events[s.loc as usize].time[s.event as usize];
-                let tr = trace.events[r.loc as usize].time[r.event as usize];
-                if ts > tr {
-                    stats.clock_violations += 1;
-                    stats.max_violation_ticks = stats.max_violation_ticks.max(ts - tr);
-                    violating.insert(s.loc);
-                    violating.insert(r.loc);
-                }
-                links[s.loc as usize].partner[s.msg as usize] = EventRef {
-                    loc: r.loc,
-                    event: r.event,
-                };
-                links[r.loc as usize].partner[r.msg as usize] = EventRef {
-                    loc: s.loc,
-                    event: s.event,
-                };
-                stats.messages += 1;
-                a += 1;
-                b += 1;
-            }
+    type Own = (Vec<LocIdx>, Vec<MsgLinks>);
+    let (mut all_links, sides): (Vec<Own>, Vec<(LocIdx, Sides, Sides)>) = procs
+        .into_iter()
+        .map(|p| ((p.locs, p.links), (p.me, p.sends, p.recvs)))
+        .unzip();
+    let peer_proc = |l: LocIdx| -> Option<&(LocIdx, Sides, Sides)> {
+        let k = *proc_of.get(l as usize)?;
+        sides.get(k as usize)
+    };
+    let slot = |locs: &[LocIdx], l: LocIdx| {
+        if locs.len() == 1 {
+            0
+        } else {
+            locs.binary_search(&l).unwrap_or(0)
         }
+    };
+    let time = |(l, i): (LocIdx, u32)| trace.events[l as usize].time[i as usize];
+    // receives: each process with the sends of its senders
+    let found: Vec<Found> = all_links
+        .par_iter_mut()
+        .zip(sides.par_iter())
+        .map(|((locs, links), (me, _, recvs))| {
+            let mut f = Found::default();
+            for rr in &recvs.runs {
+                let (sends, sr) = match peer_proc(rr.peer) {
+                    Some((_, s, _)) => (s, s.run(rr.comm, *me)),
+                    None => (recvs, None),
+                };
+                walk(trace, sends, sr, recvs, Some(*rr), |s, r| match (s, r) {
+                    (Some(s), Some(r)) => {
+                        let (ts, tr) = (time(s), time(r));
+                        if ts > tr {
+                            f.stats.clock_violations += 1;
+                            f.stats.max_violation_ticks = f.stats.max_violation_ticks.max(ts - tr);
+                            f.violating.insert(s.0);
+                            f.violating.insert(r.0);
+                        }
+                        let k = payload(trace, r.0, r.1).0;
+                        links[slot(locs, r.0)].partner[k] = EventRef {
+                            loc: s.0,
+                            event: s.1,
+                        };
+                        f.stats.messages += 1;
+                    }
+                    (None, Some(r)) => {
+                        f.stats.unmatched_receives += 1;
+                        f.unmatched.insert(r.0);
+                    }
+                    _ => {}
+                });
+            }
+            f
+        })
+        .collect();
+    // sends: each process with the receives of its receivers
+    let found_s: Vec<Found> = all_links
+        .par_iter_mut()
+        .zip(sides.par_iter())
+        .map(|((locs, links), (me, sends, _))| {
+            let mut f = Found::default();
+            for sr in &sends.runs {
+                let (recvs, rr) = match peer_proc(sr.peer) {
+                    Some((_, _, r)) => (r, r.run(sr.comm, *me)),
+                    None => (sends, None),
+                };
+                walk(trace, sends, Some(*sr), recvs, rr, |s, r| match (s, r) {
+                    (Some(s), Some(r)) => {
+                        let k = payload(trace, s.0, s.1).0;
+                        links[slot(locs, s.0)].partner[k] = EventRef {
+                            loc: r.0,
+                            event: r.1,
+                        };
+                    }
+                    (Some(s), None) => {
+                        f.stats.unmatched_sends += 1;
+                        f.unmatched.insert(s.0);
+                    }
+                    _ => {}
+                });
+            }
+            f
+        })
+        .collect();
+    drop(sides);
+    let (mut violating, mut unmatched) = (BTreeSet::new(), BTreeSet::new());
+    for f in found.into_iter().chain(found_s) {
+        stats.messages += f.stats.messages;
+        stats.unmatched_sends += f.stats.unmatched_sends;
+        stats.unmatched_receives += f.stats.unmatched_receives;
+        stats.clock_violations += f.stats.clock_violations;
+        stats.max_violation_ticks = stats.max_violation_ticks.max(f.stats.max_violation_ticks);
+        violating.extend(f.violating);
+        unmatched.extend(f.unmatched);
     }
     stats.violation_locations = violating.len() as u64;
-    stats.unmatched_sends += (sends.len() - a) as u64;
-    stats.unmatched_receives += (recvs.len() - b) as u64;
-    unmatched.extend(sends[a..].iter().map(|s| s.loc));
-    unmatched.extend(recvs[b..].iter().map(|r| r.loc));
+    let mut links: Vec<MsgLinks> = vec![MsgLinks::default(); nloc];
+    for (locs, ls) in all_links.iter_mut() {
+        for (&l, x) in locs.iter().zip(ls.drain(..)) {
+            links[l as usize] = x;
+        }
+    }
     (
         links,
         stats,

@@ -15,16 +15,19 @@ use rayon::prelude::*;
 pub const NONE: u32 = u32::MAX;
 
 /// What pass A leaves for one location.
+///
+/// The pointers of §5.1 are one column: `ptr[i]` is, for an ENTER, its LEAVE (`i` itself
+/// when it has none), and for any other event the ENTER of the enclosing instance (`NONE`
+/// outside any region). An ENTER's LEAVE comes after it and an enclosing ENTER before the
+/// event, so `enterptr`/`exitptr` follow from the one column (4 bytes an event, not 8).
+/// Read them with [`LocationState::enterptr`], [`LocationState::exitptr`] and
+/// [`LocationState::cnode`].
 #[derive(Clone, Debug, Default)]
 pub struct LocationState {
-    /// `cnode[i]`: the call path of the region instance enclosing event `i` (for an ENTER the
-    /// call path it opens, for a LEAVE the one it closes); `NO_CNODE` outside any region.
-    pub cnode: Vec<CnodeIdx>,
-    /// `enterptr[i]`: the ENTER of that instance (`NONE` outside any region).
-    pub enterptr: Vec<u32>,
-    /// `exitptr[i]` for an ENTER: its LEAVE (`NONE` if the stream ended or was repaired
-    /// without one; then the instance closed at the time given by `repaired_exit`).
-    pub exitptr: Vec<u32>,
+    ptr: Vec<u32>,
+    /// The call path of the region instance enclosing each event (for an ENTER the call
+    /// path it opens, for a LEAVE the one it closes); `NO_CNODE` outside any region.
+    cnode: Cnodes,
     /// Exclusive time per call path in ticks (indexed by global call path).
     pub time: Vec<u64>,
     pub visits: Vec<u64>,
@@ -36,6 +39,149 @@ pub struct LocationState {
     pub gaps: u64,
     /// Inclusive time per call path in ticks (the sum of `time` over its subtree).
     pub incl: Vec<u64>,
+}
+
+impl LocationState {
+    /// `enterptr(i)`: the ENTER of the region instance enclosing event `i` (for an ENTER
+    /// itself; `NONE` outside any region).
+    #[inline]
+    pub fn enterptr(&self, i: usize) -> u32 {
+        match self.ptr[i] {
+            NONE => NONE,
+            p if p as usize >= i => i as u32,
+            p => p,
+        }
+    }
+
+    /// `exitptr(i)` for an ENTER: its LEAVE (`NONE` if the stream ended or was repaired
+    /// without one; then the instance closed at the time given by the repair). `NONE` for
+    /// every other event.
+    #[inline]
+    pub fn exitptr(&self, i: usize) -> u32 {
+        match self.ptr[i] {
+            NONE => NONE,
+            p if p as usize > i => p,
+            _ => NONE,
+        }
+    }
+
+    /// The call path of the region instance enclosing event `i` (for an ENTER the call path
+    /// it opens, for a LEAVE the one it closes); `NO_CNODE` outside any region.
+    #[inline]
+    pub fn cnode(&self, i: usize) -> CnodeIdx {
+        self.cnode.get(i)
+    }
+
+    /// How many events the columns cover.
+    pub fn len(&self) -> usize {
+        self.ptr.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ptr.is_empty()
+    }
+}
+
+/// The call-path column: 2 bytes an event while the call tree has fewer than 65,535 call
+/// paths (all traces we know), 4 bytes otherwise.
+#[derive(Clone, Debug)]
+enum Cnodes {
+    Narrow(Vec<u16>),
+    Wide(Vec<u32>),
+}
+
+impl Default for Cnodes {
+    fn default() -> Cnodes {
+        Cnodes::Narrow(Vec::new())
+    }
+}
+
+const NARROW_NONE: u16 = u16::MAX;
+
+impl Cnodes {
+    fn new(n: usize) -> Cnodes {
+        Cnodes::Narrow(vec![NARROW_NONE; n])
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> CnodeIdx {
+        match self {
+            Cnodes::Narrow(v) => match v[i] {
+                NARROW_NONE => NO_CNODE,
+                c => c as CnodeIdx,
+            },
+            Cnodes::Wide(v) => v[i],
+        }
+    }
+
+    #[inline]
+    fn set(&mut self, i: usize, c: CnodeIdx) {
+        match self {
+            Cnodes::Narrow(v) if c < NARROW_NONE as CnodeIdx => v[i] = c as u16,
+            Cnodes::Narrow(_) if c == NO_CNODE => self.widen_if(false, i, c),
+            Cnodes::Narrow(_) => self.widen_if(true, i, c),
+            Cnodes::Wide(v) => v[i] = c,
+        }
+    }
+
+    #[cold]
+    fn widen_if(&mut self, widen: bool, i: usize, c: CnodeIdx) {
+        if widen {
+            self.widen();
+        }
+        match self {
+            Cnodes::Narrow(v) => v[i] = NARROW_NONE,
+            Cnodes::Wide(v) => v[i] = c,
+        }
+    }
+
+    fn widen(&mut self) {
+        if let Cnodes::Narrow(v) = self {
+            let w = v
+                .iter()
+                .map(|&c| match c {
+                    NARROW_NONE => NO_CNODE,
+                    c => c as CnodeIdx,
+                })
+                .collect();
+            *self = Cnodes::Wide(w);
+        }
+    }
+
+    /// Local call-path ids to global ones (`map`), narrow when `ncn` global call paths fit.
+    fn remap(&mut self, map: &[CnodeIdx], ncn: usize) {
+        if ncn >= NARROW_NONE as usize {
+            self.widen();
+        }
+        match self {
+            Cnodes::Narrow(v) => {
+                if ncn < NARROW_NONE as usize {
+                    for c in v.iter_mut() {
+                        if *c != NARROW_NONE {
+                            *c = map[*c as usize] as u16;
+                        }
+                    }
+                }
+            }
+            Cnodes::Wide(v) => {
+                for c in v.iter_mut() {
+                    if *c != NO_CNODE {
+                        *c = map[*c as usize];
+                    }
+                }
+                if ncn < NARROW_NONE as usize {
+                    let n = v
+                        .iter()
+                        .map(|&c| match c {
+                            NO_CNODE => NARROW_NONE,
+                            c => c as u16,
+                        })
+                        .collect();
+                    *self = Cnodes::Narrow(n);
+                }
+            }
+        }
+    }
 }
 
 /// The replay state over the whole trace.
@@ -76,9 +222,8 @@ struct Worker<'a> {
 fn pass_a(ev: &Events, worker: Option<Worker>) -> PassA {
     let n = ev.len();
     let mut local = LocalTree::default();
-    let mut cnode = vec![NO_CNODE; n];
-    let mut enterptr = vec![NONE; n];
-    let mut exitptr = vec![NONE; n];
+    let mut cnode = Cnodes::new(n);
+    let mut ptr = vec![NONE; n];
     let (mut time, mut visits, mut repairs): (Vec<u64>, Vec<u64>, Vec<u64>) = Default::default();
     // (region, local call path, index of the ENTER)
     let mut stack: Vec<(RegionIdx, CnodeIdx, u32)> = Vec::new();
@@ -140,7 +285,7 @@ fn pass_a(ev: &Events, worker: Option<Worker>) -> PassA {
                 );
                 by_enter = false;
                 if let Some(&(_, c, _)) = stack.last() {
-                    cnode[i] = c;
+                    cnode.set(i, c);
                 }
             }
             EventKind::ThreadTeamEnd if base > 0 && !by_enter => {
@@ -153,7 +298,7 @@ fn pass_a(ev: &Events, worker: Option<Worker>) -> PassA {
                     }
                 }
                 if let Some(&(_, c, _)) = stack.last() {
-                    cnode[i] = c;
+                    cnode.set(i, c);
                 }
                 stack.clear();
                 base = 0;
@@ -184,8 +329,8 @@ fn pass_a(ev: &Events, worker: Option<Worker>) -> PassA {
                 }
                 visits[c as usize] += 1;
                 stack.push((region, c, i as u32));
-                cnode[i] = c;
-                enterptr[i] = i as u32;
+                cnode.set(i, c);
+                ptr[i] = i as u32;
             }
             EventKind::Leave => {
                 let region = ev.arg[i];
@@ -200,16 +345,16 @@ fn pass_a(ev: &Events, worker: Option<Worker>) -> PassA {
                             }
                         }
                         if let Some((_, c, e)) = stack.pop() {
-                            cnode[i] = c;
-                            enterptr[i] = e;
-                            exitptr[e as usize] = i as u32;
+                            cnode.set(i, c);
+                            ptr[i] = e;
+                            ptr[e as usize] = i as u32;
                         }
                     }
                     None => {
                         // §3.4.3: a LEAVE of a region not on the stack is ignored
                         if let Some(&(_, c, e)) = stack.last() {
-                            cnode[i] = c;
-                            enterptr[i] = e;
+                            cnode.set(i, c);
+                            ptr[i] = e;
                             repairs[c as usize] += 1;
                         }
                     }
@@ -233,8 +378,8 @@ fn pass_a(ev: &Events, worker: Option<Worker>) -> PassA {
                     repairs[c as usize] += 1;
                 }
                 if let Some(&(_, c, e)) = stack.last() {
-                    cnode[i] = c;
-                    enterptr[i] = e;
+                    cnode.set(i, c);
+                    ptr[i] = e;
                 }
                 if kind == EventKind::MeasurementOnOff {
                     // OTF2 MeasurementMode: 1 ON, 2 OFF
@@ -258,9 +403,8 @@ fn pass_a(ev: &Events, worker: Option<Worker>) -> PassA {
     PassA {
         local,
         state: LocationState {
+            ptr,
             cnode,
-            enterptr,
-            exitptr,
             clamped,
             gaps,
             ..Default::default()
@@ -321,11 +465,7 @@ impl Replay {
             .zip(maps.par_iter())
             .map(|(p, map)| {
                 let mut s = p.state;
-                for c in s.cnode.iter_mut() {
-                    if *c != NO_CNODE {
-                        *c = map[*c as usize];
-                    }
-                }
+                s.cnode.remap(map, ncn);
                 let scatter = |v: &[u64]| {
                     let mut out = vec![0u64; ncn];
                     for (k, &x) in v.iter().enumerate() {
@@ -355,7 +495,7 @@ impl Replay {
             s.incl = omp::inclusive(&tree, &s.time);
         }
         let in_mpi = |l: usize, i: usize| {
-            let e = locations[l].enterptr[i];
+            let e = locations[l].enterptr(i);
             e != NONE && {
                 let r = trace.events[l].arg[e as usize];
                 trace.defs.regions[r as usize].paradigm == crate::model::Paradigm::MPI
@@ -388,5 +528,56 @@ impl Replay {
             })
             .collect::<Vec<_>>()
             .join("/")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(ptr: Vec<u32>) -> LocationState {
+        let n = ptr.len();
+        LocationState {
+            ptr,
+            cnode: Cnodes::new(n),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn one_pointer_column_gives_both_pointers() {
+        // 0 ENTER a (left at 3), 1 SEND inside a, 2 ENTER b (never left), 3 LEAVE a,
+        // 4 an event outside any region
+        let s = state(vec![3, 0, 2, 0, NONE]);
+        let enter: Vec<u32> = (0..5).map(|i| s.enterptr(i)).collect();
+        let exit: Vec<u32> = (0..5).map(|i| s.exitptr(i)).collect();
+        assert_eq!(enter, [0, 0, 2, 0, NONE]);
+        assert_eq!(exit, [3, NONE, NONE, NONE, NONE]);
+    }
+
+    #[test]
+    fn call_path_column_widens_and_narrows() {
+        let mut c = Cnodes::new(3);
+        c.set(0, 7);
+        c.set(1, NO_CNODE);
+        assert!(matches!(c, Cnodes::Narrow(_)));
+        // a local call path beyond 16 bits widens the column, keeping what it held
+        c.set(2, 70_000);
+        assert!(matches!(c, Cnodes::Wide(_)));
+        assert_eq!((c.get(0), c.get(1), c.get(2)), (7, NO_CNODE, 70_000));
+        // merged into a small global tree: narrow again
+        let mut map = vec![0; 70_001];
+        map[7] = 1;
+        map[70_000] = 2;
+        c.remap(&map, 3);
+        assert!(matches!(c, Cnodes::Narrow(_)));
+        assert_eq!((c.get(0), c.get(1), c.get(2)), (1, NO_CNODE, 2));
+        // a large global tree: wide
+        let mut map = vec![0; 3];
+        map[1] = 65_535;
+        map[2] = 100_000;
+        c.remap(&map, 100_001);
+        assert!(matches!(c, Cnodes::Wide(_)));
+        assert_eq!((c.get(0), c.get(1), c.get(2)), (65_535, NO_CNODE, 100_000));
     }
 }

@@ -265,7 +265,7 @@ pub fn build(
         for mb in &team.members {
             let ev = &trace.events[mb.loc as usize];
             let ls = &locations[mb.loc as usize];
-            let pc = ls.cnode[mb.enter as usize];
+            let pc = ls.cnode(mb.enter as usize);
             if pc == NO_CNODE {
                 continue;
             }
@@ -342,7 +342,7 @@ fn build_teams(
             if ev.kind[i] == EventKind::Enter
                 && kinds.get(ev.arg[i] as usize) == Some(&OmpRegion::Parallel)
             {
-                let leave = ls.exitptr[i];
+                let leave = ls.exitptr(i);
                 out.push((i as u32, leave));
                 until = Some(if leave == NONE { u32::MAX } else { leave });
             }
@@ -443,7 +443,7 @@ fn build_teams(
 /// The duration of the outermost task regions executed inside the region instance entered at
 /// `enter` (§4.7.2).
 fn task_ticks(ev: &Events, ls: &LocationState, kinds: &[OmpRegion], enter: usize) -> u64 {
-    let leave = ls.exitptr[enter];
+    let leave = ls.exitptr(enter);
     let end = if leave == NONE {
         ev.len()
     } else {
@@ -472,7 +472,7 @@ fn task_ticks(ev: &Events, ls: &LocationState, kinds: &[OmpRegion], enter: usize
     while i < end {
         if ev.kind[i] == EventKind::Enter && kinds.get(ev.arg[i] as usize) == Some(&OmpRegion::Task)
         {
-            let x = ls.exitptr[i];
+            let x = ls.exitptr(i);
             let stop = if x == NONE { end - 1 } else { x as usize };
             total += ev.time[stop].saturating_sub(ev.time[i]);
             i = stop + 1;
