@@ -193,6 +193,26 @@ impl<'w> WindowCursor<'w> {
     }
 }
 
+/// The position of `x` in the sorted `v`, searched from `hint` on (galloping) or before it;
+/// `hint` becomes the position found.
+#[inline]
+fn find_from(v: &[u32], hint: &mut usize, x: u32) -> Option<usize> {
+    let h = (*hint).min(v.len());
+    let k = if v.get(h).is_some_and(|&y| y <= x) {
+        let (mut lo, mut step) = (h, 1);
+        while lo + step < v.len() && v[lo + step] <= x {
+            lo += step;
+            step *= 2;
+        }
+        let hi = (lo + step).min(v.len());
+        lo + v[lo..hi].binary_search(&x).ok()?
+    } else {
+        v[..h].binary_search(&x).ok()?
+    };
+    *hint = k;
+    Some(k)
+}
+
 /// A dependency target where the path came from another location.
 #[derive(Clone, Copy, Debug)]
 struct Jump {
@@ -736,7 +756,8 @@ impl<'a> Graph<'a> {
                 c.dist = first - t0;
             }
         }
-        let slot = |s: &EventRef| self.src_events[s.loc as usize].binary_search(&s.event).ok();
+        // per location: where the last source was found (targets read them mostly in order)
+        let mut hint = vec![0usize; nloc];
         loop {
             let Some(l) = runnable.pop() else {
                 // every remaining location waits for another: a dependency cycle (only in a
@@ -794,8 +815,11 @@ impl<'a> Graph<'a> {
                     let lat = t[i].saturating_sub(after);
                     let w = if z { 0 } else { lat };
                     for s in &src {
-                        let Some(k) = slot(s) else { continue };
                         let sl = s.loc as usize;
+                        let Some(k) = find_from(&self.src_events[sl], &mut hint[sl], s.event)
+                        else {
+                            continue;
+                        };
                         let v = sdist[sl][k] + w;
                         let h = shops[sl][k] + 1;
                         if remote.is_none_or(|(bv, bh, _, _, _)| v > bv || (v == bv && h < bh)) {
