@@ -40,6 +40,13 @@ pub fn detect(trace: &Trace) -> Vec<Phase> {
     // curves: 0 MPI, 1 OpenMP, 2 other regions (time shares), 3 point-to-point events
     let mut v = vec![[0.0f64; 4]; BINS];
     let d = &trace.defs;
+    let classes: Vec<usize> = (d.regions.iter())
+        .map(|x| match x.paradigm {
+            Paradigm::MPI => 0,
+            Paradigm::OPENMP => 1,
+            _ => 2,
+        })
+        .collect();
     for ev in &trace.events {
         let mut stack: Vec<u32> = Vec::new();
         for i in 0..ev.len() {
@@ -47,11 +54,7 @@ pub fn detect(trace: &Trace) -> Vec<Phase> {
             if let Some(&r) = stack.last() {
                 if i > 0 {
                     let from = ev.time[i - 1].clamp(t0, t1).min(t);
-                    let class = match d.regions.get(r as usize).map(|x| x.paradigm) {
-                        Some(Paradigm::MPI) => 0,
-                        Some(Paradigm::OPENMP) => 1,
-                        _ => 2,
-                    };
+                    let class = classes.get(r as usize).copied().unwrap_or(2);
                     spread(&mut v, class, from, t, t0, dt);
                 }
             }
@@ -208,6 +211,7 @@ fn slice_events(ev: &Events, ph: &Phase, last: bool) -> Events {
     }
     let mut stack: Vec<u32> = Vec::new();
     let mut opened = false;
+    let has_attributes = !ev.attribute_index.is_empty();
     for i in 0..ev.len() {
         let t = ev.time[i];
         if !inside(t) {
@@ -230,7 +234,9 @@ fn slice_events(ev: &Events, ph: &Phase, last: bool) -> Events {
             }
             opened = true;
         }
-        out.attach_attributes(ev.attributes_of(i));
+        if has_attributes {
+            out.attach_attributes(ev.attributes_of(i));
+        }
         let kind = ev.kind[i];
         match kind {
             EventKind::Enter | EventKind::Leave => {
