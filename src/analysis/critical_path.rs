@@ -33,13 +33,19 @@
 //! others wait).
 //!
 //! The longest path is found by dynamic programming in a topological order (each location in
-//! event order, a target only after its sources): linear in events + dependency edges.
+//! event order, a target only after its sources): linear in events + dependency edges. No
+//! per-event array is built: a cursor per location walks its events (a k-way sweep that
+//! switches location when a target's source is not reached yet), distances are kept only at
+//! dependency sources and the path's jumps at dependency targets, and a run of events
+//! without target, source or wait window adds its elapsed time at once. The path's edges
+//! are walked again, per stretch, only to attribute them (`Graph::for_each_step`).
 
 use crate::model::{EventKind, Trace};
 use crate::replay::calltree::{Callee, CnodeIdx, NO_CNODE};
 use crate::replay::matching::EventRef;
 use crate::replay::{Replay, NONE};
 use serde::Serialize;
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// OTF2 CollectiveOp values that give a collective's dependency structure.
@@ -79,31 +85,75 @@ struct Dep {
     source: Source,
 }
 
+/// A wait window of location: the local edges into events `first..=last` lose their overlap
+/// with `[t(event - 1), until]`.
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    first: u32,
+    last: u32,
+    until: u64,
+}
+
+/// The replay's per-event columns, read in one place (the replay may store them otherwise).
+#[inline]
+pub(crate) fn enterptr(replay: &Replay, l: usize, i: usize) -> u32 {
+    let st = &replay.locations[l];
+    if i < st.len() {
+        st.enterptr(i)
+    } else {
+        NONE
+    }
+}
+
+#[inline]
+pub(crate) fn exitptr(replay: &Replay, l: usize, i: usize) -> u32 {
+    let st = &replay.locations[l];
+    if i < st.len() {
+        st.exitptr(i)
+    } else {
+        NONE
+    }
+}
+
+#[inline]
+pub(crate) fn cnode(replay: &Replay, l: usize, i: usize) -> CnodeIdx {
+    let st = &replay.locations[l];
+    if i < st.len() {
+        st.cnode(i)
+    } else {
+        NO_CNODE
+    }
+}
+
 /// The dependency structure of a trace: targets per location (in event order), the wait
-/// windows, clamped times and the call path active after each event.
+/// windows and clamped times. No per-event array is kept: the longest path walks each
+/// location's events with a cursor and keeps distances only at dependency sources.
 pub struct Graph<'a> {
     trace: &'a Trace,
     replay: &'a Replay,
-    /// Per location: non-decreasing timestamps.
-    time: Vec<Vec<u64>>,
+    /// Per location: non-decreasing timestamps (the trace's own unless some went backwards).
+    time: Vec<Cow<'a, [u64]>>,
     deps: Vec<Vec<Dep>>,
-    /// Per location: (event, end of the wait window ending at or before it), sorted by event;
-    /// the local edge into `event` loses its overlap with `[t(event-1), until]`.
-    windows: Vec<Vec<(u32, u64)>>,
+    /// Per location: the wait windows, sorted by first event.
+    windows: Vec<Vec<Window>>,
     /// Per instance: the ENTER of each member's call (or its COLL_END if it has none), and
     /// the instance's shape and root position.
     inst_enter: Vec<Vec<EventRef>>,
     inst_shape: Vec<(Shape, u32)>,
     /// Instances of MPI_Init*: their waits are process start-up, left out of `waits`.
     inst_startup: Vec<bool>,
-    /// Waits: (waiting location, location waited for, seconds) per dependency target.
+    /// Waits: (waiting location, location waited for, ticks), summed over the dependency
+    /// targets of each pair, sorted by pair.
     pub waits: Vec<(u32, u32, u64)>,
-    /// Sources of `Source::Recvs`.
-    recv_enters: Vec<EventRef>,
+    /// Per location: the sources of its `Source::Recvs` targets.
+    recv_enters: Vec<Vec<EventRef>>,
+    /// Per location: the events that are a source of some dependency, sorted (the longest
+    /// path keeps its distances there).
+    src_events: Vec<Vec<u32>>,
 }
 
 fn enter_of(replay: &Replay, r: EventRef) -> u32 {
-    let e = replay.locations[r.loc as usize].enterptr(r.event as usize);
+    let e = enterptr(replay, r.loc as usize, r.event as usize);
     if e == NONE {
         r.event
     } else {
@@ -111,52 +161,157 @@ fn enter_of(replay: &Replay, r: EventRef) -> u32 {
     }
 }
 
+/// A forward cursor over a location's wait windows: the latest `until` of the windows that
+/// cover event `i`, for increasing `i`.
+struct WindowCursor<'w> {
+    list: &'w [Window],
+    next: usize,
+    /// (last event, until) of the windows begun so far that may still cover.
+    active: Vec<(u32, u64)>,
+}
+
+impl<'w> WindowCursor<'w> {
+    fn new(list: &'w [Window]) -> WindowCursor<'w> {
+        WindowCursor {
+            list,
+            next: 0,
+            active: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn until(&mut self, i: u32) -> Option<u64> {
+        while let Some(w) = self.list.get(self.next).filter(|w| w.first <= i) {
+            self.active.push((w.last, w.until));
+            self.next += 1;
+        }
+        if self.active.is_empty() {
+            return None;
+        }
+        self.active.retain(|w| w.0 >= i);
+        self.active.iter().map(|w| w.1).max()
+    }
+
+    /// The first event from `i` on that a window may cover (`u32::MAX` if none).
+    #[inline]
+    fn covered_from(&self, i: u32) -> u32 {
+        if self.active.iter().any(|w| w.0 >= i) {
+            return i;
+        }
+        self.list
+            .get(self.next)
+            .map_or(u32::MAX, |w| w.first.max(i))
+    }
+}
+
+/// The position of `x` in the sorted `v`, searched from `hint` on (galloping) or before it;
+/// `hint` becomes the position found.
+#[inline]
+fn find_from(v: &[u32], hint: &mut usize, x: u32) -> Option<usize> {
+    let h = (*hint).min(v.len());
+    let k = if v.get(h).is_some_and(|&y| y <= x) {
+        let (mut lo, mut step) = (h, 1);
+        while lo + step < v.len() && v[lo + step] <= x {
+            lo += step;
+            step *= 2;
+        }
+        let hi = (lo + step).min(v.len());
+        lo + v[lo..hi].binary_search(&x).ok()?
+    } else {
+        v[..h].binary_search(&x).ok()?
+    };
+    *hint = k;
+    Some(k)
+}
+
+/// A dependency target where the path came from another location.
+#[derive(Clone, Copy, Debug)]
+struct Jump {
+    event: u32,
+    from: EventRef,
+    weight: u64,
+    coll: bool,
+}
+
+/// The longest-path state of one location: the next event and its distance.
+#[derive(Clone, Copy, Default)]
+struct Cursor {
+    pos: usize,
+    dpos: usize,
+    spos: usize,
+    dist: u64,
+    hops: u32,
+}
+
 impl<'a> Graph<'a> {
     pub fn new(trace: &'a Trace, replay: &'a Replay) -> Graph<'a> {
+        use rayon::prelude::*;
         let nloc = trace.events.len();
-        let time: Vec<Vec<u64>> = trace
+        let time: Vec<Cow<'a, [u64]>> = trace
             .events
-            .iter()
+            .par_iter()
             .map(|ev| {
+                if ev.time.windows(2).all(|w| w[0] <= w[1]) {
+                    return Cow::Borrowed(&ev.time[..]);
+                }
                 let mut last = ev.time.first().copied().unwrap_or(0);
-                ev.time
-                    .iter()
-                    .map(|&t| {
-                        last = last.max(t);
-                        last
-                    })
-                    .collect()
+                Cow::Owned(
+                    ev.time
+                        .iter()
+                        .map(|&t| {
+                            last = last.max(t);
+                            last
+                        })
+                        .collect(),
+                )
             })
             .collect();
-        let mut deps: Vec<Vec<Dep>> = vec![Vec::new(); nloc];
-        // receives
-        for (l, ev) in trace.events.iter().enumerate() {
-            let links = &replay.msg_links[l];
-            for i in 0..ev.len() {
-                if matches!(ev.kind[i], EventKind::MpiRecv | EventKind::MpiIrecv) {
-                    let Some(p) = links.partner.get(ev.arg[i] as usize) else {
-                        continue;
-                    };
-                    if p.is_some() {
-                        let src = EventRef {
-                            loc: p.loc,
-                            event: enter_of(replay, *p),
+        // receives, and blocking sends that waited for their receive to be posted (a
+        // synchronous or rendezvous protocol): the LEAVE of the call completing the send
+        // depends on the ENTER of the call that posted the receive. The trace shows it
+        // (patterns.md §4.3) when the completing call is a standard or synchronous send, or
+        // a wait, and was entered before the receive was posted and left after
+        let blocking: Vec<bool> = (trace.defs.regions.iter())
+            .map(|r| match crate::analysis::classify::classify(r) {
+                ("P2P_SEND", mode) => mode == "STANDARD" || mode == "SYNCHRONOUS",
+                (class, _) => class == "P2P_WAIT_SINGLE" || class == "P2P_WAIT_MULTI",
+            })
+            .collect();
+        let (mut deps, recv_enters): (Vec<Vec<Dep>>, Vec<Vec<EventRef>>) = (0..nloc)
+            .into_par_iter()
+            .map(|l| {
+                let ev = &trace.events[l];
+                let links = &replay.msg_links[l];
+                let mut deps = Vec::new();
+                for i in 0..ev.len() {
+                    if matches!(ev.kind[i], EventKind::MpiRecv | EventKind::MpiIrecv) {
+                        let Some(p) = links.partner.get(ev.arg[i] as usize) else {
+                            continue;
                         };
-                        deps[l].push(Dep {
-                            event: i as u32,
-                            source: Source::Msg(src),
-                        });
+                        if p.is_some() {
+                            let src = EventRef {
+                                loc: p.loc,
+                                event: enter_of(replay, *p),
+                            };
+                            deps.push(Dep {
+                                event: i as u32,
+                                source: Source::Msg(src),
+                            });
+                        }
                     }
                 }
-            }
-        }
-        // blocking sends that waited for their receive to be posted (a synchronous or
-        // rendezvous protocol): the LEAVE of the call completing the send depends on the
-        // ENTER of the call that posted the receive. The trace shows it (patterns.md §4.3)
-        // when the completing call is a standard or synchronous send, or a wait, and was
-        // entered before the receive was posted and left after
-        let mut recv_enters = Vec::new();
-        Self::receive_dependencies(trace, replay, &mut deps, &mut recv_enters);
+                let mut recv_enters = Vec::new();
+                Self::receive_dependencies(
+                    trace,
+                    replay,
+                    &blocking,
+                    l,
+                    &mut deps,
+                    &mut recv_enters,
+                );
+                (deps, recv_enters)
+            })
+            .unzip();
         // collective instances
         let mut inst_enter = Vec::with_capacity(replay.instances.len());
         let mut inst_shape = Vec::with_capacity(replay.instances.len());
@@ -206,53 +361,61 @@ impl<'a> Graph<'a> {
                 _ => 0,
             })
             .collect();
-        for which in [1u8, 2] {
-            let calls: Vec<Vec<(u32, u32)>> = trace
-                .events
-                .iter()
-                .enumerate()
-                .map(|(l, ev)| {
-                    (0..ev.len())
-                        .filter(|&i| {
-                            ev.kind[i] == EventKind::Enter
-                                && init_fin.get(ev.arg[i] as usize) == Some(&which)
-                        })
-                        .filter_map(|i| {
-                            let x = replay.locations[l].exitptr(i);
-                            (x != NONE).then_some((i as u32, x))
-                        })
-                        .collect()
+        if init_fin.iter().any(|&x| x != 0) {
+            // (ENTER, LEAVE) of every MPI_Init* call, of every MPI_Finalize call, per location
+            let calls: Vec<[Vec<(u32, u32)>; 2]> = (0..nloc)
+                .into_par_iter()
+                .map(|l| {
+                    let ev = &trace.events[l];
+                    let mut c: [Vec<(u32, u32)>; 2] = Default::default();
+                    for i in 0..ev.len() {
+                        if ev.kind[i] != EventKind::Enter {
+                            continue;
+                        }
+                        let which = init_fin.get(ev.arg[i] as usize).copied().unwrap_or(0);
+                        if which == 0 {
+                            continue;
+                        }
+                        let x = exitptr(replay, l, i);
+                        if x != NONE {
+                            c[which as usize - 1].push((i as u32, x));
+                        }
+                    }
+                    c
                 })
                 .collect();
-            let most = calls.iter().map(|c| c.len()).max().unwrap_or(0);
-            for k in 0..most {
-                let members: Vec<(u32, u32, u32)> = calls
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(l, c)| c.get(k).map(|&(e, x)| (l as u32, e, x)))
-                    .collect();
-                if members.len() < 2 {
-                    continue;
-                }
-                let n = inst_enter.len() as u32;
-                for (j, &(l, _, x)) in members.iter().enumerate() {
-                    deps[l as usize].push(Dep {
-                        event: x,
-                        source: Source::Coll {
-                            inst: n,
-                            k: j as u32,
-                        },
-                    });
-                }
-                inst_enter.push(
-                    members
+            for which in [1u8, 2] {
+                let w = which as usize - 1;
+                let most = calls.iter().map(|c| c[w].len()).max().unwrap_or(0);
+                for k in 0..most {
+                    let members: Vec<(u32, u32, u32)> = calls
                         .iter()
-                        .map(|&(l, e, _)| EventRef { loc: l, event: e })
-                        .collect(),
-                );
-                inst_shape.push((Shape::All, u32::MAX));
-                startup.resize(inst_enter.len() - 1, false);
-                startup.push(which == 1);
+                        .enumerate()
+                        .filter_map(|(l, c)| c[w].get(k).map(|&(e, x)| (l as u32, e, x)))
+                        .collect();
+                    if members.len() < 2 {
+                        continue;
+                    }
+                    let n = inst_enter.len() as u32;
+                    for (j, &(l, _, x)) in members.iter().enumerate() {
+                        deps[l as usize].push(Dep {
+                            event: x,
+                            source: Source::Coll {
+                                inst: n,
+                                k: j as u32,
+                            },
+                        });
+                    }
+                    inst_enter.push(
+                        members
+                            .iter()
+                            .map(|&(l, e, _)| EventRef { loc: l, event: e })
+                            .collect(),
+                    );
+                    inst_shape.push((Shape::All, u32::MAX));
+                    startup.resize(inst_enter.len() - 1, false);
+                    startup.push(which == 1);
+                }
             }
         }
         // OpenMP barrier instances (§5.6): every thread leaves the barrier after the last
@@ -265,12 +428,7 @@ impl<'a> Graph<'a> {
                     loc: m.loc,
                     event: m.enter,
                 });
-                let st = &replay.locations[m.loc as usize];
-                let leave = if (m.enter as usize) < st.len() {
-                    st.exitptr(m.enter as usize)
-                } else {
-                    NONE
-                };
+                let leave = exitptr(replay, m.loc as usize, m.enter as usize);
                 if leave != NONE {
                     deps[m.loc as usize].push(Dep {
                         event: leave,
@@ -284,125 +442,140 @@ impl<'a> Graph<'a> {
             inst_enter.push(enters);
             inst_shape.push((Shape::All, u32::MAX));
         }
-        for d in deps.iter_mut() {
+        deps.par_iter_mut().for_each(|d| {
+            // stable: among targets of one event the first added stays
             d.sort_by_key(|d| d.event);
             // one dependency per target event (a COLL_END is never also a barrier's LEAVE)
             d.dedup_by_key(|d| d.event);
+        });
+        // the events other locations' targets read distances from
+        let mut src_events: Vec<Vec<u32>> = vec![Vec::new(); nloc];
+        for (l, ds) in deps.iter().enumerate() {
+            for d in ds {
+                if let Source::Msg(s) = d.source {
+                    src_events[s.loc as usize].push(s.event);
+                }
+            }
+            for s in &recv_enters[l] {
+                src_events[s.loc as usize].push(s.event);
+            }
         }
+        for enters in &inst_enter {
+            for s in enters {
+                src_events[s.loc as usize].push(s.event);
+            }
+        }
+        src_events.par_iter_mut().for_each(|s| {
+            s.sort_unstable();
+            s.dedup();
+        });
         let mut g = Graph {
             trace,
             replay,
             time,
             deps,
-            windows: vec![Vec::new(); nloc],
+            windows: Vec::new(),
             inst_enter,
             inst_shape,
             inst_startup: startup,
             waits: Vec::new(),
             recv_enters,
+            src_events,
         };
         g.compute_windows();
         g
     }
 
-    /// Adds the send completion → receive posting dependencies (see `new`).
+    /// Adds the send completion → receive posting dependencies of location `l` (see `new`).
     fn receive_dependencies(
         trace: &Trace,
         replay: &Replay,
-        deps: &mut [Vec<Dep>],
+        blocking: &[bool],
+        l: usize,
+        deps: &mut Vec<Dep>,
         recv_enters: &mut Vec<EventRef>,
     ) {
-        // per region: may a call of it wait for the receive to be posted?
-        let blocking: Vec<bool> = (trace.defs.regions.iter())
-            .map(|r| match crate::analysis::classify::classify(r) {
-                ("P2P_SEND", mode) => mode == "STANDARD" || mode == "SYNCHRONOUS",
-                (class, _) => class == "P2P_WAIT_SINGLE" || class == "P2P_WAIT_MULTI",
-            })
-            .collect();
         // the call (its ENTER) enclosing event `i` of location `l`, if any
         let call = |l: usize, i: u32| -> Option<u32> {
-            let st = &replay.locations[l];
-            let e = ((i as usize) < st.len()).then(|| st.enterptr(i as usize))?;
+            let e = enterptr(replay, l, i as usize);
             (e != NONE).then_some(e)
         };
-        for (l, ev) in trace.events.iter().enumerate() {
-            let links = &replay.msg_links[l];
-            let st = &replay.locations[l];
-            // (LEAVE of the completing call, ENTER of the receive's call)
-            let mut found: Vec<(u32, EventRef)> = Vec::new();
-            for i in 0..ev.len() {
-                let kind = ev.kind[i];
-                if !matches!(kind, EventKind::MpiSend | EventKind::MpiIsend) {
-                    continue;
-                }
-                let k = ev.arg[i] as usize;
-                let (Some(p), cancelled) = (links.partner.get(k), links.cancelled(k)) else {
-                    continue;
-                };
-                if !p.is_some() || cancelled {
-                    continue;
-                }
-                // the event completing the send: the send itself, or its request's completion
-                let c = if kind == EventKind::MpiSend {
-                    i as u32
-                } else {
-                    links.request_event(k)
-                };
-                if c == NONE {
-                    continue;
-                }
-                let Some(ce) = call(l, c) else { continue };
-                let region = ev.arg[ce as usize] as usize;
-                if ev.kind[ce as usize] != EventKind::Enter
-                    || !blocking.get(region).copied().unwrap_or(false)
-                {
-                    continue;
-                }
-                let cl = st.exitptr(ce as usize);
-                if cl == NONE {
-                    continue;
-                }
-                // the receive's posting call: the receive's own call, or its request's start
-                let (rl, rev) = (p.loc as usize, &trace.events[p.loc as usize]);
-                let q = if rev.kind[p.event as usize] == EventKind::MpiRecv {
-                    p.event
-                } else {
-                    let rk = rev.arg[p.event as usize] as usize;
-                    replay.msg_links[rl].request_event(rk)
-                };
-                let Some(qe) = (q != NONE).then(|| call(rl, q)).flatten() else {
-                    continue;
-                };
-                let (tc_enter, tc_leave) = (ev.time[ce as usize], ev.time[cl as usize]);
-                let tq = rev.time[qe as usize];
-                if tc_enter < tq && tq < tc_leave {
-                    found.push((
-                        cl,
-                        EventRef {
-                            loc: p.loc,
-                            event: qe,
-                        },
-                    ));
-                }
+        let ev = &trace.events[l];
+        let links = &replay.msg_links[l];
+        // (LEAVE of the completing call, ENTER of the receive's call)
+        let mut found: Vec<(u32, EventRef)> = Vec::new();
+        for i in 0..ev.len() {
+            let kind = ev.kind[i];
+            if !matches!(kind, EventKind::MpiSend | EventKind::MpiIsend) {
+                continue;
             }
-            found.sort_unstable_by_key(|&(e, s)| (e, s.loc, s.event));
-            found.dedup();
-            let mut j = 0;
-            while j < found.len() {
-                let e = found[j].0;
-                let first = recv_enters.len() as u32;
-                while j < found.len() && found[j].0 == e {
-                    recv_enters.push(found[j].1);
-                    j += 1;
-                }
-                deps[l].push(Dep {
-                    event: e,
-                    source: Source::Recvs {
-                        first,
-                        n: recv_enters.len() as u32 - first,
+            let k = ev.arg[i] as usize;
+            let Some(p) = links.partner.get(k) else {
+                continue;
+            };
+            if !p.is_some() || links.cancelled(k) {
+                continue;
+            }
+            // the event completing the send: the send itself, or its request's completion
+            let c = if kind == EventKind::MpiSend {
+                i as u32
+            } else {
+                links.request_event(k)
+            };
+            if c == NONE {
+                continue;
+            }
+            let Some(ce) = call(l, c) else { continue };
+            let region = ev.arg[ce as usize] as usize;
+            if ev.kind[ce as usize] != EventKind::Enter
+                || !blocking.get(region).copied().unwrap_or(false)
+            {
+                continue;
+            }
+            let cl = exitptr(replay, l, ce as usize);
+            if cl == NONE {
+                continue;
+            }
+            // the receive's posting call: the receive's own call, or its request's start
+            let (rl, rev) = (p.loc as usize, &trace.events[p.loc as usize]);
+            let q = if rev.kind[p.event as usize] == EventKind::MpiRecv {
+                p.event
+            } else {
+                let rk = rev.arg[p.event as usize] as usize;
+                replay.msg_links[rl].request_event(rk)
+            };
+            let Some(qe) = (q != NONE).then(|| call(rl, q)).flatten() else {
+                continue;
+            };
+            let (tc_enter, tc_leave) = (ev.time[ce as usize], ev.time[cl as usize]);
+            let tq = rev.time[qe as usize];
+            if tc_enter < tq && tq < tc_leave {
+                found.push((
+                    cl,
+                    EventRef {
+                        loc: p.loc,
+                        event: qe,
                     },
-                });
+                ));
             }
+        }
+        found.sort_unstable_by_key(|&(e, s)| (e, s.loc, s.event));
+        found.dedup();
+        let mut j = 0;
+        while j < found.len() {
+            let e = found[j].0;
+            let first = recv_enters.len() as u32;
+            while j < found.len() && found[j].0 == e {
+                recv_enters.push(found[j].1);
+                j += 1;
+            }
+            deps.push(Dep {
+                event: e,
+                source: Source::Recvs {
+                    first,
+                    n: recv_enters.len() as u32 - first,
+                },
+            });
         }
     }
 
@@ -412,7 +585,7 @@ impl<'a> Graph<'a> {
         match d.source {
             Source::Msg(s) => out.push(s),
             Source::Recvs { first, n } => {
-                out.extend_from_slice(&self.recv_enters[first as usize..(first + n) as usize])
+                out.extend_from_slice(&self.recv_enters[l][first as usize..(first + n) as usize])
             }
             Source::Coll { inst, k } => {
                 let enters = &self.inst_enter[inst as usize];
@@ -447,64 +620,80 @@ impl<'a> Graph<'a> {
     }
 
     fn compute_windows(&mut self) {
-        let mut src = Vec::new();
+        use rayon::prelude::*;
+        type Waits = Vec<(u32, u32, u64)>;
+        let per_loc: Vec<(Vec<Window>, Waits)> = (0..self.deps.len())
+            .into_par_iter()
+            .map(|l| {
+                let mut src = Vec::new();
+                let mut w = Vec::new();
+                let mut waits: Vec<(u32, u32, u64)> = Vec::new();
+                // per enclosing call: the end of the wait already counted (multi-wait calls)
+                let mut counted: (u32, u64) = (NONE, 0);
+                for d in &self.deps[l] {
+                    self.sources(l, d, &mut src);
+                    let Some(latest) = src.iter().max_by_key(|s| {
+                        (
+                            self.time[s.loc as usize][s.event as usize],
+                            u32::MAX - s.loc,
+                        )
+                    }) else {
+                        continue;
+                    };
+                    let t = &self.time[l];
+                    let ready = self.time[latest.loc as usize][latest.event as usize];
+                    let e = enterptr(self.replay, l, d.event as usize);
+                    let e = if e == NONE { d.event } else { e };
+                    let te = t[e as usize];
+                    let from = if counted.0 == e {
+                        te.max(counted.1)
+                    } else {
+                        te
+                    };
+                    let until = ready.min(t[d.event as usize]);
+                    let startup = matches!(d.source, Source::Coll { inst, .. }
+                        if self.inst_startup.get(inst as usize) == Some(&true));
+                    if until > from {
+                        if !startup {
+                            waits.push((l as u32, latest.loc, until - from));
+                        }
+                        counted = (e, until);
+                        // every local edge inside (e, d] overlaps [te, until]
+                        if e < d.event {
+                            w.push(Window {
+                                first: e + 1,
+                                last: d.event,
+                                until,
+                            });
+                        }
+                    }
+                }
+                w.sort_by_key(|w| w.first);
+                // the waits of this location per location waited for (exact: integer sums)
+                waits.sort_unstable_by_key(|x| x.1);
+                let mut summed: Vec<(u32, u32, u64)> = Vec::new();
+                for x in waits {
+                    match summed.last_mut() {
+                        Some(s) if s.1 == x.1 => s.2 += x.2,
+                        _ => summed.push(x),
+                    }
+                }
+                (w, summed)
+            })
+            .collect();
+        let mut windows = Vec::with_capacity(per_loc.len());
         let mut waits = Vec::new();
-        for l in 0..self.deps.len() {
-            let mut w = Vec::new();
-            // per enclosing call: the end of the wait already counted (multi-wait calls)
-            let mut counted: (u32, u64) = (NONE, 0);
-            for d in &self.deps[l] {
-                self.sources(l, d, &mut src);
-                let Some(latest) = src.iter().max_by_key(|s| {
-                    (
-                        self.time[s.loc as usize][s.event as usize],
-                        u32::MAX - s.loc,
-                    )
-                }) else {
-                    continue;
-                };
-                let t = &self.time[l];
-                let ready = self.time[latest.loc as usize][latest.event as usize];
-                let e = self.replay.locations[l].enterptr(d.event as usize);
-                let e = if e == NONE { d.event } else { e };
-                let te = t[e as usize];
-                let from = if counted.0 == e {
-                    te.max(counted.1)
-                } else {
-                    te
-                };
-                let until = ready.min(t[d.event as usize]);
-                let startup = matches!(d.source, Source::Coll { inst, .. }
-                    if self.inst_startup.get(inst as usize) == Some(&true));
-                if until > from {
-                    if !startup {
-                        waits.push((l as u32, latest.loc, until - from));
-                    }
-                    counted = (e, until);
-                    // every local edge inside (e, d] overlaps [te, until]
-                    for i in e + 1..=d.event {
-                        w.push((i, until));
-                    }
-                }
-            }
-            w.sort_unstable();
-            w.dedup_by(|b, a| {
-                // keep the latest end per event
-                if a.0 == b.0 {
-                    a.1 = a.1.max(b.1);
-                    true
-                } else {
-                    false
-                }
-            });
-            self.windows[l] = w;
+        for (w, s) in per_loc {
+            windows.push(w);
+            waits.extend(s);
         }
+        self.windows = windows;
         self.waits = waits;
     }
 
     /// The call path active between event `i` and the next one on location `l`.
     fn active(&self, l: usize, i: usize) -> CnodeIdx {
-        let c = self.replay.locations[l].cnode(i);
+        let c = cnode(self.replay, l, i);
         if c == NO_CNODE {
             return c;
         }
@@ -516,28 +705,49 @@ impl<'a> Graph<'a> {
         }
     }
 
+    /// The weight of the local edge into event `i > 0` of location `l` (time spent waiting
+    /// taken out); `wc` is at `i` (called for increasing `i`).
+    #[inline]
+    fn local_weight(&self, l: usize, i: usize, wc: &mut WindowCursor) -> u64 {
+        let t = &self.time[l];
+        let mut w = t[i] - t[i - 1];
+        if let Some(until) = wc.until(i as u32) {
+            if until > t[i - 1] {
+                w -= until.min(t[i]) - t[i - 1];
+            }
+        }
+        w
+    }
+
     /// The longest path; `zero(c)` says whether time attributed to call path `c` counts 0.
     pub fn longest(&self, zero: &dyn Fn(CnodeIdx) -> bool) -> Path {
+        self.longest_path(Some(zero), true)
+    }
+
+    /// The longest path with every time counted (runs of uneventful events taken at once).
+    pub fn path(&self) -> Path {
+        self.longest_path(None, true)
+    }
+
+    /// The longest path's length (no edges kept), for what-if questions.
+    fn longest_length(&self, zero: &dyn Fn(CnodeIdx) -> bool) -> Path {
+        self.longest_path(Some(zero), false)
+    }
+
+    /// The longest path. Events are visited per location with a cursor; without `zero`,
+    /// a run of events with no dependency target, no source and no wait window adds its
+    /// elapsed time at once (the sum of its local edges).
+    fn longest_path(&self, zero: Option<&dyn Fn(CnodeIdx) -> bool>, trace_back: bool) -> Path {
         let nloc = self.trace.events.len();
-        let mut dist: Vec<Vec<u64>> = self.trace.events.iter().map(|e| vec![0; e.len()]).collect();
-        // cross-location edges on the best path so far: among equally long paths the one
-        // with the fewest wins (the path stays where the work is)
-        let mut hops: Vec<Vec<u32>> = self.trace.events.iter().map(|e| vec![0; e.len()]).collect();
-        let mut via: Vec<Vec<bool>> = self
-            .trace
-            .events
-            .iter()
-            .map(|e| vec![false; e.len()])
-            .collect();
-        let mut pred: Vec<Vec<EventRef>> = self
-            .trace
-            .events
-            .iter()
-            .map(|e| vec![EventRef::NONE; e.len()])
-            .collect();
-        let mut pos = vec![0usize; nloc]; // next event to process
-        let mut dpos = vec![0usize; nloc];
-        let mut wpos = vec![0usize; nloc];
+        // distances and cross-location edges on the best path (among equally long paths
+        // the one with the fewest wins: the path stays where the work is) at the sources
+        let mut sdist: Vec<Vec<u64>> = self.src_events.iter().map(|s| vec![0; s.len()]).collect();
+        let mut shops: Vec<Vec<u32>> = self.src_events.iter().map(|s| vec![0; s.len()]).collect();
+        // the dependency targets where the path came from another location
+        let mut jumps: Vec<Vec<Jump>> = vec![Vec::new(); nloc];
+        let mut cur: Vec<Cursor> = vec![Cursor::default(); nloc];
+        let mut wcs: Vec<WindowCursor> =
+            self.windows.iter().map(|w| WindowCursor::new(w)).collect();
         let mut waiters: Vec<Vec<usize>> = vec![Vec::new(); nloc];
         let mut runnable: Vec<usize> = (0..nloc).rev().collect();
         let mut queued = vec![true; nloc];
@@ -552,18 +762,20 @@ impl<'a> Graph<'a> {
             .min()
             .copied()
             .unwrap_or(0);
-        for (d, t) in dist.iter_mut().zip(&self.time) {
-            if let (Some(d0), Some(&first)) = (d.first_mut(), t.first()) {
-                *d0 = first - t0;
+        for (c, t) in cur.iter_mut().zip(&self.time) {
+            if let Some(&first) = t.first() {
+                c.dist = first - t0;
             }
         }
+        // per location: where the last source was found (targets read them mostly in order)
+        let mut hint = vec![0usize; nloc];
         loop {
             let Some(l) = runnable.pop() else {
                 // every remaining location waits for another: a dependency cycle (only in a
                 // corrupt trace). Drop the dependency of the first blocked location.
-                match (0..nloc).find(|&l| pos[l] < self.trace.events[l].len()) {
+                match (0..nloc).find(|&l| cur[l].pos < self.trace.events[l].len()) {
                     Some(l) => {
-                        dpos[l] += 1;
+                        cur[l].dpos += 1;
                         broken += 1;
                         for w in &mut waiters {
                             w.retain(|&x| x != l);
@@ -578,20 +790,29 @@ impl<'a> Graph<'a> {
             queued[l] = false;
             let t = &self.time[l];
             let n = t.len();
-            let before = pos[l];
-            while pos[l] < n {
-                let i = pos[l];
+            let deps = &self.deps[l];
+            let srcs = &self.src_events[l];
+            let mut c = cur[l];
+            let before = c.pos;
+            while c.pos < n {
+                let i = c.pos;
                 // the dependency of event i, if its sources are all done
-                let mut remote: Option<(u64, u32, EventRef, bool)> = None;
-                if dpos[l] < self.deps[l].len() && self.deps[l][dpos[l]].event as usize == i {
-                    let d = self.deps[l][dpos[l]];
+                let mut remote: Option<(u64, u32, EventRef, bool, u64)> = None;
+                if c.dpos < deps.len() && deps[c.dpos].event as usize == i {
+                    let d = deps[c.dpos];
                     self.sources(l, &d, &mut src);
-                    if let Some(s) = src.iter().find(|s| pos[s.loc as usize] <= s.event as usize) {
+                    // (sources are on other locations)
+                    if let Some(s) = src
+                        .iter()
+                        .find(|s| cur[s.loc as usize].pos <= s.event as usize)
+                    {
                         waiters[s.loc as usize].push(l);
                         break;
                     }
-                    let c = self.replay.locations[l].cnode(i);
-                    let z = c != NO_CNODE && zero(c);
+                    let z = zero.is_some_and(|zero| {
+                        let cn = cnode(self.replay, l, i);
+                        cn != NO_CNODE && zero(cn)
+                    });
                     // the dependency takes from the latest source to the target, whichever
                     // source the path comes from
                     let ready = src
@@ -603,51 +824,74 @@ impl<'a> Graph<'a> {
                     // ready: the same on the local edge (the wait window) and from any source
                     let after = if i > 0 { ready.max(t[i - 1]) } else { ready };
                     let lat = t[i].saturating_sub(after);
+                    let w = if z { 0 } else { lat };
                     for s in &src {
-                        let w = if z { 0 } else { lat };
-                        let v = dist[s.loc as usize][s.event as usize] + w;
-                        let h = hops[s.loc as usize][s.event as usize] + 1;
-                        if remote.is_none_or(|(bv, bh, _, _)| v > bv || (v == bv && h < bh)) {
-                            remote = Some((v, h, *s, matches!(d.source, Source::Coll { .. })));
+                        let sl = s.loc as usize;
+                        let Some(k) = find_from(&self.src_events[sl], &mut hint[sl], s.event)
+                        else {
+                            continue;
+                        };
+                        let v = sdist[sl][k] + w;
+                        let h = shops[sl][k] + 1;
+                        if remote.is_none_or(|(bv, bh, _, _, _)| v > bv || (v == bv && h < bh)) {
+                            remote = Some((v, h, *s, matches!(d.source, Source::Coll { .. }), w));
                         }
                     }
-                    dpos[l] += 1;
+                    c.dpos += 1;
                 }
                 if i > 0 {
-                    let mut w = t[i] - t[i - 1];
-                    while wpos[l] < self.windows[l].len()
-                        && (self.windows[l][wpos[l]].0 as usize) < i
-                    {
-                        wpos[l] += 1;
-                    }
-                    if let Some(&(e, until)) = self.windows[l].get(wpos[l]) {
-                        if e as usize == i && until > t[i - 1] {
-                            w -= until.min(t[i]) - t[i - 1];
+                    let mut w = self.local_weight(l, i, &mut wcs[l]);
+                    if let Some(zero) = zero {
+                        let cn = self.active(l, i - 1);
+                        if cn != NO_CNODE && zero(cn) {
+                            w = 0;
                         }
                     }
-                    let c = self.active(l, i - 1);
-                    if c != NO_CNODE && zero(c) {
-                        w = 0;
-                    }
-                    dist[l][i] = dist[l][i - 1] + w;
-                    hops[l][i] = hops[l][i - 1];
-                    pred[l][i] = EventRef {
-                        loc: l as u32,
-                        event: (i - 1) as u32,
-                    };
+                    c.dist += w;
                 }
                 // a tie keeps the local edge: the location was not waiting
-                if let Some((v, h, s, coll)) = remote {
-                    if v > dist[l][i] || (v == dist[l][i] && h < hops[l][i]) {
-                        dist[l][i] = v;
-                        hops[l][i] = h;
-                        pred[l][i] = s;
-                        via[l][i] = coll;
+                if let Some((v, h, s, coll, w)) = remote {
+                    if v > c.dist || (v == c.dist && h < c.hops) {
+                        c.dist = v;
+                        c.hops = h;
+                        if trace_back {
+                            jumps[l].push(Jump {
+                                event: i as u32,
+                                from: s,
+                                weight: w,
+                                coll,
+                            });
+                        }
                     }
                 }
-                pos[l] += 1;
+                while c.spos < srcs.len() && (srcs[c.spos] as usize) <= i {
+                    if srcs[c.spos] as usize == i {
+                        sdist[l][c.spos] = c.dist;
+                        shops[l][c.spos] = c.hops;
+                    }
+                    c.spos += 1;
+                }
+                c.pos += 1;
+                if zero.is_none() && c.pos < n {
+                    // events up to the next one that matters: their local edges are their
+                    // elapsed time
+                    let next = [
+                        deps.get(c.dpos).map_or(n, |d| d.event as usize),
+                        srcs.get(c.spos).map_or(n, |&s| s as usize),
+                        wcs[l].covered_from(c.pos as u32) as usize,
+                        n,
+                    ]
+                    .into_iter()
+                    .min()
+                    .unwrap_or(n);
+                    if next > c.pos {
+                        c.dist += t[next - 1] - t[c.pos - 1];
+                        c.pos = next;
+                    }
+                }
             }
-            if pos[l] > before {
+            cur[l] = c;
+            if c.pos > before {
                 for w in std::mem::take(&mut waiters[l]) {
                     if !queued[w] {
                         queued[w] = true;
@@ -658,10 +902,9 @@ impl<'a> Graph<'a> {
         }
         // the end of the path: the largest distance over every location's last event
         let mut end: Option<(u64, u32, u64, u32)> = None; // (dist, hops, time, loc)
-        for l in 0..nloc {
-            if let (Some(&d), Some(&h), Some(&t)) =
-                (dist[l].last(), hops[l].last(), self.time[l].last())
-            {
+        for (l, (c, time)) in cur.iter().zip(&self.time).enumerate() {
+            if let Some(&t) = time.last() {
+                let (d, h) = (c.dist, c.hops);
                 let better = match end {
                     None => true,
                     Some((bd, bh, bt, _)) => {
@@ -673,61 +916,99 @@ impl<'a> Graph<'a> {
                 }
             }
         }
-        let mut steps = Vec::new();
-        if let Some((_, _, _, l)) = end {
-            let mut cur = EventRef {
+        // back from the end: a stretch of local edges on one location per jump
+        let mut stretches = Vec::new();
+        if let (Some((_, _, _, l)), true) = (end, trace_back) {
+            let mut at = EventRef {
                 loc: l,
                 event: (self.time[l as usize].len() - 1) as u32,
             };
             loop {
-                let p = pred[cur.loc as usize][cur.event as usize];
-                if !p.is_some() {
+                let js = &jumps[at.loc as usize];
+                let k = js.partition_point(|j| j.event <= at.event);
+                match k.checked_sub(1).map(|k| js[k]) {
+                    Some(j) => {
+                        stretches.push(Stretch {
+                            loc: at.loc,
+                            first: j.event,
+                            last: at.event,
+                            entry: Some((j.from, j.weight, j.coll)),
+                        });
+                        at = j.from;
+                    }
+                    None => {
+                        stretches.push(Stretch {
+                            loc: at.loc,
+                            first: 0,
+                            last: at.event,
+                            entry: None,
+                        });
+                        break;
+                    }
+                }
+            }
+        }
+        stretches.reverse();
+        Path {
+            length: end.map_or(0, |e| e.0),
+            ends: stretches,
+            broken_dependencies: broken,
+            t0,
+        }
+    }
+
+    /// The path's edges from its start, in order (`f` once per edge).
+    /// `zero` is the one the path was found with.
+    pub fn for_each_step(
+        &self,
+        path: &Path,
+        zero: &dyn Fn(CnodeIdx) -> bool,
+        f: &mut dyn FnMut(Step),
+    ) {
+        let mut wcs: Vec<Option<WindowCursor>> = (0..self.windows.len()).map(|_| None).collect();
+        for s in &path.ends {
+            let l = s.loc as usize;
+            let t = &self.time[l];
+            match s.entry {
+                None => {
                     // the start-up delay of the location the path begins on
-                    let d = dist[cur.loc as usize][cur.event as usize];
+                    let d = t[0] - path.t0;
                     if d > 0 {
-                        let to = self.time[cur.loc as usize][cur.event as usize];
-                        steps.push(Step {
-                            loc: cur.loc,
-                            from: to - d,
-                            to,
+                        f(Step {
+                            loc: s.loc,
+                            from: t[0] - d,
+                            to: t[0],
                             weight: d,
                             cnode: STARTUP,
                             via: Via::Local,
                         });
                     }
-                    break;
                 }
-                let w = dist[cur.loc as usize][cur.event as usize]
-                    - dist[p.loc as usize][p.event as usize];
-                let (cnode, via) = if p.loc == cur.loc {
-                    (self.active(p.loc as usize, p.event as usize), Via::Local)
-                } else if via[cur.loc as usize][cur.event as usize] {
-                    (
-                        self.replay.locations[cur.loc as usize].cnode(cur.event as usize),
-                        Via::Collective,
-                    )
-                } else {
-                    (
-                        self.replay.locations[cur.loc as usize].cnode(cur.event as usize),
-                        Via::Message,
-                    )
-                };
-                steps.push(Step {
-                    loc: cur.loc,
-                    from: self.time[p.loc as usize][p.event as usize],
-                    to: self.time[cur.loc as usize][cur.event as usize],
-                    weight: w,
-                    cnode,
-                    via,
-                });
-                cur = p;
+                Some((from, weight, coll)) => f(Step {
+                    loc: s.loc,
+                    from: self.time[from.loc as usize][from.event as usize],
+                    to: t[s.first as usize],
+                    weight,
+                    cnode: cnode(self.replay, l, s.first as usize),
+                    via: if coll { Via::Collective } else { Via::Message },
+                }),
             }
-        }
-        steps.reverse();
-        Path {
-            length: end.map_or(0, |e| e.0),
-            steps,
-            broken_dependencies: broken,
+            let wc = wcs[l].get_or_insert_with(|| WindowCursor::new(&self.windows[l]));
+            for i in s.first as usize + 1..=s.last as usize {
+                let mut w = self.local_weight(l, i, wc);
+                let c = self.active(l, i - 1);
+                if c != NO_CNODE && zero(c) {
+                    w = 0;
+                }
+                f(Step {
+                    loc: s.loc,
+                    from: t[i - 1],
+                    to: t[i],
+                    weight: w,
+                    cnode: c,
+                    via: Via::Local,
+                });
+            }
         }
     }
 
@@ -778,13 +1059,27 @@ pub enum Via {
     Collective,
 }
 
-/// A longest path: its length in ticks and its edges from the start.
+/// A stretch of the path on one location: the local edges into `first + 1..=last`, entered
+/// by a dependency edge from `entry` (source, weight, collective?) or, without one, the start
+/// of the path at event 0.
+#[derive(Clone, Copy, Debug)]
+struct Stretch {
+    loc: u32,
+    first: u32,
+    last: u32,
+    entry: Option<(EventRef, u64, bool)>,
+}
+
+/// A longest path: its length in ticks and its stretches per location from the start (the
+/// edges: `Graph::for_each_step`).
 #[derive(Clone, Debug)]
 pub struct Path {
     pub length: u64,
-    pub steps: Vec<Step>,
+    ends: Vec<Stretch>,
     /// Dependencies dropped to break a cycle (a corrupt trace); 0 normally.
     pub broken_dependencies: u64,
+    /// The run's first event (ticks).
+    t0: u64,
 }
 
 /// A stretch of the path on one location.
@@ -869,7 +1164,7 @@ pub fn critical_path_of(
         .collect::<Result<Vec<_>, _>>()?;
     let res = trace.timer_resolution.max(1) as f64;
     let sec = |t: u64| t as f64 / res;
-    let path = g.longest(&|_| false);
+    let path = g.path();
     let t0 = trace.time_span().map_or(0, |s| s.0);
     let duration = trace.time_span().map_or(0, |(a, b)| b.saturating_sub(a));
     let pct = |t: u64| {
@@ -879,13 +1174,22 @@ pub fn critical_path_of(
             100.0 * t as f64 / path.length as f64
         }
     };
-    let mut by_cnode: HashMap<CnodeIdx, u64> = HashMap::new();
-    let mut by_loc: HashMap<u32, u64> = HashMap::new();
+    // per call path (and `NO_CNODE`, `STARTUP` after them), per location
+    let ncnode = replay.tree.nodes.len();
+    let slot = |c: CnodeIdx| match c {
+        NO_CNODE => ncnode,
+        STARTUP => ncnode + 1,
+        c => c as usize,
+    };
+    let mut by_cnode: Vec<u64> = vec![0; ncnode + 2];
+    let mut by_loc: Vec<u64> = vec![0; trace.events.len()];
     let mut segments: Vec<Segment> = Vec::new();
     let mut cur: Option<(u32, u64, u64, u64, &'static str)> = None; // loc, start, end, len, via
-    for s in &path.steps {
-        *by_cnode.entry(s.cnode).or_default() += s.weight;
-        *by_loc.entry(s.loc).or_default() += s.weight;
+    g.for_each_step(&path, &|_| false, &mut |s: Step| {
+        if let Some(x) = by_cnode.get_mut(slot(s.cnode)) {
+            *x += s.weight;
+        }
+        by_loc[s.loc as usize] += s.weight;
         match &mut cur {
             Some(c) if c.0 == s.loc && s.via == Via::Local && c.4 != "start-up" => {
                 c.2 = s.to;
@@ -904,13 +1208,21 @@ pub fn critical_path_of(
                 cur = Some((s.loc, s.from, s.to, s.weight, via));
             }
         }
-    }
+    });
     if let Some(c) = cur.take() {
         segments.push(seg(trace, c, t0, &sec));
     }
     let mut by_region: HashMap<String, u64> = HashMap::new();
     let mut callpaths: Vec<CallpathShare> = Vec::new();
-    for (&c, &t) in &by_cnode {
+    for (k, &t) in by_cnode.iter().enumerate() {
+        if t == 0 {
+            continue;
+        }
+        let c = match k {
+            k if k == ncnode => NO_CNODE,
+            k if k == ncnode + 1 => STARTUP,
+            k => k as CnodeIdx,
+        };
         let name = if c == STARTUP {
             "(process start-up)".to_string()
         } else if c == NO_CNODE {
@@ -922,7 +1234,7 @@ pub fn critical_path_of(
             }
         };
         *by_region.entry(name).or_default() += t;
-        if c != NO_CNODE && c != STARTUP && t > 0 {
+        if c != NO_CNODE && c != STARTUP {
             callpaths.push(CallpathShare {
                 callpath: c,
                 time_s: sec(t),
@@ -947,9 +1259,10 @@ pub fn critical_path_of(
     regions.sort_by(|a, b| b.time_s.total_cmp(&a.time_s).then(a.name.cmp(&b.name)));
     let mut locations: Vec<LocationShare> = by_loc
         .into_iter()
+        .enumerate()
         .filter(|(_, t)| *t > 0)
         .map(|(l, t)| {
-            let loc = &trace.defs.locations[l as usize];
+            let loc = &trace.defs.locations[l];
             LocationShare {
                 location: loc.id,
                 rank: loc.rank,
@@ -967,7 +1280,7 @@ pub fn critical_path_of(
         .iter()
         .zip(&matchers)
         .map(|(r, m)| {
-            let p = g.longest(&|c| m.get(c as usize).copied().unwrap_or(false));
+            let p = g.longest_length(&|c| m.get(c as usize).copied().unwrap_or(false));
             WhatIf {
                 region: r.clone(),
                 length_s: sec(p.length),

@@ -3,7 +3,7 @@
 //! message-traffic matrices, from the matched messages (patterns.md §5.3). Rows and columns
 //! are MPI ranks (a location's `rank`; the locations of one process are summed).
 
-use super::critical_path::Graph;
+use super::critical_path::{enterptr, exitptr, Graph};
 use crate::model::{EventKind, Trace};
 use crate::replay::{Replay, NONE};
 use serde::Serialize;
@@ -141,45 +141,69 @@ pub fn wait_matrix(trace: &Trace, g: &Graph) -> WaitMatrix {
 }
 
 pub fn traffic_matrix(trace: &Trace, replay: &Replay) -> TrafficMatrix {
+    use rayon::prelude::*;
     let res = trace.timer_resolution.max(1) as f64;
+    // per sending location (in parallel): (communicator, receiver rank) → totals; the sums
+    // are integers, so merging them in any order gives the same cells
+    type Cells = Vec<((u32, u32), Acc)>;
+    let per_loc: Vec<(u32, Cells)> = (0..trace.events.len())
+        .into_par_iter()
+        .filter_map(|l| {
+            let a = trace.defs.locations[l].rank?;
+            let ev = &trace.events[l];
+            let links = &replay.msg_links[l];
+            let mut acc: Vec<((u32, u32), Acc)> = Vec::new();
+            let mut index: std::collections::HashMap<(u32, u32), usize> = Default::default();
+            let mut last = 0usize;
+            for i in 0..ev.len() {
+                if !matches!(ev.kind[i], EventKind::MpiSend | EventKind::MpiIsend) {
+                    continue;
+                }
+                let k = ev.arg[i] as usize;
+                let Some(p) = links.partner.get(k).filter(|p| p.is_some()) else {
+                    continue;
+                };
+                let Some(m) = ev.msg(i) else { continue };
+                let Some(b) = trace.defs.locations[p.loc as usize].rank else {
+                    continue;
+                };
+                // send call entered → receive call left
+                let start = match enterptr(replay, l, i) {
+                    NONE => ev.time[i],
+                    e => ev.time[e as usize],
+                };
+                let (rl, rev) = (p.loc as usize, &trace.events[p.loc as usize]);
+                let re = enterptr(replay, rl, p.event as usize);
+                let end = match (re != NONE).then(|| exitptr(replay, rl, re as usize)) {
+                    Some(x) if x != NONE => rev.time[x as usize],
+                    _ => rev.time[p.event as usize],
+                };
+                let key = (m.comm, b);
+                if acc.get(last).is_none_or(|x| x.0 != key) {
+                    last = *index.entry(key).or_insert_with(|| {
+                        acc.push((key, Acc::default()));
+                        acc.len() - 1
+                    });
+                }
+                let x = &mut acc[last].1;
+                x.count += 1;
+                x.bytes += m.bytes;
+                x.ticks += end.saturating_sub(start);
+            }
+            Some((a, acc))
+        })
+        .collect();
     let mut all: BTreeMap<(u32, u32), Acc> = BTreeMap::new();
     let mut per_comm: BTreeMap<(u32, u32, u32), Acc> = BTreeMap::new();
-    for (l, ev) in trace.events.iter().enumerate() {
-        let links = &replay.msg_links[l];
-        let from_loc = &trace.defs.locations[l];
-        for i in 0..ev.len() {
-            if !matches!(ev.kind[i], EventKind::MpiSend | EventKind::MpiIsend) {
-                continue;
-            }
-            let k = ev.arg[i] as usize;
-            let Some(p) = links.partner.get(k).filter(|p| p.is_some()) else {
-                continue;
-            };
-            let Some(m) = ev.msg(i) else { continue };
-            let (Some(a), Some(b)) = (from_loc.rank, trace.defs.locations[p.loc as usize].rank)
-            else {
-                continue;
-            };
-            // send call entered → receive call left
-            let st = &replay.locations[l];
-            let start = match st.enterptr(i) {
-                NONE => ev.time[i],
-                e => ev.time[e as usize],
-            };
-            let rst = &replay.locations[p.loc as usize];
-            let rev = &trace.events[p.loc as usize];
-            let re = rst.enterptr(p.event as usize);
-            let end = match (re != NONE).then(|| rst.exitptr(re as usize)) {
-                Some(x) if x != NONE => rev.time[x as usize],
-                _ => rev.time[p.event as usize],
-            };
-            for acc in [
+    for (a, acc) in per_loc {
+        for ((comm, b), x) in acc {
+            for t in [
                 all.entry((a, b)).or_default(),
-                per_comm.entry((m.comm, a, b)).or_default(),
+                per_comm.entry((comm, a, b)).or_default(),
             ] {
-                acc.count += 1;
-                acc.bytes += m.bytes;
-                acc.ticks += end.saturating_sub(start);
+                t.count += x.count;
+                t.bytes += x.bytes;
+                t.ticks += x.ticks;
             }
         }
     }

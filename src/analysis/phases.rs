@@ -40,6 +40,13 @@ pub fn detect(trace: &Trace) -> Vec<Phase> {
     // curves: 0 MPI, 1 OpenMP, 2 other regions (time shares), 3 point-to-point events
     let mut v = vec![[0.0f64; 4]; BINS];
     let d = &trace.defs;
+    let classes: Vec<usize> = (d.regions.iter())
+        .map(|x| match x.paradigm {
+            Paradigm::MPI => 0,
+            Paradigm::OPENMP => 1,
+            _ => 2,
+        })
+        .collect();
     for ev in &trace.events {
         let mut stack: Vec<u32> = Vec::new();
         for i in 0..ev.len() {
@@ -47,11 +54,7 @@ pub fn detect(trace: &Trace) -> Vec<Phase> {
             if let Some(&r) = stack.last() {
                 if i > 0 {
                     let from = ev.time[i - 1].clamp(t0, t1).min(t);
-                    let class = match d.regions.get(r as usize).map(|x| x.paradigm) {
-                        Some(Paradigm::MPI) => 0,
-                        Some(Paradigm::OPENMP) => 1,
-                        _ => 2,
-                    };
+                    let class = classes.get(r as usize).copied().unwrap_or(2);
                     spread(&mut v, class, from, t, t0, dt);
                 }
             }
@@ -175,81 +178,124 @@ fn spread(v: &mut [[f64; 4]], m: usize, from: u64, to: u64, t0: u64, dt: f64) {
 /// `start` are entered at `start`, regions still open at the end are left there. Messages
 /// and collectives whose other side lies outside become unmatched or incomplete.
 pub fn slice(trace: &Trace, ph: &Phase, last: bool) -> Trace {
-    let events = trace
-        .events
-        .iter()
-        .map(|ev| {
-            let inside = |t: u64| t >= ph.start && (t < ph.end || last);
-            let mut out = Events::with_capacity(0);
-            let mut stack: Vec<u32> = Vec::new();
-            let mut opened = false;
-            for i in 0..ev.len() {
-                let t = ev.time[i];
-                if !inside(t) {
-                    if t < ph.start {
-                        match ev.kind[i] {
-                            EventKind::Enter => stack.push(ev.arg[i]),
-                            EventKind::Leave => {
-                                if let Some(k) = stack.iter().rposition(|&r| r == ev.arg[i]) {
-                                    stack.truncate(k);
-                                }
-                            }
-                            _ => {}
-                        }
-                    }
-                    continue;
-                }
-                if !opened {
-                    for &r in &stack {
-                        out.push_region(ph.start, EventKind::Enter, r);
-                    }
-                    opened = true;
-                }
-                out.attach_attributes(ev.attributes_of(i));
-                let kind = ev.kind[i];
-                match kind {
-                    EventKind::Enter | EventKind::Leave => {
-                        out.push_region(t, kind, ev.arg[i]);
-                        if kind == EventKind::Enter {
-                            stack.push(ev.arg[i]);
-                        } else if let Some(k) = stack.iter().rposition(|&r| r == ev.arg[i]) {
-                            stack.truncate(k);
-                        }
-                    }
-                    EventKind::Unknown => out.push_unknown(t, ev.arg[i] as u8),
-                    _ => {
-                        if let Some(m) = ev.msg(i) {
-                            out.push_msg(t, kind, m);
-                        } else if let Some(c) = ev.coll(i) {
-                            out.push_coll(t, kind, c);
-                        } else {
-                            out.push_extra(t, kind, ev.fields(i));
-                        }
-                    }
-                }
-            }
-            if opened && !last {
-                let t = out.time.last().copied().unwrap_or(ph.start).max(ph.start);
-                let t = t.max(ph.end.saturating_sub(1)).min(ph.end);
-                while let Some(r) = stack.pop() {
-                    out.push_region(t, EventKind::Leave, r);
-                }
-            }
-            out
-        })
+    use rayon::prelude::*;
+    let events = (trace.events.par_iter())
+        .map(|ev| slice_events(ev, ph, last))
         .collect();
+    with_events(trace, trace.defs.clone(), events)
+}
+
+/// A trace like `trace` (its definitions `defs`) with other events.
+fn with_events(trace: &Trace, defs: crate::model::Definitions, events: Vec<Events>) -> Trace {
     Trace {
         path: trace.path.clone(),
         origin: trace.origin.clone(),
         timer_resolution: trace.timer_resolution,
         global_offset: trace.global_offset,
         trace_length: trace.trace_length,
-        defs: trace.defs.clone(),
+        defs,
         events,
         warnings: trace.warnings.clone(),
         native_event_kinds: trace.native_event_kinds.clone(),
         paje: trace.paje,
     }
+}
+
+/// One location's events cut to the phase (see `slice`).
+fn slice_events(ev: &Events, ph: &Phase, last: bool) -> Events {
+    let inside = |t: u64| t >= ph.start && (t < ph.end || last);
+    let n_in = ev.time.iter().filter(|&&t| inside(t)).count();
+    let mut out = Events::with_capacity(0);
+    if n_in > 0 {
+        out = Events::with_capacity(n_in + 16);
+    }
+    let mut stack: Vec<u32> = Vec::new();
+    let mut opened = false;
+    let has_attributes = !ev.attribute_index.is_empty();
+    for i in 0..ev.len() {
+        let t = ev.time[i];
+        if !inside(t) {
+            if t < ph.start {
+                match ev.kind[i] {
+                    EventKind::Enter => stack.push(ev.arg[i]),
+                    EventKind::Leave => {
+                        if let Some(k) = stack.iter().rposition(|&r| r == ev.arg[i]) {
+                            stack.truncate(k);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            continue;
+        }
+        if !opened {
+            for &r in &stack {
+                out.push_region(ph.start, EventKind::Enter, r);
+            }
+            opened = true;
+        }
+        if has_attributes {
+            out.attach_attributes(ev.attributes_of(i));
+        }
+        let kind = ev.kind[i];
+        match kind {
+            EventKind::Enter | EventKind::Leave => {
+                out.push_region(t, kind, ev.arg[i]);
+                if kind == EventKind::Enter {
+                    stack.push(ev.arg[i]);
+                } else if let Some(k) = stack.iter().rposition(|&r| r == ev.arg[i]) {
+                    stack.truncate(k);
+                }
+            }
+            EventKind::Unknown => out.push_unknown(t, ev.arg[i] as u8),
+            _ => {
+                if let Some(m) = ev.msg(i) {
+                    out.push_msg(t, kind, m);
+                } else if let Some(c) = ev.coll(i) {
+                    out.push_coll(t, kind, c);
+                } else {
+                    out.push_extra(t, kind, ev.fields(i));
+                }
+            }
+        }
+    }
+    if opened && !last {
+        let t = out.time.last().copied().unwrap_or(ph.start).max(ph.start);
+        let t = t.max(ph.end.saturating_sub(1)).min(ph.end);
+        while let Some(r) = stack.pop() {
+            out.push_region(t, EventKind::Leave, r);
+        }
+    }
+    out
+}
+
+/// The trace cut into all its phases at once, each location's events dropped as soon as they
+/// are cut (the slices together take about the trace's memory, never twice it).
+pub fn slice_all(trace: Trace, phases: &[Phase]) -> Vec<Trace> {
+    use rayon::prelude::*;
+    let mut trace = trace;
+    let events = std::mem::take(&mut trace.events);
+    let per_loc: Vec<Vec<Events>> = events
+        .into_par_iter()
+        .map(|ev| {
+            (phases.iter().enumerate())
+                .map(|(k, ph)| slice_events(&ev, ph, k + 1 == phases.len()))
+                .collect()
+        })
+        .collect();
+    let mut parts: Vec<Vec<Events>> = phases
+        .iter()
+        .map(|_| Vec::with_capacity(per_loc.len()))
+        .collect();
+    for cuts in per_loc {
+        for (k, e) in cuts.into_iter().enumerate() {
+            parts[k].push(e);
+        }
+    }
+    parts
+        .into_iter()
+        .map(|events| with_events(&trace, trace.defs.clone(), events))
+        .collect()
 }
 
 /// A phase in the JSON report.
@@ -287,6 +333,33 @@ pub fn summarise(
             continue;
         }
         let part = slice(trace, ph, k + 1 == phases.len());
+        let replay = crate::replay::Replay::new(&part);
+        let a = crate::analysis::analyse(&part, &replay, rules()?);
+        out.push(describe(&part, t0, k, ph, &replay, &a));
+    }
+    Ok(out)
+}
+
+/// Whether the phases are the whole run (one phase from its start): then a phase's analysis
+/// is the whole analysis.
+pub fn is_whole(trace: &Trace, phases: &[Phase]) -> bool {
+    let t0 = trace.time_span().map_or(0, |s| s.0);
+    phases.len() == 1 && phases[0].start <= t0
+}
+
+/// As `summarise` when the phases are not the whole run (`!is_whole`), taking the trace: it
+/// is cut into all phases at once and each phase's slice, replay and analysis are dropped
+/// before the next, so the memory never exceeds about one analysis of the trace.
+pub fn summarise_owned(
+    trace: Trace,
+    phases: &[Phase],
+    rules: &dyn Fn() -> crate::error::Result<crate::rules::RuleSet>,
+) -> crate::error::Result<Vec<PhaseEntry>> {
+    let t0 = trace.time_span().map_or(0, |s| s.0);
+    let mut out = Vec::new();
+    let mut parts = slice_all(trace, phases).into_iter();
+    for (k, ph) in phases.iter().enumerate() {
+        let Some(part) = parts.next() else { break };
         let replay = crate::replay::Replay::new(&part);
         let a = crate::analysis::analyse(&part, &replay, rules()?);
         out.push(describe(&part, t0, k, ph, &replay, &a));

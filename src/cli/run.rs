@@ -217,12 +217,15 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     if structure && args.phase.is_none() {
         progress.stage("phases");
         let phases = crate::analysis::phases::detect(&trace);
-        report.phases = Some(crate::analysis::phases::summarise(
-            &trace,
-            &phases,
-            &|| RuleSet::load(&args.rules),
-            (&replay, &analysis),
-        )?);
+        let rules = || RuleSet::load(&args.rules);
+        report.phases = Some(if crate::analysis::phases::is_whole(&trace, &phases) {
+            crate::analysis::phases::summarise(&trace, &phases, &rules, (&replay, &analysis))?
+        } else {
+            // each phase is analysed alone: the whole analysis is no longer needed, and the
+            // trace is cut into the phases' slices location by location
+            drop((replay, analysis));
+            crate::analysis::phases::summarise_owned(trace, &phases, &rules)?
+        });
         timings.stage("phases");
     }
     if let Some(note) = phase_note {
