@@ -3,7 +3,8 @@
 //! rate of point-to-point events) are smoothed with a sliding window, and
 //! `B_i = Σ_m |ΔV_m,i / Δt_i| · h_m` (h_m = Δt / max V_m, so every curve weighs the same)
 //! marks how much the behaviour changes at bin edge i. Boundaries are the edges where B_i is a
-//! local maximum and above the mean plus two standard deviations, placed at the edge of the
+//! local maximum and above the mean plus two standard deviations (and above `MIN_SCORE`),
+//! placed at the edge of the
 //! largest unsmoothed change nearby. `slice` cuts a trace to one phase for
 //! `perfexpert run --phase K`.
 
@@ -16,6 +17,11 @@ pub const BINS: usize = 100;
 const SMOOTH: usize = 2;
 /// Boundaries closer than this many bins are merged (the higher peak stays).
 const MIN_BINS: usize = 5;
+/// The smallest B that marks a boundary: a millionth of a curve's full scale. A run that does
+/// not change has B of floating-point noise (about 1e-15 on a uniform ping-pong); the mean +
+/// 2σ test alone would make its largest noise a boundary. Real boundaries of the shipped
+/// traces score 0.13 and more.
+const MIN_SCORE: f64 = 1e-6;
 
 /// One phase, [start, end) in ticks of the trace.
 #[derive(Clone, Copy, Debug)]
@@ -104,7 +110,7 @@ pub fn detect(trace: &Trace) -> Vec<Phase> {
     let mut peaks: Vec<usize> = (1..BINS)
         .filter(|&i| {
             score[i] > threshold
-                && score[i] > 0.0
+                && score[i] > MIN_SCORE
                 && (i.saturating_sub(MIN_BINS)..(i + MIN_BINS + 1).min(BINS))
                     .all(|j| score[j] < score[i] || (score[j] == score[i] && j >= i))
         })
