@@ -793,6 +793,13 @@ fn specialised(
 
 /// Run every rule over the replay.
 pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
+    analyse_with(trace, replay, orig, true)
+}
+
+/// `analyse`; `accumulate`: the event, receive and send passes sum their own location's
+/// findings as they walk (else they list every instance, to be added one by one: the same
+/// result, bit for bit, in more memory).
+fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool) -> Analysis {
     let mut interner = orig.interner.clone();
     let regions: RegionStrings = trace
         .defs
@@ -1214,12 +1221,24 @@ pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
             let (passes, done) = rayon::join(
                 || {
                     start.map_or_else(Vec::new, |s| {
-                        run_pass(&by_kind, trigger, &had, s..(s + chunk).min(nloc), outs, true)
+                        run_pass(
+                            &by_kind,
+                            trigger,
+                            &had,
+                            s..(s + chunk).min(nloc),
+                            outs,
+                            accumulate,
+                        )
                     })
                 },
                 || {
                     for p in &done {
-                        let Some(acc) = &p.acc else { continue };
+                        let Some(acc) = &p.acc else {
+                            for c in &p.out {
+                                add_found(&mut values, Found::One(c));
+                            }
+                            continue;
+                        };
                         // A cell of this location that an earlier location's pass already
                         // wrote (a rule whose `at` names another location's event) must get
                         // this location's values one by one after those: the pass runs again,
@@ -1231,9 +1250,17 @@ pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
                                 .is_none_or(|v| *v == 0.0)
                         });
                         if !clean {
+                            #[cfg(test)]
+                            tests::RERUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             let l = p.loc as usize;
-                            let again =
-                                run_pass(&by_kind, trigger, &had, l..l + 1, vec![Vec::new()], false);
+                            let again = run_pass(
+                                &by_kind,
+                                trigger,
+                                &had,
+                                l..l + 1,
+                                vec![Vec::new()],
+                                false,
+                            );
                             for c in again.iter().flat_map(|q| &q.out) {
                                 add_found(&mut values, Found::One(c));
                             }
@@ -1718,6 +1745,106 @@ pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// (location, event, time, value bits) of a worst instance.
+    type WorstBits = (u32, u32, u64, u64);
+
+    /// Passes run again in list mode (`analyse_with`).
+    pub(super) static RERUNS: std::sync::atomic::AtomicUsize =
+        std::sync::atomic::AtomicUsize::new(0);
+
+    /// A rule whose `at` names either the trigger event or its partner on another location,
+    /// with fractional severities (sums whose bits depend on their order) and clock-touched
+    /// instances: cells written by their own location's pass and by others'.
+    const OTHER_AT: &str = r#"
+id = "test_other_at"
+name = "Other at"
+unit = "sec"
+on = "event"
+kinds = ["MpiSend", "MpiIsend", "MpiRecv", "MpiIrecv"]
+severity = "E.time / 3 + 0.1"
+at = "if E.kind == 'MpiSend' then E.recv else E"
+violation = "E.time > 0.001"
+description = "test"
+diagnosis = "test"
+"#;
+
+    /// Accumulating passes (with their fallback for cells another location's pass wrote
+    /// first) give the cube, the instance statistics and the worst instances of listing
+    /// passes, bit for bit, with the built-in rules and with `OTHER_AT`.
+    #[test]
+    fn accumulating_passes_agree_with_listing_passes_bit_for_bit() {
+        let dir = std::env::temp_dir().join(format!("perfexpert-acc-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("other_at.toml"), OTHER_AT).unwrap();
+        let before = RERUNS.load(std::sync::atomic::Ordering::Relaxed);
+        for extra in [vec![], vec![dir.clone()]] {
+            for name in [
+                "scorep/mixed8",
+                "scorep/nb",
+                "scorep/wo",
+                "scorep/ls",
+                "scorep/lr",
+            ] {
+                let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("testdata")
+                    .join(name)
+                    .join("traces.otf2");
+                let trace = crate::open(&path).unwrap();
+                let replay = Replay::new(&trace);
+                let rs = RuleSet::load(&extra).unwrap();
+                let a = analyse_with(&trace, &replay, rs.clone(), true);
+                let b = analyse_with(&trace, &replay, rs, false);
+                for (k, (x, y)) in a.values.iter().zip(&b.values).enumerate() {
+                    let same = x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
+                    assert!(same, "{name} {}", a.rules.rules[k].info.id);
+                }
+                let stats =
+                    |v: &Vec<HashMap<u32, FindingStats>>| -> Vec<Vec<(u32, u64, u64, u64)>> {
+                        v.iter()
+                            .map(|m| {
+                                let mut x: Vec<_> = m
+                                    .iter()
+                                    .map(|(c, s)| {
+                                        (*c, s.n, s.sev_cc.to_bits(), s.sev_rec.to_bits())
+                                    })
+                                    .collect();
+                                x.sort_unstable();
+                                x
+                            })
+                            .collect()
+                    };
+                assert_eq!(stats(&a.stats), stats(&b.stats), "{name}");
+                let worst = |v: &Vec<HashMap<u32, Worst>>| -> Vec<Vec<(u32, Vec<WorstBits>)>> {
+                    v.iter()
+                        .map(|m| {
+                            let mut x: Vec<_> = m
+                                .iter()
+                                .map(|(c, w)| {
+                                    let i = w.instances().iter();
+                                    (
+                                        *c,
+                                        i.map(|i| (i.loc, i.event, i.time, i.value.to_bits()))
+                                            .collect(),
+                                    )
+                                })
+                                .collect();
+                            x.sort_unstable();
+                            x
+                        })
+                        .collect()
+                };
+                assert_eq!(worst(&a.worst), worst(&b.worst), "{name}");
+                if !extra.is_empty() {
+                    let k = a.rules.index_of("test_other_at").unwrap();
+                    assert!(a.stats[k].values().any(|s| s.sev_cc > 0.0), "{name}");
+                }
+            }
+        }
+        // the fallback ran (the built-in rules alone never need it)
+        assert!(RERUNS.load(std::sync::atomic::Ordering::Relaxed) > before);
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
     fn same(a: Value, b: Value) -> bool {
         match (a, b) {
