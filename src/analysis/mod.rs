@@ -34,6 +34,16 @@ struct Contribution {
     rec: bool,
 }
 
+/// What `analyse` adds to the cube (`add_found`).
+#[derive(Clone, Copy)]
+enum Found<'a> {
+    One(&'a Contribution),
+    /// A pass's own (rule, call path) cell on the given location.
+    Own(&'a Cell, u32),
+    /// The clock-touched share of one instance of (rule, call path).
+    Cc(u16, u32, f64),
+}
+
 /// Per finding (metric, call path): instances and their clock-touched share (§6.2).
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct FindingStats {
@@ -380,11 +390,36 @@ fn specialise_rule(r: &Rule, f: &dyn Fn(&Expr) -> Expr) -> Rule {
     r2
 }
 
+/// One (rule, call path) finding of a pass's own location, accumulated while the pass walks.
+struct Cell {
+    rule: u16,
+    cnode: u32,
+    /// The values added in event order, starting from 0.0.
+    sum: f64,
+    n: u64,
+    worst: Worst,
+}
+
+/// What a location's pass found on its own location, without a buffer per instance: the
+/// sum, count and worst instances per (rule, call path), and the clock-touched instances in
+/// the order they were found (their `sev_cc` sums run across locations in location order).
+struct Acc {
+    /// Per rule, per call path: index + 1 into `cells` (empty until the rule's first
+    /// instance here).
+    idx: Vec<Vec<u32>>,
+    cells: Vec<Cell>,
+    /// (rule, call path, value) of every clock-touched instance, own location or not.
+    cc: Vec<(u16, u32, f64)>,
+}
+
 /// Mutable state of one location's pass over receive or send triggers.
 struct LocPass {
     /// The location the pass runs on: group keys are its events.
     loc: u32,
+    /// Instances to add one by one: all of them without `acc`, else those attributed to
+    /// another location (their clock-touched share is in `acc.cc` instead).
     out: Vec<Contribution>,
+    acc: Option<Acc>,
     /// Per rule: open groups, key event → (best severity, env, clock-touched).
     groups: HashMap<(usize, u32), (f64, Vec<Value>, bool)>,
     /// Per rule (indexed by the consuming rule): the queued instances of its feeder.
@@ -397,6 +432,7 @@ impl LocPass {
         LocPass {
             loc,
             out: Vec::new(),
+            acc: None,
             groups: HashMap::new(),
             queues: vec![VecDeque::new(); nrules],
             had: Vec::new(),
@@ -568,15 +604,58 @@ impl Setup<'_> {
         let Some((cnode, loc, event)) = self.cnode_of(at) else {
             return;
         };
-        pass.out.push(Contribution {
-            rule: k as u16,
-            cnode,
-            loc,
-            event,
-            value: sev,
-            cc,
-            rec: false,
-        });
+        match &mut pass.acc {
+            Some(acc) => {
+                if cc {
+                    acc.cc.push((k as u16, cnode, sev));
+                }
+                if loc == pass.loc {
+                    let idx = &mut acc.idx[k];
+                    if idx.is_empty() {
+                        idx.resize(self.replay.tree.len(), 0);
+                    }
+                    let slot = &mut idx[cnode as usize];
+                    if *slot == 0 {
+                        acc.cells.push(Cell {
+                            rule: k as u16,
+                            cnode,
+                            sum: 0.0,
+                            n: 0,
+                            worst: Worst::default(),
+                        });
+                        *slot = acc.cells.len() as u32;
+                    }
+                    let cell = &mut acc.cells[*slot as usize - 1];
+                    cell.sum += sev;
+                    cell.n += 1;
+                    cell.worst.offer(Instance {
+                        loc,
+                        event,
+                        time: self.trace.events[loc as usize].time[event as usize],
+                        value: sev,
+                    });
+                } else {
+                    pass.out.push(Contribution {
+                        rule: k as u16,
+                        cnode,
+                        loc,
+                        event,
+                        value: sev,
+                        cc: false,
+                        rec: false,
+                    });
+                }
+            }
+            None => pass.out.push(Contribution {
+                rule: k as u16,
+                cnode,
+                loc,
+                event,
+                value: sev,
+                cc,
+                rec: false,
+            }),
+        }
         env[rule.at_slot as usize] = at;
         env[rule.value_slot as usize] = Value::Num(sev);
         self.feed(k, env, pass, fr);
@@ -714,6 +793,13 @@ fn specialised(
 
 /// Run every rule over the replay.
 pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
+    analyse_with(trace, replay, orig, true)
+}
+
+/// `analyse`; `accumulate`: the event, receive and send passes sum their own location's
+/// findings as they walk (else they list every instance, to be added one by one: the same
+/// result, bit for bit, in more memory).
+fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool) -> Analysis {
     let mut interner = orig.interner.clone();
     let regions: RegionStrings = trace
         .defs
@@ -829,44 +915,80 @@ pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
     let mut worst_idx: Vec<Vec<u32>> = vec![Vec::new(); nrules];
     let mut worst: Vec<(u16, u32, Worst)> = Vec::new();
     let mut violations = Violations::default();
-    let mut add = |values: &mut Vec<Vec<f64>>, c: &Contribution| {
-        let v = &mut values[c.rule as usize];
+    // Adds what the rules found to the cube, the instance counts and the worst instances:
+    // one instance, a pass's own sum for one (rule, call path) (the cube cell must still be
+    // 0.0, so the sum is bit for bit the one-by-one sum), or the clock-touched share of one.
+    let mut add_found = |values: &mut Vec<Vec<f64>>, f: Found| {
+        let (rule, cnode) = match f {
+            Found::One(c) => (c.rule, c.cnode),
+            Found::Own(c, _) => (c.rule, c.cnode),
+            Found::Cc(rule, cnode, v) => {
+                let d = &mut dense_stats[rule as usize];
+                if d.is_empty() {
+                    d.resize(ncnode, FindingStats::default());
+                }
+                d[cnode as usize].sev_cc += v;
+                return;
+            }
+        };
+        let (loc, value) = match f {
+            Found::One(c) => (c.loc, c.value),
+            Found::Own(c, loc) => (loc, c.sum),
+            Found::Cc(..) => return,
+        };
+        let v = &mut values[rule as usize];
         if v.is_empty() {
             v.resize(ncnode * nloc, 0.0);
         }
-        v[c.cnode as usize * nloc + c.loc as usize] += c.value;
+        v[cnode as usize * nloc + loc as usize] += value;
         // instance counts exist only for pattern instances, not for class time (§6.2)
-        if rs.rules[c.rule as usize].on == Trigger::Callpath {
+        if rs.rules[rule as usize].on == Trigger::Callpath {
             return;
         }
-        let d = &mut dense_stats[c.rule as usize];
+        let d = &mut dense_stats[rule as usize];
         if d.is_empty() {
             d.resize(ncnode, FindingStats::default());
         }
-        let s = &mut d[c.cnode as usize];
-        s.n += 1;
-        if c.cc {
-            s.sev_cc += c.value;
-        }
-        if c.rec {
-            s.sev_rec += c.value;
-        }
-        if c.event != NONE {
-            let wi = &mut worst_idx[c.rule as usize];
-            if wi.is_empty() {
-                wi.resize(ncnode, 0);
+        let s = &mut d[cnode as usize];
+        let one;
+        let offers: &[Instance] = match f {
+            Found::One(c) => {
+                s.n += 1;
+                if c.cc {
+                    s.sev_cc += c.value;
+                }
+                if c.rec {
+                    s.sev_rec += c.value;
+                }
+                if c.event == NONE {
+                    return;
+                }
+                one = [Instance {
+                    loc: c.loc,
+                    event: c.event,
+                    time: trace.events[c.loc as usize].time[c.event as usize],
+                    value: c.value,
+                }];
+                &one
             }
-            let slot = &mut wi[c.cnode as usize];
-            if *slot == 0 {
-                worst.push((c.rule, c.cnode, Worst::default()));
-                *slot = worst.len() as u32;
+            Found::Own(c, _) => {
+                s.n += c.n;
+                c.worst.instances()
             }
-            worst[*slot as usize - 1].2.offer(Instance {
-                loc: c.loc,
-                event: c.event,
-                time: trace.events[c.loc as usize].time[c.event as usize],
-                value: c.value,
-            });
+            Found::Cc(..) => return,
+        };
+        let wi = &mut worst_idx[rule as usize];
+        if wi.is_empty() {
+            wi.resize(ncnode, 0);
+        }
+        let slot = &mut wi[cnode as usize];
+        if *slot == 0 {
+            worst.push((rule, cnode, Worst::default()));
+            *slot = worst.len() as u32;
+        }
+        // the top K of a union is the top K of the parts' top Ks (a total order)
+        for x in offers {
+            worst[*slot as usize - 1].2.offer(*x);
         }
     };
     let by_trigger =
@@ -933,7 +1055,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
             })
             .collect();
         for c in &contribs {
-            add(&mut values, c);
+            add_found(&mut values, Found::One(c));
         }
     }
 
@@ -961,7 +1083,8 @@ pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
                     trigger: Trigger,
                     had: &[Vec<(u32, u32)>],
                     locs: std::ops::Range<usize>,
-                    outs: Vec<Vec<Contribution>>|
+                    outs: Vec<Vec<Contribution>>,
+                    accumulate: bool|
      -> Vec<LocPass> {
         locs.into_par_iter()
             .zip(outs)
@@ -975,6 +1098,13 @@ pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
                     .collect();
                 let mut pass = LocPass::new(l as u32, nrules);
                 pass.out = out;
+                if accumulate {
+                    pass.acc = Some(Acc {
+                        idx: vec![Vec::new(); nrules],
+                        cells: Vec::new(),
+                        cc: Vec::new(),
+                    });
+                }
                 // queued instances taken by consumers on this location (`B`)
                 let mut taken: Vec<Vec<Value>> = Vec::new();
                 for i in 0..ev.len() {
@@ -1091,13 +1221,59 @@ pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
             let (passes, done) = rayon::join(
                 || {
                     start.map_or_else(Vec::new, |s| {
-                        run_pass(&by_kind, trigger, &had, s..(s + chunk).min(nloc), outs)
+                        run_pass(
+                            &by_kind,
+                            trigger,
+                            &had,
+                            s..(s + chunk).min(nloc),
+                            outs,
+                            accumulate,
+                        )
                     })
                 },
                 || {
                     for p in &done {
+                        let Some(acc) = &p.acc else {
+                            for c in &p.out {
+                                add_found(&mut values, Found::One(c));
+                            }
+                            continue;
+                        };
+                        // A cell of this location that an earlier location's pass already
+                        // wrote (a rule whose `at` names another location's event) must get
+                        // this location's values one by one after those: the pass runs again,
+                        // listing every instance (the pass is a function of the trace and
+                        // `had`, so it finds the same).
+                        let clean = acc.cells.iter().all(|c| {
+                            values[c.rule as usize]
+                                .get(c.cnode as usize * nloc + p.loc as usize)
+                                .is_none_or(|v| *v == 0.0)
+                        });
+                        if !clean {
+                            #[cfg(test)]
+                            tests::RERUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let l = p.loc as usize;
+                            let again = run_pass(
+                                &by_kind,
+                                trigger,
+                                &had,
+                                l..l + 1,
+                                vec![Vec::new()],
+                                false,
+                            );
+                            for c in again.iter().flat_map(|q| &q.out) {
+                                add_found(&mut values, Found::One(c));
+                            }
+                            continue;
+                        }
+                        for c in &acc.cells {
+                            add_found(&mut values, Found::Own(c, p.loc));
+                        }
                         for c in &p.out {
-                            add(&mut values, c);
+                            add_found(&mut values, Found::One(c));
+                        }
+                        for &(k, c, v) in &acc.cc {
+                            add_found(&mut values, Found::Cc(k, c, v));
                         }
                     }
                     done
@@ -1316,7 +1492,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
     if !coll_rules.is_empty() {
         let (c, v) = run_instances(&coll_rules, &instances, 3, &reconstructed);
         for x in &c {
-            add(&mut values, x);
+            add_found(&mut values, Found::One(x));
         }
         coll_violators.extend(v);
     }
@@ -1355,7 +1531,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
         let insts = vec![(members, [Value::Num(n), Value::None, Value::None])];
         let (c, v) = run_instances(&[k], &insts, 1, &[]);
         for x in &c {
-            add(&mut values, x);
+            add_found(&mut values, Found::One(x));
         }
         coll_violators.extend(v);
     }
@@ -1401,7 +1577,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
             .collect();
         let (c, _) = run_instances(&team_rules, &insts, 3, &[]);
         for x in &c {
-            add(&mut values, x);
+            add_found(&mut values, Found::One(x));
         }
     }
     if !barrier_rules.is_empty() && !replay.omp.barriers.is_empty() {
@@ -1424,7 +1600,7 @@ pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
             .collect();
         let (c, _) = run_instances(&barrier_rules, &insts, 1, &[]);
         for x in &c {
-            add(&mut values, x);
+            add_found(&mut values, Found::One(x));
         }
     }
     // §7.1: collective violations once per (instance, member), whichever rules saw them
@@ -1569,6 +1745,106 @@ pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// (location, event, time, value bits) of a worst instance.
+    type WorstBits = (u32, u32, u64, u64);
+
+    /// Passes run again in list mode (`analyse_with`).
+    pub(super) static RERUNS: std::sync::atomic::AtomicUsize =
+        std::sync::atomic::AtomicUsize::new(0);
+
+    /// A rule whose `at` names either the trigger event or its partner on another location,
+    /// with fractional severities (sums whose bits depend on their order) and clock-touched
+    /// instances: cells written by their own location's pass and by others'.
+    const OTHER_AT: &str = r#"
+id = "test_other_at"
+name = "Other at"
+unit = "sec"
+on = "event"
+kinds = ["MpiSend", "MpiIsend", "MpiRecv", "MpiIrecv"]
+severity = "E.time / 3 + 0.1"
+at = "if E.kind == 'MpiSend' then E.recv else E"
+violation = "E.time > 0.001"
+description = "test"
+diagnosis = "test"
+"#;
+
+    /// Accumulating passes (with their fallback for cells another location's pass wrote
+    /// first) give the cube, the instance statistics and the worst instances of listing
+    /// passes, bit for bit, with the built-in rules and with `OTHER_AT`.
+    #[test]
+    fn accumulating_passes_agree_with_listing_passes_bit_for_bit() {
+        let dir = std::env::temp_dir().join(format!("perfexpert-acc-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("other_at.toml"), OTHER_AT).unwrap();
+        let before = RERUNS.load(std::sync::atomic::Ordering::Relaxed);
+        for extra in [vec![], vec![dir.clone()]] {
+            for name in [
+                "scorep/mixed8",
+                "scorep/nb",
+                "scorep/wo",
+                "scorep/ls",
+                "scorep/lr",
+            ] {
+                let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("testdata")
+                    .join(name)
+                    .join("traces.otf2");
+                let trace = crate::open(&path).unwrap();
+                let replay = Replay::new(&trace);
+                let rs = RuleSet::load(&extra).unwrap();
+                let a = analyse_with(&trace, &replay, rs.clone(), true);
+                let b = analyse_with(&trace, &replay, rs, false);
+                for (k, (x, y)) in a.values.iter().zip(&b.values).enumerate() {
+                    let same = x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
+                    assert!(same, "{name} {}", a.rules.rules[k].info.id);
+                }
+                let stats =
+                    |v: &Vec<HashMap<u32, FindingStats>>| -> Vec<Vec<(u32, u64, u64, u64)>> {
+                        v.iter()
+                            .map(|m| {
+                                let mut x: Vec<_> = m
+                                    .iter()
+                                    .map(|(c, s)| {
+                                        (*c, s.n, s.sev_cc.to_bits(), s.sev_rec.to_bits())
+                                    })
+                                    .collect();
+                                x.sort_unstable();
+                                x
+                            })
+                            .collect()
+                    };
+                assert_eq!(stats(&a.stats), stats(&b.stats), "{name}");
+                let worst = |v: &Vec<HashMap<u32, Worst>>| -> Vec<Vec<(u32, Vec<WorstBits>)>> {
+                    v.iter()
+                        .map(|m| {
+                            let mut x: Vec<_> = m
+                                .iter()
+                                .map(|(c, w)| {
+                                    let i = w.instances().iter();
+                                    (
+                                        *c,
+                                        i.map(|i| (i.loc, i.event, i.time, i.value.to_bits()))
+                                            .collect(),
+                                    )
+                                })
+                                .collect();
+                            x.sort_unstable();
+                            x
+                        })
+                        .collect()
+                };
+                assert_eq!(worst(&a.worst), worst(&b.worst), "{name}");
+                if !extra.is_empty() {
+                    let k = a.rules.index_of("test_other_at").unwrap();
+                    assert!(a.stats[k].values().any(|s| s.sev_cc > 0.0), "{name}");
+                }
+            }
+        }
+        // the fallback ran (the built-in rules alone never need it)
+        assert!(RERUNS.load(std::sync::atomic::Ordering::Relaxed) > before);
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
     fn same(a: Value, b: Value) -> bool {
         match (a, b) {
