@@ -155,14 +155,29 @@ RUN_ROWS=()
 MISMATCH=0
 RUN_MISMATCH=0
 # end_to_end NAME TRACE EVENTS C_WALL: `perfexpert run` at 1 and 2 threads -> RUN_ROWS
+# Scalasca 2.6 (`mpirun -np RANKS scout.mpi`) on these traces, as measured for issue 12 on
+# this machine kind (the issue's reference table; Scalasca is not installed here)
+scalasca_s() {
+    case $1 in
+        "pingpong 4x600000") echo 4.35 ;;
+        "pingpong 16x150000") echo 4.78 ;;
+        npb_lu_W) echo 0.59 ;;
+        *) echo "" ;;
+    esac
+}
 end_to_end() {
-    local name=$1 trace=$2 events=$3 c_wall=$4 w1 r1 w2 r2
+    local name=$1 trace=$2 events=$3 c_wall=$4 w1 r1 w2 r2 wt rt sc ratio
     log "$name: perfexpert run (1 thread)"
     measure "$OUT/run1.json" env RAYON_NUM_THREADS=1 "$PERFEXPERT" run -q --format json "$trace"
     w1=$M_WALL r1=$M_RSS_KB
     log "$name: perfexpert run (2 threads)"
     measure "$OUT/run2.json" env RAYON_NUM_THREADS=2 "$PERFEXPERT" run -q --format json "$trace"
     w2=$M_WALL r2=$M_RSS_KB
+    log "$name: perfexpert run, text report (2 threads)"
+    measure "$OUT/run2.txt" env RAYON_NUM_THREADS=2 "$PERFEXPERT" run -q "$trace"
+    wt=$M_WALL rt=$M_RSS_KB
+    sc=$(scalasca_s "$name") ratio="—"
+    [[ -z $sc ]] || ratio=$(calc '%.1fx' "$sc / $wt")
     local same=yes
     if ! cmp -s "$OUT/run1.json" "$OUT/run2.json"; then
         same=NO
@@ -171,7 +186,7 @@ end_to_end() {
     fi
     RUN_ROWS+=("| $name | $events | $w1 | $(calc '%.1f M' "$events / $w1 / 1e6") | $(calc '%.0f' "$r1 / 1024") \
 | $w2 | $(calc '%.1f M' "$events / $w2 / 1e6") | $(calc '%.0f' "$r2 / 1024") | $(calc '%.1f' "$r2 * 1024 / $events") \
-| $(calc '%.2fx' "$w1 / $w2") | $same | $c_wall |")
+| $(calc '%.2fx' "$w1 / $w2") | $same | $wt | $(calc '%.0f' "$rt / 1024") | $c_wall | ${sc:-—} | $ratio |")
 }
 # ---- scale: the 12 M-event trace next to a 100 M-event one of 64 ranks (BENCH_SCALE) ----
 # `perfexpert run -q` (the text report: read, replay, every rule) on each; issue 12 asks for
@@ -293,13 +308,15 @@ else
 fi
 
 echo
-echo "## perfexpert run: end to end (read, replay, all rules, JSON report)"
+echo "## perfexpert run: end to end (read, replay, all rules, report)"
 echo
 echo "- \`RAYON_NUM_THREADS=N perfexpert run -q --format json TRACE\`; wall: best of $RUNS, peak RSS: highest of the runs"
+echo "- text: \`RAYON_NUM_THREADS=2 perfexpert run -q TRACE\` (the default text report, no critical path or phases)"
 echo "- libotf2 s: the libotf2 read-only baseline above (global reader, counting callbacks), for scale"
+echo "- Scalasca s: \`mpirun -np RANKS scout.mpi\`, Scalasca 2.6, as issue 12 measured it on this machine kind; ×: Scalasca s / text s (issue 12 asks >= 10x)"
 echo
-echo "| trace | events | 1 thr s | 1 thr events/s | 1 thr peak RSS MB | 2 thr s | 2 thr events/s | 2 thr peak RSS MB | 2 thr RSS bytes/event | speed-up 1→2 | same JSON | libotf2 read s |"
-echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|:-:|--:|"
+echo "| trace | events | JSON 1 thr s | 1 thr events/s | 1 thr peak RSS MB | JSON 2 thr s | 2 thr events/s | 2 thr peak RSS MB | 2 thr RSS bytes/event | speed-up 1→2 | same JSON | text 2 thr s | text peak RSS MB | libotf2 read s | Scalasca s | × Scalasca |"
+echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|:-:|--:|--:|--:|--:|--:|"
 printf '%s\n' "${RUN_ROWS[@]}"
 echo
 if [[ $RUN_MISMATCH == 1 ]]; then

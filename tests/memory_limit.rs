@@ -28,7 +28,7 @@ fn same_json_with_a_tiny_limit(trace: &str) {
         "--format",
         "json",
         "--memory-limit",
-        "1K",
+        "1",
         trace,
     ]);
     assert_eq!(c2, 0, "{trace}: {e2}");

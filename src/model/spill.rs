@@ -261,9 +261,10 @@ impl<T: Pod + std::fmt::Debug> std::fmt::Debug for Column<T> {
 }
 
 /// Resident bytes per event of a whole `perfexpert run` (trace model, replay and rule
-/// state), measured with `bench/run.sh` (about 38 on the ping-pong traces); with
-/// `--memory-limit`, the columns spill when `events × this` exceeds the limit.
-pub const RESIDENT_BYTES_PER_EVENT: u64 = 40;
+/// state), measured with `bench/run.sh` (25 for the text report and 28 for JSON on the
+/// ping-pong traces, 25 at 100 M events); with `--memory-limit`, the columns spill when
+/// `events × this` exceeds the limit.
+pub const RESIDENT_BYTES_PER_EVENT: u64 = 28;
 
 /// The spill file and, with a limit, the trimmer that keeps its mapped pages out of the
 /// resident set.
