@@ -43,7 +43,7 @@
 use crate::model::{EventKind, Trace};
 use crate::replay::calltree::{Callee, CnodeIdx, NO_CNODE};
 use crate::replay::matching::EventRef;
-use crate::replay::{Replay, NONE};
+use crate::replay::{LocationState, Replay, NONE};
 use serde::Serialize;
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -94,35 +94,37 @@ struct Window {
     until: u64,
 }
 
-/// The replay's per-event columns, read in one place (the replay may store them otherwise).
+/// The replay's per-event columns, read in one place (the replay may store them otherwise);
+/// an index past a location's events reads as `none`.
 #[inline]
-pub(crate) fn enterptr(replay: &Replay, l: usize, i: usize) -> u32 {
+fn column<T>(
+    replay: &Replay,
+    l: usize,
+    i: usize,
+    read: fn(&LocationState, usize) -> T,
+    none: T,
+) -> T {
     let st = &replay.locations[l];
     if i < st.len() {
-        st.enterptr(i)
+        read(st, i)
     } else {
-        NONE
+        none
     }
+}
+
+#[inline]
+pub(crate) fn enterptr(replay: &Replay, l: usize, i: usize) -> u32 {
+    column(replay, l, i, LocationState::enterptr, NONE)
 }
 
 #[inline]
 pub(crate) fn exitptr(replay: &Replay, l: usize, i: usize) -> u32 {
-    let st = &replay.locations[l];
-    if i < st.len() {
-        st.exitptr(i)
-    } else {
-        NONE
-    }
+    column(replay, l, i, LocationState::exitptr, NONE)
 }
 
 #[inline]
 pub(crate) fn cnode(replay: &Replay, l: usize, i: usize) -> CnodeIdx {
-    let st = &replay.locations[l];
-    if i < st.len() {
-        st.cnode(i)
-    } else {
-        NO_CNODE
-    }
+    column(replay, l, i, LocationState::cnode, NO_CNODE)
 }
 
 /// The dependency structure of a trace: targets per location (in event order), the wait
