@@ -197,6 +197,11 @@ impl RuleCode {
     }
 }
 
+/// A trigger slot's call region not looked up yet (`Setup::prefiltered_when`).
+const UNSEEN: u32 = u32::MAX;
+/// A trigger slot with no enclosing call (or no event) in that cache.
+const NO_CALL: u32 = u32::MAX - 1;
+
 /// The parts of a rule's `when` that read nothing but the region of the call around a
 /// trigger event (`E.call.paradigm == 'mpi'`, `R.call.class in [...]`), evaluated once per
 /// region before the replay is walked, and the rest of the `when`. `when` holds exactly
@@ -526,16 +531,40 @@ impl Setup<'_> {
 
     /// The checks of rule `k`'s prefilter on the events bound in `env`, and the rest of its
     /// `when` (its whole `when` without a prefilter); `None`: the rule does not fire.
-    #[inline]
-    fn prefiltered_when(&self, k: usize, env: &[Value]) -> Option<Option<&Code>> {
+    /// `regions` caches, per trigger slot, the index into a check's table of that slot's
+    /// call region (`UNSEEN`: not looked up yet) across the rules of one trigger event: the
+    /// slots hold the same events for all of them.
+    #[inline(always)]
+    fn prefiltered_when(
+        &self,
+        k: usize,
+        env: &[Value],
+        regions: &mut [u32; 4],
+    ) -> Option<Option<&Code>> {
         let Some(p) = &self.prefilter[k] else {
             return Some(self.code[k].when.as_ref());
         };
         for (s, mask) in &p.checks {
-            let r = match env[*s as usize] {
-                Value::Event(l, i) => eval::call_region(self.trace, self.replay, l, i)
-                    .map_or(mask.len() - 1, |r| r as usize),
-                _ => mask.len() - 1,
+            let r = match regions.get_mut(*s as usize) {
+                Some(c) if *c != UNSEEN => *c,
+                c => {
+                    let r = match env[*s as usize] {
+                        Value::Event(l, i) => {
+                            eval::call_region(self.trace, self.replay, l, i).unwrap_or(NO_CALL)
+                        }
+                        _ => NO_CALL,
+                    };
+                    if let Some(c) = c {
+                        *c = r;
+                    }
+                    r
+                }
+            };
+            // the last entry is for "no enclosing call"
+            let r = if r == NO_CALL {
+                mask.len() - 1
+            } else {
+                r as usize
             };
             if !mask[r] {
                 return None;
@@ -547,10 +576,23 @@ impl Setup<'_> {
     /// Fire a point-to-point style rule (receive/send/event/rule triggers, queue consumers
     /// with a taken instance) in `env`.
     fn fire(&self, k: usize, env: &mut [Value], pass: &mut LocPass, fr: Frame) {
-        let code = &self.code[k];
-        let Some(when) = self.prefiltered_when(k, env) else {
+        let Some(when) = self.prefiltered_when(k, env, &mut [UNSEEN; 4]) else {
             return;
         };
+        self.fire_when(k, when, env, pass, fr);
+    }
+
+    /// `fire` once the prefilter passed; `when` is what is left of the rule's `when`.
+    #[inline]
+    fn fire_when(
+        &self,
+        k: usize,
+        when: Option<&Code>,
+        env: &mut [Value],
+        pass: &mut LocPass,
+        fr: Frame,
+    ) {
+        let code = &self.code[k];
         let none = |_: u16| 0.0;
         let ctx = self.frame_ctx(fr, &none);
         if !self.prelude_code(k, when, &ctx, env) {
@@ -588,19 +630,28 @@ impl Setup<'_> {
             return; // emit would drop it (§4.1.1)
         }
         let cc = violated(env);
-        self.emit(k, sev, cc, env, pass, fr);
+        self.emit(k, sev, cc, env, pass, fr, &ctx);
     }
 
     /// Record one instance of rule `k` and feed the rules that consume its instances.
-    fn emit(&self, k: usize, sev: f64, cc: bool, env: &mut [Value], pass: &mut LocPass, fr: Frame) {
+    /// `ctx` is `fr`'s (`frame_ctx`), built once by the caller.
+    #[allow(clippy::too_many_arguments)]
+    fn emit(
+        &self,
+        k: usize,
+        sev: f64,
+        cc: bool,
+        env: &mut [Value],
+        pass: &mut LocPass,
+        fr: Frame,
+        ctx: &Ctx,
+    ) {
         if sev.is_nan() || sev <= 0.0 {
             return; // §4.1.1
         }
         let rule = &self.rs.rules[k];
-        let none = |_: u16| 0.0;
-        let ctx = self.frame_ctx(fr, &none);
         let Some(at_e) = &self.code[k].at else { return };
-        let at = at_e(&ctx, env);
+        let at = at_e(ctx, env);
         let Some((cnode, loc, event)) = self.cnode_of(at) else {
             return;
         };
@@ -738,7 +789,9 @@ impl Setup<'_> {
                 if sev > 0.0 {
                     pass.had.push((key.0, l, key.1));
                 }
-                self.emit(key.0, sev, cc, &mut env, pass, fr);
+                let none = |_: u16| 0.0;
+                let ctx = self.frame_ctx(fr, &none);
+                self.emit(key.0, sev, cc, &mut env, pass, fr, &ctx);
             }
         }
     }
@@ -1167,6 +1220,7 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
                         _ => None,
                     };
                     let Some(bind) = bind else { continue };
+                    let mut regions = [UNSEEN; 4];
                     for &k in rules_here {
                         let rule = &rs.rules[k];
                         // one environment per rule and location, reset per trigger
@@ -1180,8 +1234,9 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
                         env[..n].copy_from_slice(&bind[..n]);
                         if rule.queue.is_some() {
                             setup.consume(k, env, &mut pass, &mut taken, had);
-                        } else {
-                            setup.fire(k, env, &mut pass, Frame::events(&taken, had));
+                        } else if let Some(when) = setup.prefiltered_when(k, env, &mut regions) {
+                            let fr = Frame::events(&taken, had);
+                            setup.fire_when(k, when, env, &mut pass, fr);
                         }
                     }
                 }
