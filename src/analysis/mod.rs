@@ -171,28 +171,90 @@ struct RuleCode {
     violation: Option<Code>,
     /// `group.by`, `group.when`.
     group: Option<(Code, Option<Code>)>,
-    /// `queue.take`.
+    /// `queue.take`, its parts that do not read the queued instance (`hoist`) replaced by
+    /// slots from `rule.slots` on.
     take: Option<Code>,
+    /// Those parts: (slot, code), evaluated once per trigger before the queued instances
+    /// are tried.
+    hoisted: Vec<(u16, Code)>,
+}
+
+/// Whether `e` reads slot `q` (or the members of a collective instance, whose bindings
+/// change with the member).
+fn reads_slot(e: &Expr, q: u16) -> bool {
+    match e {
+        Expr::Const(_) => false,
+        Expr::Slot(s) | Expr::Path(s, ..) | Expr::Table(s, _) => *s == q,
+        Expr::Agg { .. } => true,
+        Expr::Field(a, _) | Expr::Not(a) | Expr::Neg(a) | Expr::In(a, _) => reads_slot(a, q),
+        Expr::Call(_, args) => args.iter().any(|a| reads_slot(a, q)),
+        Expr::Bin(_, a, b) => reads_slot(a, q) || reads_slot(b, q),
+        Expr::If(a, b, c) => reads_slot(a, q) || reads_slot(b, q) || reads_slot(c, q),
+    }
+}
+
+/// `e` with every largest subexpression that does not read slot `q` (and is more than a
+/// constant or a slot) replaced by a new slot, numbered from `next`; the replaced
+/// subexpressions are appended to `out` with their slots. Expressions have no side effects
+/// and never fail, so evaluating such a part once, before `e`'s other parts and even where
+/// `e` would not have reached it (`&&`, `if`), gives the same value of `e`.
+fn hoist(e: &Expr, q: u16, next: &mut u16, out: &mut Vec<(u16, Expr)>) -> Expr {
+    if !reads_slot(e, q) {
+        if matches!(e, Expr::Const(_) | Expr::Slot(_)) {
+            return e.clone();
+        }
+        let s = *next;
+        *next += 1;
+        out.push((s, e.clone()));
+        return Expr::Slot(s);
+    }
+    let mut h = |a: &Expr| Box::new(hoist(a, q, next, out));
+    match e {
+        Expr::Field(a, f) => Expr::Field(h(a), *f),
+        Expr::Not(a) => Expr::Not(h(a)),
+        Expr::Neg(a) => Expr::Neg(h(a)),
+        Expr::In(a, v) => Expr::In(h(a), v.clone()),
+        Expr::Bin(op, a, b) => {
+            let a = h(a);
+            Expr::Bin(*op, a, h(b))
+        }
+        Expr::If(a, b, c) => {
+            let a = h(a);
+            let b = h(b);
+            Expr::If(a, b, h(c))
+        }
+        Expr::Call(f, args) => {
+            Expr::Call(*f, args.iter().map(|a| hoist(a, q, next, out)).collect())
+        }
+        _ => e.clone(),
+    }
 }
 
 impl RuleCode {
     fn new(r: &Rule) -> RuleCode {
         let o = |e: &Option<Expr>| e.as_ref().map(compile);
+        let lets = r
+            .lets
+            .iter()
+            .filter_map(|l| match l {
+                Let::Inst(s, e) => Some((*s, compile(e))),
+                Let::Member { .. } => None,
+            })
+            .collect();
+        let mut hoisted = Vec::new();
+        let take = r.queue.as_ref().map(|q| {
+            let mut next = r.slots;
+            compile(&hoist(&q.take, q.slot, &mut next, &mut hoisted))
+        });
         RuleCode {
-            lets: r
-                .lets
-                .iter()
-                .filter_map(|l| match l {
-                    Let::Inst(s, e) => Some((*s, compile(e))),
-                    Let::Member { .. } => None,
-                })
-                .collect(),
+            lets,
             when: o(&r.when),
             severity: o(&r.severity),
             at: o(&r.at),
             violation: o(&r.violation),
             group: r.group.as_ref().map(|g| (compile(&g.by), o(&g.when))),
-            take: r.queue.as_ref().map(|q| compile(&q.take)),
+            take,
+            hoisted: hoisted.iter().map(|(s, e)| (*s, compile(e))).collect(),
         }
     }
 }
@@ -754,15 +816,23 @@ impl Setup<'_> {
         let mut fire = Vec::new();
         // one environment for every trial: `take` writes nothing (no members to aggregate
         // over here), only the item's slot changes
+        let n = rule.slots as usize;
         let mut e = env.to_vec();
-        e.resize(rule.slots as usize, Value::None);
+        e.resize(n + self.code[k].hoisted.len(), Value::None);
+        // the parts of `take` that do not read the queued instance, once per trigger
+        {
+            let ctx = self.ctx(&[], &[], taken, had, &none);
+            for (s, c) in &self.code[k].hoisted {
+                e[*s as usize] = c(&ctx, &mut e);
+            }
+        }
         for item in items {
             // on trial at the end of `taken`; it stays there if taken
             taken.push(item);
             e[q.slot as usize] = Value::Item(taken.len() as u32 - 1);
             let ctx = self.ctx(&[], &[], taken, had, &none);
             if take(&ctx, &mut e).bool() {
-                fire.push(e.clone());
+                fire.push(e[..n].to_vec());
             } else if let Some(item) = taken.pop() {
                 keep.push_back(item);
             }
@@ -1823,6 +1893,41 @@ violation = "E.time > 0.001"
 description = "test"
 diagnosis = "test"
 "#;
+
+    /// `hoist` takes out of a queue's `take` exactly the largest parts that do not read the
+    /// queued instance, and the rest still reads it.
+    #[test]
+    fn hoisted_take_parts_do_not_read_the_queued_instance() {
+        let rs = RuleSet::load(&[]).unwrap();
+        let mut queues = 0;
+        for r in &rs.rules {
+            let Some(q) = &r.queue else { continue };
+            queues += 1;
+            let mut next = r.slots;
+            let mut out = Vec::new();
+            let rest = hoist(&q.take, q.slot, &mut next, &mut out);
+            assert!(reads_slot(&rest, q.slot), "{}", r.info.id);
+            assert!(!out.is_empty(), "{}: nothing hoisted", r.info.id);
+            for (i, (s, e)) in out.iter().enumerate() {
+                assert_eq!(*s, r.slots + i as u16);
+                assert!(!reads_slot(e, q.slot), "{}", r.info.id);
+                assert!(!matches!(e, Expr::Const(_) | Expr::Slot(_)));
+            }
+            assert_eq!(next, r.slots + out.len() as u16);
+        }
+        assert!(queues > 0, "no built-in rule has a queue");
+        // a part that reads the queued instance is kept, the others become slots
+        let e = Expr::Bin(
+            BinOp::Gt,
+            Box::new(Expr::Path(5, Field::Time, None)),
+            Box::new(Expr::Neg(Box::new(Expr::Path(1, Field::Time, None)))),
+        );
+        let mut next = 9;
+        let mut out = Vec::new();
+        let rest = hoist(&e, 5, &mut next, &mut out);
+        assert_eq!(out.len(), 1);
+        assert!(matches!(rest, Expr::Bin(BinOp::Gt, _, ref b) if matches!(**b, Expr::Slot(9))));
+    }
 
     /// Accumulating passes (with their fallback for cells another location's pass wrote
     /// first) give the cube, the instance statistics and the worst instances of listing
