@@ -1929,6 +1929,108 @@ diagnosis = "test"
         assert!(matches!(rest, Expr::Bin(BinOp::Gt, _, ref b) if matches!(**b, Expr::Slot(9))));
     }
 
+    /// A queue's `take` as written (tree walk, no hoisting) and as `consume` runs it
+    /// (specialised, hoisted parts in their slots, compiled) agree on queued instances of
+    /// every event pairing of a trace, item paths included.
+    #[test]
+    fn hoisted_compiled_take_agrees_with_take_as_written() {
+        let rs = RuleSet::load(&[]).unwrap();
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/scorep/wo/traces.otf2");
+        let trace = crate::open(&path).unwrap();
+        let replay = Replay::new(&trace);
+        let mut interner = rs.interner.clone();
+        let regions: RegionStrings = trace
+            .defs
+            .regions
+            .iter()
+            .map(|r| {
+                let (class, mode) = classify::classify(r);
+                [
+                    interner.intern(&r.name),
+                    interner.intern(r.paradigm.name()),
+                    interner.intern(r.role.name()),
+                    interner.intern(class),
+                    interner.intern(mode),
+                ]
+            })
+            .collect();
+        let mut kind_names = [0u32; 256];
+        for k in EventKind::ALL {
+            kind_names[k as usize] = interner.intern(k.name());
+        }
+        let spec = specialised(
+            &trace,
+            &replay,
+            &rs,
+            &regions,
+            &kind_names,
+            &interner.strings,
+        );
+        let had = vec![Vec::new(); rs.rules.len()];
+        let none = |_: u16| 0.0;
+        let mut checked = 0usize;
+        let mut taken_some = false;
+        for (r, sr) in rs.rules.iter().zip(&spec.rules) {
+            let (Some(q), Some(sq)) = (&r.queue, &sr.queue) else {
+                continue;
+            };
+            let code = RuleCode::new(sr);
+            let take = code.take.as_ref().unwrap();
+            let feeder = &rs.rules[q.of as usize];
+            // queued instances: the feeder's environments with events in its slots
+            let evs: Vec<(u32, u32)> = trace
+                .events
+                .iter()
+                .enumerate()
+                .flat_map(|(l, ev)| (0..ev.len() as u32).step_by(3).map(move |i| (l as u32, i)))
+                .collect();
+            let items: Vec<Vec<Value>> = evs
+                .iter()
+                .map(|&(l, i)| {
+                    (0..feeder.slots)
+                        .map(|j| {
+                            Value::Event(l, (i + j as u32) % trace.events[l as usize].len() as u32)
+                        })
+                        .collect()
+                })
+                .collect();
+            let ctx = Ctx {
+                trace: &trace,
+                replay: &replay,
+                regions: &regions,
+                kind_names: &kind_names,
+                regexes: &rs.regexes,
+                strings: &interner.strings,
+                members: &[],
+                member_vals: &[],
+                items: &items,
+                had: &had,
+                metric: &none,
+            };
+            for &(l, i) in evs.iter().step_by(2) {
+                let mut env = vec![Value::None; r.slots as usize + code.hoisted.len()];
+                let n = trace.events[l as usize].len() as u32;
+                for (j, v) in env.iter_mut().take(4).enumerate() {
+                    *v = Value::Event(l, (i + j as u32) % n);
+                }
+                for (s, c) in &code.hoisted {
+                    env[*s as usize] = c(&ctx, &mut env);
+                }
+                for k in 0..items.len() {
+                    env[q.slot as usize] = Value::Item(k as u32);
+                    let mut plain = env[..r.slots as usize].to_vec();
+                    let x = ctx.eval(&q.take, &mut plain);
+                    let y = take(&ctx, &mut env);
+                    assert!(same(x, y), "{}: {x:?} != {y:?}", r.info.id);
+                    taken_some |= x.bool();
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 1000 && taken_some, "{checked}");
+    }
+
     /// Accumulating passes (with their fallback for cells another location's pass wrote
     /// first) give the cube, the instance statistics and the worst instances of listing
     /// passes, bit for bit, with the built-in rules and with `OTHER_AT`.
