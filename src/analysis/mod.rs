@@ -1972,7 +1972,7 @@ diagnosis = "test"
         let mut checked = 0usize;
         let mut taken_some = false;
         for (r, sr) in rs.rules.iter().zip(&spec.rules) {
-            let (Some(q), Some(sq)) = (&r.queue, &sr.queue) else {
+            let (Some(q), Some(_)) = (&r.queue, &sr.queue) else {
                 continue;
             };
             let code = RuleCode::new(sr);
