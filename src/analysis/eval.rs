@@ -468,6 +468,18 @@ pub fn compile(e: &Expr) -> Code {
                 v => c.field(v, Field::Time),
             })
         }
+        // a queued instance's event's time (`B.S.time` in a queue's `take`)
+        Expr::Path(s, Field::ItemSlot(k), Some(Field::Time)) => {
+            let (s, k) = (*s as usize, *k as usize);
+            let e = e.clone();
+            Box::new(move |c, env| match env[s] {
+                Value::Item(j) => match c.items[j as usize][k] {
+                    Value::Event(l, i) => Value::Num(c.seconds(l, i)),
+                    v => c.field(v, Field::Time),
+                },
+                _ => c.eval(&e, env),
+            })
+        }
         Expr::Path(s, Field::Enter, Some(Field::Time)) => {
             let s = *s as usize;
             Box::new(move |c, env| match env[s] {

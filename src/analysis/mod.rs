@@ -171,31 +171,98 @@ struct RuleCode {
     violation: Option<Code>,
     /// `group.by`, `group.when`.
     group: Option<(Code, Option<Code>)>,
-    /// `queue.take`.
+    /// `queue.take`, its parts that do not read the queued instance (`hoist`) replaced by
+    /// slots from `rule.slots` on.
     take: Option<Code>,
+    /// Those parts: (slot, code), evaluated once per trigger before the queued instances
+    /// are tried.
+    hoisted: Vec<(u16, Code)>,
+}
+
+/// Whether `e` reads slot `q` (or the members of a collective instance, whose bindings
+/// change with the member).
+fn reads_slot(e: &Expr, q: u16) -> bool {
+    match e {
+        Expr::Const(_) => false,
+        Expr::Slot(s) | Expr::Path(s, ..) | Expr::Table(s, _) => *s == q,
+        Expr::Agg { .. } => true,
+        Expr::Field(a, _) | Expr::Not(a) | Expr::Neg(a) | Expr::In(a, _) => reads_slot(a, q),
+        Expr::Call(_, args) => args.iter().any(|a| reads_slot(a, q)),
+        Expr::Bin(_, a, b) => reads_slot(a, q) || reads_slot(b, q),
+        Expr::If(a, b, c) => reads_slot(a, q) || reads_slot(b, q) || reads_slot(c, q),
+    }
+}
+
+/// `e` with every largest subexpression that does not read slot `q` (and is more than a
+/// constant or a slot) replaced by a new slot, numbered from `next`; the replaced
+/// subexpressions are appended to `out` with their slots. Expressions have no side effects
+/// and never fail, so evaluating such a part once, before `e`'s other parts and even where
+/// `e` would not have reached it (`&&`, `if`), gives the same value of `e`.
+fn hoist(e: &Expr, q: u16, next: &mut u16, out: &mut Vec<(u16, Expr)>) -> Expr {
+    if !reads_slot(e, q) {
+        if matches!(e, Expr::Const(_) | Expr::Slot(_)) {
+            return e.clone();
+        }
+        let s = *next;
+        *next += 1;
+        out.push((s, e.clone()));
+        return Expr::Slot(s);
+    }
+    let mut h = |a: &Expr| Box::new(hoist(a, q, next, out));
+    match e {
+        Expr::Field(a, f) => Expr::Field(h(a), *f),
+        Expr::Not(a) => Expr::Not(h(a)),
+        Expr::Neg(a) => Expr::Neg(h(a)),
+        Expr::In(a, v) => Expr::In(h(a), v.clone()),
+        Expr::Bin(op, a, b) => {
+            let a = h(a);
+            Expr::Bin(*op, a, h(b))
+        }
+        Expr::If(a, b, c) => {
+            let a = h(a);
+            let b = h(b);
+            Expr::If(a, b, h(c))
+        }
+        Expr::Call(f, args) => {
+            Expr::Call(*f, args.iter().map(|a| hoist(a, q, next, out)).collect())
+        }
+        _ => e.clone(),
+    }
 }
 
 impl RuleCode {
     fn new(r: &Rule) -> RuleCode {
         let o = |e: &Option<Expr>| e.as_ref().map(compile);
+        let lets = r
+            .lets
+            .iter()
+            .filter_map(|l| match l {
+                Let::Inst(s, e) => Some((*s, compile(e))),
+                Let::Member { .. } => None,
+            })
+            .collect();
+        let mut hoisted = Vec::new();
+        let take = r.queue.as_ref().map(|q| {
+            let mut next = r.slots;
+            compile(&hoist(&q.take, q.slot, &mut next, &mut hoisted))
+        });
         RuleCode {
-            lets: r
-                .lets
-                .iter()
-                .filter_map(|l| match l {
-                    Let::Inst(s, e) => Some((*s, compile(e))),
-                    Let::Member { .. } => None,
-                })
-                .collect(),
+            lets,
             when: o(&r.when),
             severity: o(&r.severity),
             at: o(&r.at),
             violation: o(&r.violation),
             group: r.group.as_ref().map(|g| (compile(&g.by), o(&g.when))),
-            take: r.queue.as_ref().map(|q| compile(&q.take)),
+            take,
+            hoisted: hoisted.iter().map(|(s, e)| (*s, compile(e))).collect(),
         }
     }
 }
+
+/// A trigger slot's call region not looked up yet (`Setup::prefiltered_when`).
+const UNSEEN: u32 = u32::MAX;
+/// A trigger slot with no enclosing call (or no event) in that cache.
+const NO_CALL: u32 = u32::MAX - 1;
 
 /// The parts of a rule's `when` that read nothing but the region of the call around a
 /// trigger event (`E.call.paradigm == 'mpi'`, `R.call.class in [...]`), evaluated once per
@@ -526,16 +593,40 @@ impl Setup<'_> {
 
     /// The checks of rule `k`'s prefilter on the events bound in `env`, and the rest of its
     /// `when` (its whole `when` without a prefilter); `None`: the rule does not fire.
-    #[inline]
-    fn prefiltered_when(&self, k: usize, env: &[Value]) -> Option<Option<&Code>> {
+    /// `regions` caches, per trigger slot, the index into a check's table of that slot's
+    /// call region (`UNSEEN`: not looked up yet) across the rules of one trigger event: the
+    /// slots hold the same events for all of them.
+    #[inline(always)]
+    fn prefiltered_when(
+        &self,
+        k: usize,
+        env: &[Value],
+        regions: &mut [u32; 4],
+    ) -> Option<Option<&Code>> {
         let Some(p) = &self.prefilter[k] else {
             return Some(self.code[k].when.as_ref());
         };
         for (s, mask) in &p.checks {
-            let r = match env[*s as usize] {
-                Value::Event(l, i) => eval::call_region(self.trace, self.replay, l, i)
-                    .map_or(mask.len() - 1, |r| r as usize),
-                _ => mask.len() - 1,
+            let r = match regions.get_mut(*s as usize) {
+                Some(c) if *c != UNSEEN => *c,
+                c => {
+                    let r = match env[*s as usize] {
+                        Value::Event(l, i) => {
+                            eval::call_region(self.trace, self.replay, l, i).unwrap_or(NO_CALL)
+                        }
+                        _ => NO_CALL,
+                    };
+                    if let Some(c) = c {
+                        *c = r;
+                    }
+                    r
+                }
+            };
+            // the last entry is for "no enclosing call"
+            let r = if r == NO_CALL {
+                mask.len() - 1
+            } else {
+                r as usize
             };
             if !mask[r] {
                 return None;
@@ -547,10 +638,23 @@ impl Setup<'_> {
     /// Fire a point-to-point style rule (receive/send/event/rule triggers, queue consumers
     /// with a taken instance) in `env`.
     fn fire(&self, k: usize, env: &mut [Value], pass: &mut LocPass, fr: Frame) {
-        let code = &self.code[k];
-        let Some(when) = self.prefiltered_when(k, env) else {
+        let Some(when) = self.prefiltered_when(k, env, &mut [UNSEEN; 4]) else {
             return;
         };
+        self.fire_when(k, when, env, pass, fr);
+    }
+
+    /// `fire` once the prefilter passed; `when` is what is left of the rule's `when`.
+    #[inline]
+    fn fire_when(
+        &self,
+        k: usize,
+        when: Option<&Code>,
+        env: &mut [Value],
+        pass: &mut LocPass,
+        fr: Frame,
+    ) {
+        let code = &self.code[k];
         let none = |_: u16| 0.0;
         let ctx = self.frame_ctx(fr, &none);
         if !self.prelude_code(k, when, &ctx, env) {
@@ -588,19 +692,28 @@ impl Setup<'_> {
             return; // emit would drop it (§4.1.1)
         }
         let cc = violated(env);
-        self.emit(k, sev, cc, env, pass, fr);
+        self.emit(k, sev, cc, env, pass, fr, &ctx);
     }
 
     /// Record one instance of rule `k` and feed the rules that consume its instances.
-    fn emit(&self, k: usize, sev: f64, cc: bool, env: &mut [Value], pass: &mut LocPass, fr: Frame) {
+    /// `ctx` is `fr`'s (`frame_ctx`), built once by the caller.
+    #[allow(clippy::too_many_arguments)]
+    fn emit(
+        &self,
+        k: usize,
+        sev: f64,
+        cc: bool,
+        env: &mut [Value],
+        pass: &mut LocPass,
+        fr: Frame,
+        ctx: &Ctx,
+    ) {
         if sev.is_nan() || sev <= 0.0 {
             return; // §4.1.1
         }
         let rule = &self.rs.rules[k];
-        let none = |_: u16| 0.0;
-        let ctx = self.frame_ctx(fr, &none);
         let Some(at_e) = &self.code[k].at else { return };
-        let at = at_e(&ctx, env);
+        let at = at_e(ctx, env);
         let Some((cnode, loc, event)) = self.cnode_of(at) else {
             return;
         };
@@ -703,15 +816,23 @@ impl Setup<'_> {
         let mut fire = Vec::new();
         // one environment for every trial: `take` writes nothing (no members to aggregate
         // over here), only the item's slot changes
+        let n = rule.slots as usize;
         let mut e = env.to_vec();
-        e.resize(rule.slots as usize, Value::None);
+        e.resize(n + self.code[k].hoisted.len(), Value::None);
+        // the parts of `take` that do not read the queued instance, once per trigger
+        {
+            let ctx = self.ctx(&[], &[], taken, had, &none);
+            for (s, c) in &self.code[k].hoisted {
+                e[*s as usize] = c(&ctx, &mut e);
+            }
+        }
         for item in items {
             // on trial at the end of `taken`; it stays there if taken
             taken.push(item);
             e[q.slot as usize] = Value::Item(taken.len() as u32 - 1);
             let ctx = self.ctx(&[], &[], taken, had, &none);
             if take(&ctx, &mut e).bool() {
-                fire.push(e.clone());
+                fire.push(e[..n].to_vec());
             } else if let Some(item) = taken.pop() {
                 keep.push_back(item);
             }
@@ -738,7 +859,9 @@ impl Setup<'_> {
                 if sev > 0.0 {
                     pass.had.push((key.0, l, key.1));
                 }
-                self.emit(key.0, sev, cc, &mut env, pass, fr);
+                let none = |_: u16| 0.0;
+                let ctx = self.frame_ctx(fr, &none);
+                self.emit(key.0, sev, cc, &mut env, pass, fr, &ctx);
             }
         }
     }
@@ -1167,6 +1290,7 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
                         _ => None,
                     };
                     let Some(bind) = bind else { continue };
+                    let mut regions = [UNSEEN; 4];
                     for &k in rules_here {
                         let rule = &rs.rules[k];
                         // one environment per rule and location, reset per trigger
@@ -1180,8 +1304,9 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
                         env[..n].copy_from_slice(&bind[..n]);
                         if rule.queue.is_some() {
                             setup.consume(k, env, &mut pass, &mut taken, had);
-                        } else {
-                            setup.fire(k, env, &mut pass, Frame::events(&taken, had));
+                        } else if let Some(when) = setup.prefiltered_when(k, env, &mut regions) {
+                            let fr = Frame::events(&taken, had);
+                            setup.fire_when(k, when, env, &mut pass, fr);
                         }
                     }
                 }
@@ -1768,6 +1893,143 @@ violation = "E.time > 0.001"
 description = "test"
 diagnosis = "test"
 "#;
+
+    /// `hoist` takes out of a queue's `take` exactly the largest parts that do not read the
+    /// queued instance, and the rest still reads it.
+    #[test]
+    fn hoisted_take_parts_do_not_read_the_queued_instance() {
+        let rs = RuleSet::load(&[]).unwrap();
+        let mut queues = 0;
+        for r in &rs.rules {
+            let Some(q) = &r.queue else { continue };
+            queues += 1;
+            let mut next = r.slots;
+            let mut out = Vec::new();
+            let rest = hoist(&q.take, q.slot, &mut next, &mut out);
+            assert!(reads_slot(&rest, q.slot), "{}", r.info.id);
+            assert!(!out.is_empty(), "{}: nothing hoisted", r.info.id);
+            for (i, (s, e)) in out.iter().enumerate() {
+                assert_eq!(*s, r.slots + i as u16);
+                assert!(!reads_slot(e, q.slot), "{}", r.info.id);
+                assert!(!matches!(e, Expr::Const(_) | Expr::Slot(_)));
+            }
+            assert_eq!(next, r.slots + out.len() as u16);
+        }
+        assert!(queues > 0, "no built-in rule has a queue");
+        // a part that reads the queued instance is kept, the others become slots
+        let e = Expr::Bin(
+            BinOp::Gt,
+            Box::new(Expr::Path(5, Field::Time, None)),
+            Box::new(Expr::Neg(Box::new(Expr::Path(1, Field::Time, None)))),
+        );
+        let mut next = 9;
+        let mut out = Vec::new();
+        let rest = hoist(&e, 5, &mut next, &mut out);
+        assert_eq!(out.len(), 1);
+        assert!(matches!(rest, Expr::Bin(BinOp::Gt, _, ref b) if matches!(**b, Expr::Slot(9))));
+    }
+
+    /// A queue's `take` as written (tree walk, no hoisting) and as `consume` runs it
+    /// (specialised, hoisted parts in their slots, compiled) agree on queued instances of
+    /// every event pairing of a trace, item paths included.
+    #[test]
+    fn hoisted_compiled_take_agrees_with_take_as_written() {
+        let rs = RuleSet::load(&[]).unwrap();
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/scorep/wo/traces.otf2");
+        let trace = crate::open(&path).unwrap();
+        let replay = Replay::new(&trace);
+        let mut interner = rs.interner.clone();
+        let regions: RegionStrings = trace
+            .defs
+            .regions
+            .iter()
+            .map(|r| {
+                let (class, mode) = classify::classify(r);
+                [
+                    interner.intern(&r.name),
+                    interner.intern(r.paradigm.name()),
+                    interner.intern(r.role.name()),
+                    interner.intern(class),
+                    interner.intern(mode),
+                ]
+            })
+            .collect();
+        let mut kind_names = [0u32; 256];
+        for k in EventKind::ALL {
+            kind_names[k as usize] = interner.intern(k.name());
+        }
+        let spec = specialised(
+            &trace,
+            &replay,
+            &rs,
+            &regions,
+            &kind_names,
+            &interner.strings,
+        );
+        let had = vec![Vec::new(); rs.rules.len()];
+        let none = |_: u16| 0.0;
+        let mut checked = 0usize;
+        let mut taken_some = false;
+        for (r, sr) in rs.rules.iter().zip(&spec.rules) {
+            let (Some(q), Some(_)) = (&r.queue, &sr.queue) else {
+                continue;
+            };
+            let code = RuleCode::new(sr);
+            let take = code.take.as_ref().unwrap();
+            let feeder = &rs.rules[q.of as usize];
+            // queued instances: the feeder's environments with events in its slots
+            let evs: Vec<(u32, u32)> = trace
+                .events
+                .iter()
+                .enumerate()
+                .flat_map(|(l, ev)| (0..ev.len() as u32).step_by(3).map(move |i| (l as u32, i)))
+                .collect();
+            let items: Vec<Vec<Value>> = evs
+                .iter()
+                .map(|&(l, i)| {
+                    (0..feeder.slots)
+                        .map(|j| {
+                            Value::Event(l, (i + j as u32) % trace.events[l as usize].len() as u32)
+                        })
+                        .collect()
+                })
+                .collect();
+            let ctx = Ctx {
+                trace: &trace,
+                replay: &replay,
+                regions: &regions,
+                kind_names: &kind_names,
+                regexes: &rs.regexes,
+                strings: &interner.strings,
+                members: &[],
+                member_vals: &[],
+                items: &items,
+                had: &had,
+                metric: &none,
+            };
+            for &(l, i) in evs.iter().step_by(2) {
+                let mut env = vec![Value::None; r.slots as usize + code.hoisted.len()];
+                let n = trace.events[l as usize].len() as u32;
+                for (j, v) in env.iter_mut().take(4).enumerate() {
+                    *v = Value::Event(l, (i + j as u32) % n);
+                }
+                for (s, c) in &code.hoisted {
+                    env[*s as usize] = c(&ctx, &mut env);
+                }
+                for k in 0..items.len() {
+                    env[q.slot as usize] = Value::Item(k as u32);
+                    let mut plain = env[..r.slots as usize].to_vec();
+                    let x = ctx.eval(&q.take, &mut plain);
+                    let y = take(&ctx, &mut env);
+                    assert!(same(x, y), "{}: {x:?} != {y:?}", r.info.id);
+                    taken_some |= x.bool();
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 1000 && taken_some, "{checked}");
+    }
 
     /// Accumulating passes (with their fallback for cells another location's pass wrote
     /// first) give the cube, the instance statistics and the worst instances of listing
