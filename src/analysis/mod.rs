@@ -13,7 +13,7 @@ pub mod scores;
 use crate::model::{EventKind, Paradigm, Trace};
 use crate::replay::calltree::NO_CNODE;
 use crate::replay::{Replay, NONE};
-use crate::rules::compile::{BinOp, Expr, Field, Func, Value};
+use crate::rules::compile::{BinOp, Expr, Field, Func, Interner, Value};
 use crate::rules::{Let, Rule, RuleSet, Trigger};
 use eval::{compile, ptr, Code, Ctx, Member, Ptr, RegionStrings};
 use rayon::prelude::*;
@@ -915,16 +915,10 @@ fn specialised(
 }
 
 /// Run every rule over the replay.
-pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
-    analyse_with(trace, replay, orig, true)
-}
-
-/// `analyse`; `accumulate`: the event, receive and send passes sum their own location's
-/// findings as they walk (else they list every instance, to be added one by one: the same
-/// result, bit for bit, in more memory).
-fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool) -> Analysis {
-    let mut interner = orig.interner.clone();
-    let regions: RegionStrings = trace
+/// The interned strings of the trace's regions (name, paradigm, role, class, mode) and of
+/// every event kind, as the rules compare them.
+fn trace_strings(interner: &mut Interner, trace: &Trace) -> (RegionStrings, [u32; 256]) {
+    let regions = trace
         .defs
         .regions
         .iter()
@@ -943,6 +937,19 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
     for k in EventKind::ALL {
         kind_names[k as usize] = interner.intern(k.name());
     }
+    (regions, kind_names)
+}
+
+pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
+    analyse_with(trace, replay, orig, true)
+}
+
+/// `analyse`; `accumulate`: the event, receive and send passes sum their own location's
+/// findings as they walk (else they list every instance, to be added one by one: the same
+/// result, bit for bit, in more memory).
+fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool) -> Analysis {
+    let mut interner = orig.interner.clone();
+    let (regions, kind_names) = trace_strings(&mut interner, trace);
     let op_names: Vec<u32> = (0..=255u8)
         .map(|op| interner.intern(classify::collective_op_name(op)))
         .collect();
@@ -1940,25 +1947,7 @@ diagnosis = "test"
         let trace = crate::open(&path).unwrap();
         let replay = Replay::new(&trace);
         let mut interner = rs.interner.clone();
-        let regions: RegionStrings = trace
-            .defs
-            .regions
-            .iter()
-            .map(|r| {
-                let (class, mode) = classify::classify(r);
-                [
-                    interner.intern(&r.name),
-                    interner.intern(r.paradigm.name()),
-                    interner.intern(r.role.name()),
-                    interner.intern(class),
-                    interner.intern(mode),
-                ]
-            })
-            .collect();
-        let mut kind_names = [0u32; 256];
-        for k in EventKind::ALL {
-            kind_names[k as usize] = interner.intern(k.name());
-        }
+        let (regions, kind_names) = trace_strings(&mut interner, &trace);
         let spec = specialised(
             &trace,
             &replay,
@@ -2166,25 +2155,7 @@ diagnosis = "test"
             let trace = crate::open(&path).unwrap();
             let replay = Replay::new(&trace);
             let mut interner = rs.interner.clone();
-            let regions: RegionStrings = trace
-                .defs
-                .regions
-                .iter()
-                .map(|r| {
-                    let (class, mode) = classify::classify(r);
-                    [
-                        interner.intern(&r.name),
-                        interner.intern(r.paradigm.name()),
-                        interner.intern(r.role.name()),
-                        interner.intern(class),
-                        interner.intern(mode),
-                    ]
-                })
-                .collect();
-            let mut kind_names = [0u32; 256];
-            for k in EventKind::ALL {
-                kind_names[k as usize] = interner.intern(k.name());
-            }
+            let (regions, kind_names) = trace_strings(&mut interner, &trace);
             let spec = specialised(
                 &trace,
                 &replay,
