@@ -128,3 +128,23 @@ fn bad_memory_limits_are_usage_errors() {
         assert!(err.contains("--memory-limit"), "{bad}: {err}");
     }
 }
+
+/// The spill file cannot be created (TMPDIR names no directory): one line naming the
+/// directory, exit 2, no report.
+#[test]
+fn an_unusable_spill_directory_is_one_line_with_exit_2() {
+    let o = common::bin()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("TMPDIR", "/nonexistent-perfexpert-spill-dir")
+        .args(["run", "-q", "--memory-limit", "1", LS])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty(), "no partial report");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("/nonexistent-perfexpert-spill-dir: cannot create a spill file in"),
+        "{err}"
+    );
+}

@@ -253,20 +253,10 @@ pub fn write_csv(dir: &std::path::Path, w: &WaitMatrix, t: &TrafficMatrix) -> st
         "communicator,from_rank,to_rank,count,bytes,rate_bytes_per_s"
     )?;
     let rate = |c: &TrafficCell| c.rate_bytes_per_s.map_or(String::new(), |r| r.to_string());
-    for c in &t.cells {
-        writeln!(
-            f,
-            "all,{},{},{},{},{}",
-            c.from,
-            c.to,
-            c.count,
-            c.bytes,
-            rate(c)
-        )?;
-    }
-    for ct in &t.communicators {
-        let name = csv_field(&ct.communicator);
-        for c in &ct.cells {
+    let all = std::iter::once(("all".to_string(), &t.cells));
+    let per_comm = (t.communicators.iter()).map(|ct| (csv_field(&ct.communicator), &ct.cells));
+    for (name, cells) in all.chain(per_comm) {
+        for c in cells {
             writeln!(
                 f,
                 "{name},{},{},{},{},{}",

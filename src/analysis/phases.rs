@@ -387,13 +387,7 @@ fn describe(
     let sec = |t: u64| t as f64 / part.timer_resolution.max(1) as f64;
     let mut findings = score(part, replay, a, ScoreParams::default());
     findings.retain(|f| f.wait_state);
-    findings.sort_by(|x, y| {
-        y.significance
-            .total_cmp(&x.significance)
-            .then(y.severity.total_cmp(&x.severity))
-            .then(x.metric.cmp(&y.metric))
-            .then(x.callpath.cmp(&y.callpath))
-    });
+    crate::analysis::scores::rank(&mut findings);
     // exclusive time per region over all locations
     let mut by_region: std::collections::BTreeMap<String, u64> = Default::default();
     let (mut total, mut mpi) = (0u64, 0u64);

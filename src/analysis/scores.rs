@@ -68,6 +68,18 @@ pub struct WorstInstance {
 }
 
 /// Score every (metric, call path) with a non-zero severity.
+/// The report's order of findings: most significant first, then by severity, metric id and
+/// call path (a total order, so ties never depend on how the findings were computed).
+pub fn rank(findings: &mut [Finding]) {
+    findings.sort_by(|x, y| {
+        y.significance
+            .total_cmp(&x.significance)
+            .then(y.severity.total_cmp(&x.severity))
+            .then(x.metric.cmp(&y.metric))
+            .then(x.callpath.cmp(&y.callpath))
+    });
+}
+
 pub fn score(trace: &Trace, replay: &Replay, a: &Analysis, p: ScoreParams) -> Vec<Finding> {
     let nloc = a.nloc;
     let rules = &a.rules.rules;

@@ -7,6 +7,7 @@
 // HTML is written with explicit line breaks where they help reading the page source.
 #![allow(clippy::write_with_newline)]
 
+use super::text::seconds as secs;
 use super::Report;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -28,17 +29,6 @@ fn esc(s: &str) -> String {
         }
     }
     o
-}
-
-fn secs(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1.0 || a == 0.0 {
-        format!("{v:.3} s")
-    } else if a >= 1e-3 {
-        format!("{:.3} ms", v * 1e3)
-    } else {
-        format!("{:.3} µs", v * 1e6)
-    }
 }
 
 fn bytes(v: f64) -> String {

@@ -154,13 +154,7 @@ impl Report {
                 }
             }
         }
-        findings.sort_by(|x, y| {
-            y.significance
-                .total_cmp(&x.significance)
-                .then(y.severity.total_cmp(&x.severity))
-                .then(x.metric.cmp(&y.metric))
-                .then(x.callpath.cmp(&y.callpath))
-        });
+        crate::analysis::scores::rank(&mut findings);
         let m = replay.matching;
         let rep = &replay.locations;
         Report {

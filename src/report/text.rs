@@ -49,7 +49,7 @@ pub(crate) fn fmt_value(v: f64, unit: crate::rules::Unit) -> String {
 }
 
 /// Seconds with a unit that keeps three decimals meaningful.
-fn seconds(v: f64) -> String {
+pub(crate) fn seconds(v: f64) -> String {
     let a = v.abs();
     if a >= 1.0 || a == 0.0 {
         format!("{v:.3} s")
