@@ -578,6 +578,10 @@ fn compile_call(
             arity(2)?;
             let (a, _) = compile(&args[0], scope, Some(Type::Str))?;
             let pat = lit(1)?;
+            // a pattern already compiled (by this rule or another) is compiled once
+            if let Some(k) = scope.regexes.iter().position(|r| r.as_str() == pat) {
+                return Ok((Expr::Call(Func::Matches(k), vec![a]), Type::Bool));
+            }
             let re = match regex::Regex::new(&pat) {
                 Ok(r) => r,
                 Err(e) => {

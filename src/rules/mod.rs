@@ -632,7 +632,9 @@ impl RuleSet {
         // rules whose instances feed others are compiled first (their bindings are types)
         let mut rules: Vec<Option<Rule>> = vec![None; n];
         let mut metric_calls: Vec<Vec<(u16, usize)>> = vec![Vec::new(); n];
-        let mut item_vars: Vec<ItemVars> = vec![ItemVars::default(); n];
+        // per rule, its bindings and its per-member bindings, once it is compiled
+        let mut item_vars: Vec<Vars> = vec![Vec::new(); n];
+        let mut member_vars: Vec<Vars> = vec![Vec::new(); n];
         let mut pending: Vec<usize> = (0..n).collect();
         while !pending.is_empty() {
             let mut still = Vec::new();
@@ -648,13 +650,12 @@ impl RuleSet {
                     me: i,
                     builtin: sources[*k].builtin,
                     item_vars: &item_vars,
+                    member_vars: &member_vars,
                 };
                 let (rule, calls) =
                     compile_rule(rf, &sources[*k], &env, &mut interner, &mut regexes)?;
-                item_vars[i] = ItemVars {
-                    vars: rule.vars.clone(),
-                    member_vars: rule.member_vars.clone(),
-                };
+                item_vars[i] = rule.vars.clone();
+                member_vars[i] = rule.member_vars.clone();
                 metric_calls[i] = calls;
                 rules[i] = Some(rule);
             }
@@ -729,13 +730,9 @@ fn collect_toml(p: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     }
 }
 
-/// What a rule's instances carry to the rules they feed: its bindings and, for collective
-/// and world-call rules, its per-member bindings.
-#[derive(Clone, Debug, Default)]
-struct ItemVars {
-    vars: Vec<(String, Type, u16)>,
-    member_vars: Vec<(String, Type, u16)>,
-}
+/// Bindings (name, type, slot): what a rule's instances carry to the rules they feed (and,
+/// for collective and world-call rules, per member).
+type Vars = Vec<(String, Type, u16)>;
 
 /// The other rules, as one rule's compilation sees them.
 struct Env<'a> {
@@ -744,7 +741,9 @@ struct Env<'a> {
     /// The rule being compiled, and whether it is a built-in.
     me: usize,
     builtin: bool,
-    item_vars: &'a [ItemVars],
+    /// Per rule compiled so far: its bindings, its per-member bindings.
+    item_vars: &'a [Vars],
+    member_vars: &'a [Vars],
 }
 
 /// "a receive rule", "an event rule", "a rule fed by send rules".
@@ -848,15 +847,13 @@ fn compile_rule(
     let ids = env.ids;
     let meta = env.metas[env.me];
     let collective = rf.on.has_members();
-    let item_vars: Vec<Vec<(String, Type, u16)>> =
-        env.item_vars.iter().map(|v| v.vars.clone()).collect();
     let had_check = |t: u16| had_problem(env, t);
     let mut scope = Scope {
         vars: Vec::new(),
         member_lets: Vec::new(),
         // rules fed by collective instances see the instance's members too
         has_members: meta.root.has_members(),
-        item_vars: &item_vars,
+        item_vars: env.item_vars,
         interner,
         regexes,
         rule_ids: ids,
@@ -936,11 +933,11 @@ fn compile_rule(
                 .unwrap_or(0);
             of = Some(fi as u16);
             // the feeding rule's bindings, in the same slots, plus its value
-            for (n, t, s) in &env.item_vars[fi].vars {
+            for (n, t, s) in &env.item_vars[fi] {
                 scope.vars.push((n.clone(), *t, *s));
                 scope.slots = scope.slots.max(s + 1);
             }
-            scope.member_lets = env.item_vars[fi].member_vars.clone();
+            scope.member_lets = env.member_vars[fi].clone();
             // the trigger's bindings keep their slots along a chain of fed rules
             remote = match meta.root {
                 Trigger::Receive => vec![1],

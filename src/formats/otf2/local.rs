@@ -111,11 +111,35 @@ pub fn correct_clock(offsets: &[(u64, i64)], times: &mut [u64]) {
         while i < last && *t > offsets[i + 1].0 {
             i += 1;
         }
-        let d = (*t as i128 - offsets[i].0 as i128) as f64;
-        // wrapping: absurd offsets in a corrupt file give absurd times, never a panic
-        let corr = (offsets[i].1 as i128).wrapping_add((slopes[i] * d).round_ties_even() as i128);
-        *t = t.wrapping_add(corr as u64);
+        *t = t.wrapping_add(correction(offsets[i], slopes[i], *t));
     }
+}
+
+/// 2^52: below it in magnitude, adding and subtracting it rounds an `f64` to an integer,
+/// ties to even (the default rounding mode; Rust never changes it).
+const ROUND: f64 = 4_503_599_627_370_496.0;
+
+/// The correction of timestamp `t` (as a wrapping `u64` addend) in the interval starting
+/// at offset `(time, offset)` with slope `slope`: `offset + round_ties_even(slope · (t -
+/// time))`. The usual case — the distance fits in 64 bits, the rounded term is below 2^52 —
+/// takes machine instructions only; anything else the 128-bit formula, with the same
+/// result. Wrapping: absurd offsets in a corrupt file give absurd times, never a panic.
+#[inline(always)]
+fn correction((time, offset): (u64, i64), slope: f64, t: u64) -> u64 {
+    let d = t as i128 - time as i128;
+    if let Ok(d) = i64::try_from(d) {
+        let x = slope * d as f64;
+        if x.abs() < ROUND {
+            let c = ROUND.copysign(x);
+            return offset.wrapping_add(((x + c) - c) as i64) as u64;
+        }
+    }
+    slow_correction(offset, slope, d)
+}
+
+#[cold]
+fn slow_correction(offset: i64, slope: f64, d: i128) -> u64 {
+    (offset as i128).wrapping_add((slope * d as f64).round_ties_even() as i128) as u64
 }
 
 #[cfg(test)]
@@ -129,6 +153,38 @@ mod tests {
         correct_clock(&offs, &mut t);
         // slope 0.1: 50 → -5, 150 → +5, 155 → 5.5 rounds to even 6, 300 → 20
         assert_eq!(t, [45, 100, 155, 161, 210, 320]);
+    }
+
+    #[test]
+    fn fast_correction_is_the_128_bit_formula() {
+        // a spread of distances, slopes and offsets, ties included
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let slopes = [0.1, -0.1, 0.5, -0.5, 1e-9, -3.7e-7, 2.5, 1e6, -1e12, 0.0];
+        for k in 0..200_000 {
+            let time = next() >> (next() % 64);
+            let t = next() >> (next() % 64);
+            let offset = (next() as i64) >> (next() % 64);
+            let slope = slopes[k % slopes.len()];
+            let d = t as i128 - time as i128;
+            let exact =
+                (offset as i128).wrapping_add((slope * d as f64).round_ties_even() as i128) as u64;
+            assert_eq!(
+                correction((time, offset), slope, t),
+                exact,
+                "{time} {t} {offset} {slope}"
+            );
+        }
+        // exact ties round to even either way
+        for (d, want) in [(5, 0), (15, 2), (25, 2), (-5, 0), (-15, -2), (35, 4)] {
+            let got = correction((100, 0), 0.1, (100 + d) as u64) as i64;
+            assert_eq!(got, want, "{d}");
+        }
     }
 
     #[test]
