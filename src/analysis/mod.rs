@@ -177,6 +177,80 @@ struct RuleCode {
     /// Those parts: (slot, code), evaluated once per trigger before the queued instances
     /// are tried.
     hoisted: Vec<(u16, Code)>,
+    /// The `take` as a bound on a key of the queued instance alone, when it has that form.
+    bound: Option<TakeBound>,
+}
+
+/// A queue's `take` of the form `key OP bound` (after `hoist`; either side first in the
+/// file), where `key` reads nothing but the queued instance and `bound` nothing of it, and
+/// OP is `<`, `<=`, `>` or `>=`. Each instance's key is computed once, when it is queued,
+/// and the queue keeps its extreme key: when even that fails the bound, no instance can be
+/// taken and the queue is not walked (`Setup::consume`). An absent key, an absent bound
+/// and NaN never compare true, as in `eval::apply`.
+struct TakeBound {
+    key: Code,
+    op: BinOp,
+    bound: Code,
+}
+
+impl TakeBound {
+    /// From a hoisted `take` in which slot `q` holds the queued instance (`slots`: every
+    /// slot the take may read).
+    fn new(take: &Expr, q: u16, slots: u16) -> Option<TakeBound> {
+        let Expr::Bin(op, a, b) = take else {
+            return None;
+        };
+        let flipped = match op {
+            BinOp::Lt => BinOp::Gt,
+            BinOp::Le => BinOp::Ge,
+            BinOp::Gt => BinOp::Lt,
+            BinOp::Ge => BinOp::Le,
+            _ => return None,
+        };
+        let only_item =
+            |e: &Expr| reads_slot(e, q) && (0..slots).all(|s| s == q || !reads_slot(e, s));
+        if only_item(a) && !reads_slot(b, q) {
+            Some(TakeBound {
+                key: compile(a),
+                op: *op,
+                bound: compile(b),
+            })
+        } else if only_item(b) && !reads_slot(a, q) {
+            Some(TakeBound {
+                key: compile(b),
+                op: flipped,
+                bound: compile(a),
+            })
+        } else {
+            None
+        }
+    }
+
+    /// The key of the instance `ctx.items[0]` (NaN: absent or not a number); `q`: the
+    /// consumer's queue slot.
+    fn key_of(&self, ctx: &Ctx, q: u16) -> f64 {
+        let mut e = vec![Value::None; q as usize + 1];
+        e[q as usize] = Value::Item(0);
+        match (self.key)(ctx, &mut e) {
+            Value::None => f64::NAN,
+            v => v.num(),
+        }
+    }
+
+    /// Whether the extreme key (largest for `>`/`>=`, smallest for `<`/`<=`) is kept.
+    fn wants_max(&self) -> bool {
+        matches!(self.op, BinOp::Gt | BinOp::Ge)
+    }
+
+    /// Whether an instance with key `k` (NaN: absent) passes bound `b`.
+    fn passes(&self, k: f64, b: f64) -> bool {
+        match self.op {
+            BinOp::Gt => k > b,
+            BinOp::Ge => k >= b,
+            BinOp::Lt => k < b,
+            _ => k <= b,
+        }
+    }
 }
 
 /// Whether `e` reads slot `q` (or the members of a collective instance, whose bindings
@@ -242,9 +316,12 @@ impl RuleCode {
             })
             .collect();
         let mut hoisted = Vec::new();
+        let mut bound = None;
         let take = r.queue.as_ref().map(|q| {
             let mut next = r.slots;
-            compile(&hoist(&q.take, q.slot, &mut next, &mut hoisted))
+            let take = hoist(&q.take, q.slot, &mut next, &mut hoisted);
+            bound = TakeBound::new(&take, q.slot, next);
+            compile(&take)
         });
         RuleCode {
             lets,
@@ -255,6 +332,7 @@ impl RuleCode {
             group: r.group.as_ref().map(|g| (compile(&g.by), o(&g.when))),
             take,
             hoisted: hoisted.iter().map(|(s, e)| (*s, compile(e))).collect(),
+            bound,
         }
     }
 }
@@ -491,6 +569,9 @@ struct LocPass {
     groups: HashMap<(usize, u32), (f64, Vec<Value>, bool)>,
     /// Per rule (indexed by the consuming rule): the queued instances of its feeder.
     queues: Vec<VecDeque<Vec<Value>>>,
+    /// Per consumer with a `TakeBound`: each queued instance's key (NaN: absent), in queue
+    /// order, and the extreme key of the queue (`None`: to be found again).
+    keys: Vec<(VecDeque<f64>, Option<f64>)>,
     had: Vec<(usize, u32, u32)>,
 }
 
@@ -502,6 +583,7 @@ impl LocPass {
             acc: None,
             groups: HashMap::new(),
             queues: vec![VecDeque::new(); nrules],
+            keys: vec![(VecDeque::new(), None); nrules],
             had: Vec::new(),
         }
     }
@@ -783,12 +865,30 @@ impl Setup<'_> {
             self.fire(f, &mut e2, pass, fr);
         }
         for &q in &self.queued[k] {
-            let size = self.rs.rules[q].queue.as_ref().map_or(0, |q| q.size);
+            let Some(queue) = self.rs.rules[q].queue.as_ref() else {
+                continue;
+            };
             let qu = &mut pass.queues[q];
-            if qu.len() >= size {
+            let (keys, ext) = &mut pass.keys[q];
+            if qu.len() >= queue.size {
                 qu.pop_front();
+                // the extreme may have left: found again when needed
+                if keys.pop_front().is_some_and(|k| Some(k) == *ext) {
+                    *ext = None;
+                }
             }
             qu.push_back(env.to_vec());
+            if let Some(b) = &self.code[q].bound {
+                let none = |_: u16| 0.0;
+                let item = std::slice::from_ref(&qu[qu.len() - 1]);
+                let key = b.key_of(&self.ctx(&[], &[], item, fr.had, &none), queue.slot);
+                keys.push_back(key);
+                if let Some(m) = ext {
+                    if !key.is_nan() && (b.wants_max() && key > *m || !b.wants_max() && key < *m) {
+                        *m = key;
+                    }
+                }
+            }
         }
     }
 
@@ -820,24 +920,49 @@ impl Setup<'_> {
         let mut e = env.to_vec();
         e.resize(n + self.code[k].hoisted.len(), Value::None);
         // the parts of `take` that do not read the queued instance, once per trigger
-        {
+        let bound = {
             let ctx = self.ctx(&[], &[], taken, had, &none);
             for (s, c) in &self.code[k].hoisted {
                 e[*s as usize] = c(&ctx, &mut e);
             }
+            self.code[k]
+                .bound
+                .as_ref()
+                .map(|b| (b, (b.bound)(&ctx, &mut e)))
+        };
+        if let Some((b, y)) = bound {
+            // no instance can be taken when the extreme key fails the bound
+            let (keys, ext) = &mut pass.keys[k];
+            let m = *ext.get_or_insert_with(|| {
+                let valid = keys.iter().copied().filter(|k| !k.is_nan());
+                if b.wants_max() {
+                    valid.fold(f64::NEG_INFINITY, f64::max)
+                } else {
+                    valid.fold(f64::INFINITY, f64::min)
+                }
+            });
+            if y == Value::None || !b.passes(m, y.num()) {
+                pass.queues[k] = items;
+                return;
+            }
         }
+        let mut keys = std::mem::take(&mut pass.keys[k].0);
+        let mut kept_keys = VecDeque::new();
         for item in items {
             // on trial at the end of `taken`; it stays there if taken
             taken.push(item);
             e[q.slot as usize] = Value::Item(taken.len() as u32 - 1);
             let ctx = self.ctx(&[], &[], taken, had, &none);
+            let key = keys.pop_front();
             if take(&ctx, &mut e).bool() {
                 fire.push(e[..n].to_vec());
             } else if let Some(item) = taken.pop() {
                 keep.push_back(item);
+                kept_keys.extend(key);
             }
         }
         pass.queues[k] = keep;
+        pass.keys[k] = (kept_keys, None);
         for mut e in fire {
             self.fire(k, &mut e, pass, Frame::events(taken, had));
         }
@@ -1959,6 +2084,7 @@ diagnosis = "test"
         let had = vec![Vec::new(); rs.rules.len()];
         let none = |_: u16| 0.0;
         let mut checked = 0usize;
+        let mut bounded = 0usize;
         let mut taken_some = false;
         for (r, sr) in rs.rules.iter().zip(&spec.rules) {
             let (Some(q), Some(_)) = (&r.queue, &sr.queue) else {
@@ -2012,12 +2138,29 @@ diagnosis = "test"
                     let x = ctx.eval(&q.take, &mut plain);
                     let y = take(&ctx, &mut env);
                     assert!(same(x, y), "{}: {x:?} != {y:?}", r.info.id);
+                    // the key (computed as the instance is queued) against the bound
+                    if let Some(b) = &code.bound {
+                        let item = Ctx {
+                            items: &items[k..k + 1],
+                            ..ctx
+                        };
+                        let bound = (b.bound)(&ctx, &mut env).num();
+                        assert_eq!(
+                            b.passes(b.key_of(&item, q.slot), bound),
+                            x.bool(),
+                            "{}",
+                            r.info.id
+                        );
+                        bounded += 1;
+                    }
                     taken_some |= x.bool();
                     checked += 1;
                 }
             }
         }
         assert!(checked > 1000 && taken_some, "{checked}");
+        // the built-in queue (wrong-order late sender) has the bound form
+        assert_eq!(bounded, checked);
     }
 
     /// Accumulating passes (with their fallback for cells another location's pass wrote
