@@ -1249,18 +1249,22 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
     let by_trigger =
         |t: Trigger| -> Vec<usize> { (0..nrules).filter(|&k| rs.rules[k].on == t).collect() };
 
-    // Call paths: class time, visits.
+    // Call paths: class time, visits. All rules in one walk over each location's call
+    // paths; each (rule, call path, location) cell gets at most one value here, so the
+    // order they are added in does not matter.
     let cp_rules = by_trigger(Trigger::Callpath);
     let none = |_: u16| 0.0;
-    for &k in &cp_rules {
-        let rule = &rs.rules[k];
+    if !cp_rules.is_empty() {
         let contribs: Vec<Contribution> = (0..nloc)
             .into_par_iter()
             .flat_map_iter(|l| {
                 let st = &replay.locations[l];
                 let ctx = setup.ctx(&[], &[], &[], &[], &none);
                 let mut out = Vec::new();
-                let mut env = vec![Value::None; rule.slots as usize];
+                let mut envs: Vec<Vec<Value>> = cp_rules
+                    .iter()
+                    .map(|&k| vec![Value::None; rs.rules[k].slots as usize])
+                    .collect();
                 // §3.5: the master of this location's process (itself without OpenMP)
                 let m = replay.omp.master[l] as usize;
                 let ms = &replay.locations[m];
@@ -1277,33 +1281,39 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
                     else {
                         continue;
                     };
-                    env[0] = Value::Num(st.time[c] as f64 / res);
-                    env[1] = Value::Num(st.visits[c] as f64);
-                    env[2] = Value::Region(r);
                     let sub = replay.omp.subtree[c];
-                    env[3] = Value::Bool(m == l);
-                    env[4] = Value::Num(ms.time[c] as f64 / res);
-                    env[5] = Value::Num(st.incl[c] as f64 / res);
-                    env[6] = Value::Num(ms.incl[c] as f64 / res);
-                    env[7] = Value::Bool(sub != 0);
-                    env[8] = Value::Bool(sub == 2);
-                    if !setup.prelude(rule, &ctx, &mut env) {
-                        continue;
-                    }
-                    let v = rule
-                        .severity
-                        .as_ref()
-                        .map_or(0.0, |s| ctx.eval(s, &mut env).num());
-                    if v > 0.0 {
-                        out.push(Contribution {
-                            rule: k as u16,
-                            cnode: c as u32,
-                            loc: l as u32,
-                            event: NONE,
-                            value: v,
-                            cc: false,
-                            rec: false,
-                        });
+                    let bound = [
+                        Value::Num(st.time[c] as f64 / res),
+                        Value::Num(st.visits[c] as f64),
+                        Value::Region(r),
+                        Value::Bool(m == l),
+                        Value::Num(ms.time[c] as f64 / res),
+                        Value::Num(st.incl[c] as f64 / res),
+                        Value::Num(ms.incl[c] as f64 / res),
+                        Value::Bool(sub != 0),
+                        Value::Bool(sub == 2),
+                    ];
+                    for (&k, env) in cp_rules.iter().zip(&mut envs) {
+                        let rule = &rs.rules[k];
+                        env[..bound.len()].copy_from_slice(&bound);
+                        if !setup.prelude(rule, &ctx, env) {
+                            continue;
+                        }
+                        let v = rule
+                            .severity
+                            .as_ref()
+                            .map_or(0.0, |s| ctx.eval(s, env).num());
+                        if v > 0.0 {
+                            out.push(Contribution {
+                                rule: k as u16,
+                                cnode: c as u32,
+                                loc: l as u32,
+                                event: NONE,
+                                value: v,
+                                cc: false,
+                                rec: false,
+                            });
+                        }
                     }
                 }
                 out
