@@ -557,6 +557,40 @@ struct Acc {
     cc: Vec<(u16, u32, f64)>,
 }
 
+/// A pass that looks at events of at most two kinds (besides LEAVE events, while groups are
+/// open): the kind column is searched for those bytes (`memchr`) instead of walked event
+/// by event.
+struct Skip {
+    kinds: Vec<u8>,
+}
+
+impl Skip {
+    /// For a pass whose rules fire on the kinds of `by_kind` with rules.
+    fn new(by_kind: &[Vec<usize>]) -> Option<Skip> {
+        let kinds: Vec<u8> = (0..by_kind.len())
+            .filter(|&k| !by_kind[k].is_empty())
+            .map(|k| k as u8)
+            .collect();
+        (kinds.len() <= 2).then_some(Skip { kinds })
+    }
+
+    /// The distance to the first event of `kinds` that the pass looks at (LEAVE events too
+    /// when `leave`).
+    fn find(&self, kinds: &[u8], leave: bool) -> Option<usize> {
+        let l = EventKind::Leave as u8;
+        match (&self.kinds[..], leave) {
+            ([], false) => None,
+            ([], true) => memchr::memchr(l, kinds),
+            ([a], false) => memchr::memchr(*a, kinds),
+            ([a], true) => memchr::memchr2(*a, l, kinds),
+            ([a, b], false) => memchr::memchr2(*a, *b, kinds),
+            ([a, b], true) => memchr::memchr3(*a, *b, l, kinds),
+            // `new` keeps at most two kinds; a longer list is walked event by event
+            _ => Some(0),
+        }
+    }
+}
+
 /// Mutable state of one location's pass over receive or send triggers.
 struct LocPass {
     /// The location the pass runs on: group keys are its events.
@@ -851,9 +885,13 @@ impl Setup<'_> {
                 rec: false,
             }),
         }
-        env[rule.at_slot as usize] = at;
-        env[rule.value_slot as usize] = Value::Num(sev);
-        self.feed(k, env, pass, fr);
+        // the instance as the rules it feeds and the queues it joins see it (most rules have
+        // neither)
+        if !self.fed[k].is_empty() || !self.queued[k].is_empty() {
+            env[rule.at_slot as usize] = at;
+            env[rule.value_slot as usize] = Value::Num(sev);
+            self.feed(k, env, pass, fr);
+        }
     }
 
     /// Hand a stored instance of rule `k` (its `at` and `value` set in `env`) to the rules
@@ -1329,22 +1367,24 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
     let recv_rules = by_trigger(Trigger::Receive);
     let send_rules = by_trigger(Trigger::Send);
     // The rules each event kind can fire: event triggers those that list the kind, receive
-    // and send triggers all of theirs (their binding already checks the kind).
+    // triggers all of theirs on receives, send triggers on sends.
     let per_kind = |rules_here: &[usize], trigger: Trigger| -> Vec<Vec<usize>> {
         (0..256usize)
             .map(|kk| {
-                rules_here
-                    .iter()
-                    .copied()
-                    .filter(|&k| {
-                        trigger != Trigger::Event
-                            || rs.rules[k].kinds.iter().any(|&x| x as usize == kk)
-                    })
-                    .collect()
+                let fires = |k: usize| match trigger {
+                    Trigger::Receive => {
+                        kk == EventKind::MpiRecv as usize || kk == EventKind::MpiIrecv as usize
+                    }
+                    Trigger::Send => {
+                        kk == EventKind::MpiSend as usize || kk == EventKind::MpiIsend as usize
+                    }
+                    _ => rs.rules[k].kinds.iter().any(|&x| x as usize == kk),
+                };
+                rules_here.iter().copied().filter(|&k| fires(k)).collect()
             })
             .collect()
     };
-    let run_pass = |by_kind: &[Vec<usize>],
+    let run_pass = |(by_kind, skip): (&[Vec<usize>], &Option<Skip>),
                     trigger: Trigger,
                     had: &[Vec<(u32, u32)>],
                     locs: std::ops::Range<usize>,
@@ -1372,7 +1412,18 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
                 }
                 // queued instances taken by consumers on this location (`B`)
                 let mut taken: Vec<Vec<Value>> = Vec::new();
-                for i in 0..ev.len() {
+                let kinds = crate::model::spill::bytes_of(&ev.kind[..]);
+                let mut next = 0usize;
+                while next < kinds.len() {
+                    // jump to the next event the pass looks at
+                    if let Some(s) = skip {
+                        match s.find(&kinds[next..], !pass.groups.is_empty()) {
+                            Some(d) => next += d,
+                            None => break,
+                        }
+                    }
+                    let i = next;
+                    next += 1;
                     let kind = ev.kind[i];
                     if kind == EventKind::Leave && !pass.groups.is_empty() {
                         let fr = Frame::events(&taken, had);
@@ -1466,7 +1517,9 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
         if rules_here.is_empty() {
             continue;
         }
-        let by_kind = per_kind(rules_here, trigger);
+        let kinds = per_kind(rules_here, trigger);
+        let skip = Skip::new(&kinds);
+        let by_kind = (&kinds[..], &skip);
         // Locations a few at a time, their results added in location order: the
         // contributions waiting to be added stay a small part of the trace.
         let chunk = 2 * rayon::current_num_threads().max(1);
@@ -1489,7 +1542,7 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
                 || {
                     start.map_or_else(Vec::new, |s| {
                         run_pass(
-                            &by_kind,
+                            by_kind,
                             trigger,
                             &had,
                             s..(s + chunk).min(nloc),
@@ -1520,14 +1573,8 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
                             #[cfg(test)]
                             tests::RERUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             let l = p.loc as usize;
-                            let again = run_pass(
-                                &by_kind,
-                                trigger,
-                                &had,
-                                l..l + 1,
-                                vec![Vec::new()],
-                                false,
-                            );
+                            let again =
+                                run_pass(by_kind, trigger, &had, l..l + 1, vec![Vec::new()], false);
                             for c in again.iter().flat_map(|q| &q.out) {
                                 add_found(&mut values, Found::One(c));
                             }

@@ -40,7 +40,7 @@ unsafe impl Pod for u64 {}
 // SAFETY: `#[repr(u8)]`, no padding; only values that were valid `EventKind`s are written.
 unsafe impl Pod for EventKind {}
 
-fn bytes_of<T: Pod>(v: &[T]) -> &[u8] {
+pub(crate) fn bytes_of<T: Pod>(v: &[T]) -> &[u8] {
     // SAFETY: `T: Pod` has no padding, so every byte of the slice is initialised.
     unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
 }
