@@ -229,9 +229,18 @@ impl TakeBound {
     /// The key of the instance `ctx.items[0]` (NaN: absent or not a number); `q`: the
     /// consumer's queue slot.
     fn key_of(&self, ctx: &Ctx, q: u16) -> f64 {
-        let mut e = vec![Value::None; q as usize + 1];
+        // the key reads slot `q` alone (`new`): an environment up to it, on the stack
+        let mut small = [Value::None; 16];
+        let mut big = Vec::new();
+        let e = match small.get_mut(..=q as usize) {
+            Some(e) => e,
+            None => {
+                big.resize(q as usize + 1, Value::None);
+                &mut big[..]
+            }
+        };
         e[q as usize] = Value::Item(0);
-        match (self.key)(ctx, &mut e) {
+        match (self.key)(ctx, e) {
             Value::None => f64::NAN,
             v => v.num(),
         }
@@ -897,8 +906,10 @@ impl Setup<'_> {
     /// Hand a stored instance of rule `k` (its `at` and `value` set in `env`) to the rules
     /// fed by it and to the queues of the rules that consume it.
     fn feed(&self, k: usize, env: &[Value], pass: &mut LocPass, fr: Frame) {
+        let mut e2 = Vec::new();
         for &f in &self.fed[k] {
-            let mut e2 = env.to_vec();
+            e2.clear();
+            e2.extend_from_slice(env);
             e2.resize(self.rs.rules[f].slots as usize, Value::None);
             self.fire(f, &mut e2, pass, fr);
         }
@@ -908,14 +919,18 @@ impl Setup<'_> {
             };
             let qu = &mut pass.queues[q];
             let (keys, ext) = &mut pass.keys[q];
+            // the oldest instance leaves a full queue (its buffer takes the new one)
+            let mut item = Vec::new();
             if qu.len() >= queue.size {
-                qu.pop_front();
+                item = qu.pop_front().unwrap_or_default();
                 // the extreme may have left: found again when needed
                 if keys.pop_front().is_some_and(|k| Some(k) == *ext) {
                     *ext = None;
                 }
             }
-            qu.push_back(env.to_vec());
+            item.clear();
+            item.extend_from_slice(env);
+            qu.push_back(item);
             if let Some(b) = &self.code[q].bound {
                 let none = |_: u16| 0.0;
                 let item = std::slice::from_ref(&qu[qu.len() - 1]);

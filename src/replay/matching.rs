@@ -365,13 +365,14 @@ fn sort_sides(trace: &Trace, p: &mut Proc, recv: bool, threaded: bool) {
     if threaded {
         let mut v: Vec<(LocIdx, u32)> =
             s.loc.iter().copied().zip(s.event.iter().copied()).collect();
-        v.sort_by_key(|a| key(a.0, a.1));
+        v.sort_by_cached_key(|a| key(a.0, a.1));
         for (j, (l, i)) in v.into_iter().enumerate() {
             s.loc[j] = l;
             s.event[j] = i;
         }
     } else {
-        s.event.sort_by_key(|&a| key(me, a));
+        // each key once (a key costs a payload and a rank lookup), not once per comparison
+        s.event.sort_by_cached_key(|&a| key(me, a));
     }
     s.runs = runs(s).0;
 }

@@ -102,16 +102,32 @@ pub fn correct_clock(offsets: &[(u64, i64)], times: &mut [u64]) {
         .collect();
     let last = slopes.len() - 1;
     let mut i = 0usize;
-    for t in times.iter_mut() {
+    let mut j = 0usize;
+    while j < times.len() {
         // timestamps are monotone, so the interval only moves forward; a decreasing
         // timestamp (a corrupt trace) restarts the search
-        if *t < offsets[i].0 {
+        let t = times[j];
+        if t < offsets[i].0 {
             i = 0;
         }
-        while i < last && *t > offsets[i + 1].0 {
+        while i < last && t > offsets[i + 1].0 {
             i += 1;
         }
-        *t = t.wrapping_add(correction(offsets[i], slopes[i], *t));
+        // the run of timestamps in this interval (the first is), corrected in one loop
+        let lo = if i == 0 { 0 } else { offsets[i].0 };
+        let hi = if i == last {
+            u64::MAX
+        } else {
+            offsets[i + 1].0
+        };
+        let (offset, slope) = (offsets[i], slopes[i]);
+        for t in &mut times[j..] {
+            if *t < lo || *t > hi {
+                break;
+            }
+            *t = t.wrapping_add(correction(offset, slope, *t));
+            j += 1;
+        }
     }
 }
 
@@ -184,6 +200,65 @@ mod tests {
         for (d, want) in [(5, 0), (15, 2), (25, 2), (-5, 0), (-15, -2), (35, 4)] {
             let got = correction((100, 0), 0.1, (100 + d) as u64) as i64;
             assert_eq!(got, want, "{d}");
+        }
+    }
+
+    /// `correct_clock` as one interval search per timestamp (as A.8 reads).
+    fn correct_each(offsets: &[(u64, i64)], times: &mut [u64]) {
+        if offsets.len() < 2 {
+            return;
+        }
+        let slope = |i: usize| {
+            let (a, b) = (offsets[i], offsets[i + 1]);
+            (b.1 as i128 - a.1 as i128) as f64 / (b.0 as i128 - a.0 as i128) as f64
+        };
+        let last = offsets.len() - 2;
+        let mut i = 0usize;
+        for t in times.iter_mut() {
+            if *t < offsets[i].0 {
+                i = 0;
+            }
+            while i < last && *t > offsets[i + 1].0 {
+                i += 1;
+            }
+            *t = t.wrapping_add(correction(offsets[i], slope(i), *t));
+        }
+    }
+
+    #[test]
+    fn runs_of_one_interval_are_the_per_timestamp_correction() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..300 {
+            let n = 2 + (next() % 5) as usize;
+            let mut at = 0u64;
+            let offsets: Vec<(u64, i64)> = (0..n)
+                .map(|_| {
+                    at += 1 + next() % 1000;
+                    (at, (next() % 200) as i64 - 100)
+                })
+                .collect();
+            // mostly increasing timestamps around and beyond the offsets, some decreasing
+            let mut t = 0u64;
+            let times: Vec<u64> = (0..200)
+                .map(|_| {
+                    if next() % 17 == 0 {
+                        t = t.saturating_sub(next() % 500);
+                    } else {
+                        t += next() % 40;
+                    }
+                    t
+                })
+                .collect();
+            let (mut a, mut b) = (times.clone(), times);
+            correct_clock(&offsets, &mut a);
+            correct_each(&offsets, &mut b);
+            assert_eq!(a, b, "{offsets:?}");
         }
     }
 
