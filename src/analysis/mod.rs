@@ -313,8 +313,17 @@ fn hoist(e: &Expr, q: u16, next: &mut u16, out: &mut Vec<(u16, Expr)>) -> Expr {
     }
 }
 
+/// Whether an instance of rule `k` may hold queued instances (`Value::Item`, indices into
+/// the consumer's taken list): `k` consumes a queue, or is fed by a rule that may.
+fn carries_items(rules: &[Rule], k: usize) -> bool {
+    let r = &rules[k];
+    r.queue.is_some()
+        || (r.on == Trigger::Rule && r.of.is_some_and(|f| carries_items(rules, f as usize)))
+}
+
 impl RuleCode {
-    fn new(r: &Rule) -> RuleCode {
+    /// Rule `r` of `rules`, compiled.
+    fn new(r: &Rule, rules: &[Rule]) -> RuleCode {
         let o = |e: &Option<Expr>| e.as_ref().map(compile);
         let lets = r
             .lets
@@ -329,7 +338,11 @@ impl RuleCode {
         let take = r.queue.as_ref().map(|q| {
             let mut next = r.slots;
             let take = hoist(&q.take, q.slot, &mut next, &mut hoisted);
-            bound = TakeBound::new(&take, q.slot, next);
+            // a key is computed with its own instance alone: not through queued instances
+            // that instance holds (they index the list of taken instances)
+            if !carries_items(rules, q.of as usize) {
+                bound = TakeBound::new(&take, q.slot, next);
+            }
             compile(&take)
         });
         RuleCode {
@@ -1164,7 +1177,11 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
         fed,
         queued,
         prefilter: Vec::new(),
-        code: rs.rules.iter().map(RuleCode::new).collect(),
+        code: rs
+            .rules
+            .iter()
+            .map(|r| RuleCode::new(r, &rs.rules))
+            .collect(),
     };
     let prefilter: Vec<Option<Prefilter>> = rs
         .rules
@@ -2162,7 +2179,7 @@ diagnosis = "test"
             let (Some(q), Some(_)) = (&r.queue, &sr.queue) else {
                 continue;
             };
-            let code = RuleCode::new(sr);
+            let code = RuleCode::new(sr, &spec.rules);
             let take = code.take.as_ref().unwrap();
             let feeder = &rs.rules[q.of as usize];
             // queued instances: the feeder's environments with events in its slots
