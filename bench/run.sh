@@ -6,6 +6,8 @@
 #   environment:
 #     BENCH_QUICK=1   skip the big (>= 50 M events) trace
 #     BENCH_RUNS=N    timed runs per measurement, best (lowest wall time) kept; default 3
+#     BENCH_AB_RUNS=N alternating runs of `perfexpert run -q` and the libotf2 reader on
+#                     npb_lu_W (a 25 ms run, where best-of-3 is mostly noise); default 20
 #     BENCH_GEN=PATH  trace generator script (e.g. ../shared/bench/gen_pingpong_trace.py, the
 #                     official Python writer, ~30 min per 100 M events); default: the
 #                     gen_pingpong example, which writes the same bytes in seconds
@@ -35,6 +37,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 START_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 OUT=bench/out
 RUNS=${BENCH_RUNS:-3}
+AB_RUNS=${BENCH_AB_RUNS:-20}
+AB_PE=() AB_C=()
 GEN=${BENCH_GEN:-}
 SCALE=${BENCH_SCALE:-0}
 mkdir -p "$OUT/traces"
@@ -283,6 +287,15 @@ if [[ -f $LU_W ]]; then
     lu_c_wall=$M_WALL
     lu_events=$(sed -n 's/.*events=\([0-9]*\).*/\1/p' "$OUT/baseline.txt")
     end_to_end "npb_lu_W" "$LU_W" "$lu_events" "$lu_c_wall"
+    # the two programs one after the other, N times: both see the same machine moments
+    log "npb_lu_W: $AB_RUNS alternating runs with libotf2"
+    AB_PE=() AB_C=()
+    for ((i = 0; i < AB_RUNS; i++)); do
+        t0=$(now); "$BASELINE" "$LU_W" >/dev/null; t1=$(now)
+        AB_C+=("$(calc '%.4f' "$t1 - $t0")")
+        t0=$(now); RAYON_NUM_THREADS=$NPROC "$PERFEXPERT" run -q "$LU_W" >/dev/null; t1=$(now)
+        AB_PE+=("$(calc '%.4f' "$t1 - $t0")")
+    done
 else
     log "npb_lu_W: $LU_W is absent; skipped"
 fi
@@ -323,6 +336,19 @@ if [[ $RUN_MISMATCH == 1 ]]; then
     echo "!!!!!!!! WARNING: some report differs between 1 and 2 threads (see above) !!!!!!!!"
 else
     echo "Reports: byte-identical at 1 and 2 threads on every trace."
+fi
+if ((${#AB_PE[@]} > 0)); then
+    # best and median of a list of seconds
+    stats() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { printf "%.4f | %.4f", v[1], (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+    echo
+    echo "## npb_lu_W: perfexpert against libotf2, alternating runs"
+    echo
+    echo "- $AB_RUNS pairs, one after the other: the libotf2 reader (bench/otf2_read_baseline.c), then \`RAYON_NUM_THREADS=$NPROC perfexpert run -q\` (text report)"
+    echo
+    echo "| program | best s | median s |"
+    echo "|---|--:|--:|"
+    echo "| perfexpert run | $(stats "${AB_PE[@]}") |"
+    echo "| libotf2 read | $(stats "${AB_C[@]}") |"
 fi
 if [[ $SCALE == 1 ]]; then
     scale_table
