@@ -2092,6 +2092,76 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
 mod tests {
     use super::*;
 
+    /// A trace of `testdata/` (`name`: its directory) with its replay and `rs` specialised
+    /// for it, what `Ctx` reads, for the tests that evaluate rule expressions by hand.
+    struct Specialised {
+        trace: Trace,
+        replay: Replay,
+        strings: Vec<String>,
+        regions: RegionStrings,
+        kind_names: [u32; 256],
+        spec: RuleSet,
+        had: Vec<Vec<(u32, u32)>>,
+    }
+
+    /// The trace in directory `name` of `testdata/`, and its replay.
+    fn testdata_trace(name: &str) -> (Trace, Replay) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata")
+            .join(name)
+            .join("traces.otf2");
+        let trace = crate::open(&path).unwrap();
+        let replay = Replay::new(&trace);
+        (trace, replay)
+    }
+
+    impl Specialised {
+        fn new(rs: &RuleSet, name: &str) -> Specialised {
+            let (trace, replay) = testdata_trace(name);
+            let mut interner = rs.interner.clone();
+            let (regions, kind_names) = trace_strings(&mut interner, &trace);
+            let spec = specialised(
+                &trace,
+                &replay,
+                rs,
+                &regions,
+                &kind_names,
+                &interner.strings,
+            );
+            Specialised {
+                trace,
+                replay,
+                strings: interner.strings,
+                regions,
+                kind_names,
+                spec,
+                had: vec![Vec::new(); rs.rules.len()],
+            }
+        }
+
+        /// A context without members, with queued instances `items`.
+        fn ctx<'a>(
+            &'a self,
+            rs: &'a RuleSet,
+            items: &'a [Vec<Value>],
+            metric: &'a dyn Fn(u16) -> f64,
+        ) -> Ctx<'a> {
+            Ctx {
+                trace: &self.trace,
+                replay: &self.replay,
+                regions: &self.regions,
+                kind_names: &self.kind_names,
+                regexes: &rs.regexes,
+                strings: &self.strings,
+                members: &[],
+                member_vals: &[],
+                items,
+                had: &self.had,
+                metric,
+            }
+        }
+    }
+
     /// (location, event, time, value bits) of a worst instance.
     type WorstBits = (u32, u32, u64, u64);
 
@@ -2156,21 +2226,8 @@ diagnosis = "test"
     #[test]
     fn hoisted_compiled_take_agrees_with_take_as_written() {
         let rs = RuleSet::load(&[]).unwrap();
-        let path =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/scorep/wo/traces.otf2");
-        let trace = crate::open(&path).unwrap();
-        let replay = Replay::new(&trace);
-        let mut interner = rs.interner.clone();
-        let (regions, kind_names) = trace_strings(&mut interner, &trace);
-        let spec = specialised(
-            &trace,
-            &replay,
-            &rs,
-            &regions,
-            &kind_names,
-            &interner.strings,
-        );
-        let had = vec![Vec::new(); rs.rules.len()];
+        let sp = Specialised::new(&rs, "scorep/wo");
+        let (trace, spec) = (&sp.trace, &sp.spec);
         let none = |_: u16| 0.0;
         let mut checked = 0usize;
         let mut bounded = 0usize;
@@ -2199,19 +2256,7 @@ diagnosis = "test"
                         .collect()
                 })
                 .collect();
-            let ctx = Ctx {
-                trace: &trace,
-                replay: &replay,
-                regions: &regions,
-                kind_names: &kind_names,
-                regexes: &rs.regexes,
-                strings: &interner.strings,
-                members: &[],
-                member_vals: &[],
-                items: &items,
-                had: &had,
-                metric: &none,
-            };
+            let ctx = sp.ctx(&rs, &items, &none);
             for &(l, i) in evs.iter().step_by(2) {
                 let mut env = vec![Value::None; r.slots as usize + code.hoisted.len()];
                 let n = trace.events[l as usize].len() as u32;
@@ -2269,12 +2314,7 @@ diagnosis = "test"
                 "scorep/ls",
                 "scorep/lr",
             ] {
-                let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join("testdata")
-                    .join(name)
-                    .join("traces.otf2");
-                let trace = crate::open(&path).unwrap();
-                let replay = Replay::new(&trace);
+                let (trace, replay) = testdata_trace(name);
                 let rs = RuleSet::load(&extra).unwrap();
                 let a = analyse_with(&trace, &replay, rs.clone(), true);
                 let b = analyse_with(&trace, &replay, rs, false);
@@ -2380,37 +2420,10 @@ diagnosis = "test"
             "scorep/wo",
             "scorep-omp/omp_lock",
         ] {
-            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("testdata")
-                .join(name)
-                .join("traces.otf2");
-            let trace = crate::open(&path).unwrap();
-            let replay = Replay::new(&trace);
-            let mut interner = rs.interner.clone();
-            let (regions, kind_names) = trace_strings(&mut interner, &trace);
-            let spec = specialised(
-                &trace,
-                &replay,
-                &rs,
-                &regions,
-                &kind_names,
-                &interner.strings,
-            );
-            let had = vec![Vec::new(); rs.rules.len()];
+            let sp = Specialised::new(&rs, name);
+            let (trace, spec) = (&sp.trace, &sp.spec);
             let none = |_: u16| 0.0;
-            let ctx = Ctx {
-                trace: &trace,
-                replay: &replay,
-                regions: &regions,
-                kind_names: &kind_names,
-                regexes: &rs.regexes,
-                strings: &interner.strings,
-                members: &[],
-                member_vals: &[],
-                items: &[],
-                had: &had,
-                metric: &none,
-            };
+            let ctx = sp.ctx(&rs, &[], &none);
             let mut checked = 0usize;
             for (r, s) in rs.rules.iter().zip(&spec.rules) {
                 let (a, b) = (exprs(r), exprs(s));
