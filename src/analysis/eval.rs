@@ -123,7 +123,14 @@ impl Ctx<'_> {
         }
     }
 
-    fn event_field(&self, l: u32, i: u32, f: Field) -> Value {
+    pub(crate) fn event_field(&self, l: u32, i: u32, f: Field) -> Value {
+        self.event_field_of(l, i, f)
+    }
+
+    /// `event_field`, inlined where `f` is a constant (`compile`'s closures per field):
+    /// the match on the field then disappears.
+    #[inline(always)]
+    fn event_field_of(&self, l: u32, i: u32, f: Field) -> Value {
         let ev = &self.trace.events[l as usize];
         match f {
             Field::Time => Value::Num(self.seconds(l, i)),
@@ -378,6 +385,45 @@ impl Ctx<'_> {
     }
 }
 
+/// What `Ctx::event_field` gives for field `f` of every event of kind `k`, where the kind
+/// alone decides it (the bytes of an event that is no message, whether a blocking send was
+/// cancelled, the kind's name); `None` where it depends on the event. Kept beside
+/// `event_field`, whose kind checks it restates; a test holds the two together on every
+/// event of the shipped traces.
+pub fn kind_field(k: EventKind, f: Field, kind_names: &[u32; 256]) -> Option<Value> {
+    use EventKind as K;
+    let msg = matches!(k, K::MpiSend | K::MpiRecv | K::MpiIsend | K::MpiIrecv);
+    let absent = |applies: bool| (!applies).then_some(Value::None);
+    match f {
+        Field::Time | Field::Enter | Field::Leave | Field::Call | Field::Rank => None,
+        Field::Bytes | Field::Tag => absent(msg),
+        Field::Kind => Some(Value::Str(kind_names[k as usize])),
+        Field::Send => absent(matches!(k, K::MpiRecv | K::MpiIrecv)),
+        Field::Recv => absent(matches!(k, K::MpiSend | K::MpiIsend)),
+        Field::Cancelled => (k != K::MpiIsend).then_some(Value::Bool(false)),
+        Field::LastRelease => absent(matches!(k, K::ThreadAcquireLock | K::OmpAcquireLock)),
+        Field::Sent | Field::Received => absent(matches!(
+            k,
+            K::MpiCollectiveEnd | K::NonBlockingCollectiveComplete
+        )),
+        // not fields of events
+        Field::RegionName
+        | Field::RegionParadigm
+        | Field::RegionRole
+        | Field::RegionClass
+        | Field::RegionMode
+        | Field::MemberBegin
+        | Field::MemberEnd
+        | Field::MemberSent
+        | Field::MemberRecv
+        | Field::MemberRank
+        | Field::MemberTasks
+        | Field::MemberEvent
+        | Field::MemberLet(_)
+        | Field::ItemSlot(_) => Some(Value::None),
+    }
+}
+
 /// A binary operator other than `&&` and `||` on its two operands' values.
 #[inline(always)]
 fn apply(op: BinOp, x: Value, y: Value) -> Value {
@@ -409,7 +455,27 @@ fn apply(op: BinOp, x: Value, y: Value) -> Value {
 
 /// An expression compiled into nested closures (`compile`): what `Ctx::eval` gives, without
 /// matching on the expression tree at every node.
-pub type Code = Box<dyn Fn(&Ctx, &mut [Value]) -> Value + Send + Sync>;
+type Dyn = Box<dyn Fn(&Ctx, &mut [Value]) -> Value + Send + Sync>;
+
+pub enum Code {
+    /// A constant: no call.
+    Value(Value),
+    /// A slot of the environment: no call.
+    Slot(usize),
+    Dyn(Dyn),
+}
+
+impl Code {
+    /// The value in `env`, as `Ctx::eval` of the expression gives it.
+    #[inline(always)]
+    pub fn run(&self, c: &Ctx, env: &mut [Value]) -> Value {
+        match self {
+            Code::Value(v) => *v,
+            Code::Slot(s) => env[*s],
+            Code::Dyn(f) => f(c, env),
+        }
+    }
+}
 
 /// The logic operators, as in `Ctx::binary`.
 #[inline(always)]
@@ -429,20 +495,29 @@ fn logic(and: bool, x: Value, y: impl FnOnce() -> Value) -> Value {
 /// their own closures (binary operators with a constant operand, field paths, tables), the
 /// rare ones (aggregates, `had`, `metric`, `matches`) evaluate their subtree with `eval`.
 pub fn compile(e: &Expr) -> Code {
+    match e {
+        Expr::Const(v) => Code::Value(*v),
+        Expr::Slot(s) => Code::Slot(*s as usize),
+        _ => Code::Dyn(compile_fn(e)),
+    }
+}
+
+/// `compile` of a node as one closure.
+fn compile_fn(e: &Expr) -> Dyn {
     macro_rules! bin {
         ($op:expr, $a:expr, $b:expr) => {{
             let (a, b) = ($a, $b);
             match (a, b) {
                 (Expr::Const(x), y) => {
-                    let (x, y) = (*x, compile(y));
-                    Box::new(move |c: &Ctx, env: &mut [Value]| apply($op, x, y(c, env))) as Code
+                    let (x, y) = (*x, compile_fn(y));
+                    Box::new(move |c: &Ctx, env: &mut [Value]| apply($op, x, y(c, env))) as Dyn
                 }
                 (x, Expr::Const(y)) => {
-                    let (x, y) = (compile(x), *y);
+                    let (x, y) = (compile_fn(x), *y);
                     Box::new(move |c: &Ctx, env: &mut [Value]| apply($op, x(c, env), y))
                 }
                 (x, y) => {
-                    let (x, y) = (compile(x), compile(y));
+                    let (x, y) = (compile_fn(x), compile_fn(y));
                     Box::new(move |c: &Ctx, env: &mut [Value]| {
                         let x = x(c, env);
                         apply($op, x, y(c, env))
@@ -509,25 +584,60 @@ pub fn compile(e: &Expr) -> Code {
                 }
             })
         }
+        // the fields of the point-to-point rules get a closure each, their reading inlined
         Expr::Path(s, f, None) => {
             let (s, f) = (*s as usize, *f);
-            Box::new(move |c, env| match env[s] {
-                Value::Event(l, i) => c.event_field(l, i, f),
-                v => c.field(v, f),
-            })
+            macro_rules! field {
+                ($f:expr) => {
+                    Box::new(move |c: &Ctx, env: &mut [Value]| match env[s] {
+                        Value::Event(l, i) => c.event_field_of(l, i, $f),
+                        v => c.field(v, $f),
+                    }) as Dyn
+                };
+            }
+            match f {
+                Field::Bytes => field!(Field::Bytes),
+                Field::Tag => field!(Field::Tag),
+                Field::Send => field!(Field::Send),
+                Field::Recv => field!(Field::Recv),
+                Field::Cancelled => field!(Field::Cancelled),
+                Field::Enter => field!(Field::Enter),
+                _ => Box::new(move |c, env| match env[s] {
+                    Value::Event(l, i) => c.event_field(l, i, f),
+                    v => c.field(v, f),
+                }),
+            }
         }
         Expr::Path(s, f, Some(g)) => {
             let (s, f, g) = (*s as usize, *f, *g);
-            Box::new(move |c, env| {
-                let v = match env[s] {
-                    Value::Event(l, i) => c.event_field(l, i, f),
-                    v => c.field(v, f),
+            macro_rules! fields {
+                ($f:expr, $g:expr) => {
+                    Box::new(move |c: &Ctx, env: &mut [Value]| {
+                        let v = match env[s] {
+                            Value::Event(l, i) => c.event_field_of(l, i, $f),
+                            v => c.field(v, $f),
+                        };
+                        match v {
+                            Value::Event(l, i) => c.event_field_of(l, i, $g),
+                            v => c.field(v, $g),
+                        }
+                    }) as Dyn
                 };
-                match v {
-                    Value::Event(l, i) => c.event_field(l, i, g),
-                    v => c.field(v, g),
-                }
-            })
+            }
+            match (f, g) {
+                (Field::Send, Field::Bytes) => fields!(Field::Send, Field::Bytes),
+                (Field::Recv, Field::Bytes) => fields!(Field::Recv, Field::Bytes),
+                _ => Box::new(move |c, env| {
+                    let v = match env[s] {
+                        Value::Event(l, i) => c.event_field(l, i, f),
+                        v => c.field(v, f),
+                    };
+                    match v {
+                        Value::Event(l, i) => c.event_field(l, i, g),
+                        v => c.field(v, g),
+                    }
+                }),
+            }
         }
         Expr::Table(s, t) => {
             let (s, t) = (*s as usize, t.clone());
@@ -540,28 +650,28 @@ pub fn compile(e: &Expr) -> Code {
             })
         }
         Expr::Field(b, f) => {
-            let (b, f) = (compile(b), *f);
+            let (b, f) = (compile_fn(b), *f);
             Box::new(move |c, env| {
                 let v = b(c, env);
                 c.field(v, f)
             })
         }
         Expr::Not(x) => {
-            let x = compile(x);
+            let x = compile_fn(x);
             Box::new(move |c, env| match x(c, env) {
                 Value::Bool(b) => Value::Bool(!b),
                 _ => Value::None,
             })
         }
         Expr::Neg(x) => {
-            let x = compile(x);
+            let x = compile_fn(x);
             Box::new(move |c, env| match x(c, env) {
                 Value::Num(v) => Value::Num(-v),
                 _ => Value::None,
             })
         }
         Expr::If(k, a, b) => {
-            let (k, a, b) = (compile(k), compile(a), compile(b));
+            let (k, a, b) = (compile_fn(k), compile_fn(a), compile_fn(b));
             Box::new(move |c, env| match k(c, env) {
                 Value::Bool(true) => a(c, env),
                 Value::Bool(false) => b(c, env),
@@ -569,7 +679,7 @@ pub fn compile(e: &Expr) -> Code {
             })
         }
         Expr::In(x, list) => {
-            let (x, list) = (compile(x), list.clone());
+            let (x, list) = (compile_fn(x), list.clone());
             Box::new(move |c, env| {
                 let v = x(c, env);
                 if v == Value::None {
@@ -580,7 +690,7 @@ pub fn compile(e: &Expr) -> Code {
         }
         Expr::Bin(op, a, b) => match op {
             BinOp::And | BinOp::Or => {
-                let (and, a, b) = (*op == BinOp::And, compile(a), compile(b));
+                let (and, a, b) = (*op == BinOp::And, compile_fn(a), compile_fn(b));
                 Box::new(move |c, env| {
                     let x = a(c, env);
                     logic(and, x, || b(c, env))
@@ -598,11 +708,11 @@ pub fn compile(e: &Expr) -> Code {
             BinOp::Ne => bin!(BinOp::Ne, &**a, &**b),
         },
         Expr::Call(Func::Exists, args) if args.len() == 1 => {
-            let x = compile(&args[0]);
+            let x = compile_fn(&args[0]);
             Box::new(move |c, env| Value::Bool(x(c, env) != Value::None))
         }
         Expr::Call(f @ (Func::Min | Func::Max), args) if args.len() == 2 => {
-            let (min, a, b) = (*f == Func::Min, compile(&args[0]), compile(&args[1]));
+            let (min, a, b) = (*f == Func::Min, compile_fn(&args[0]), compile_fn(&args[1]));
             Box::new(move |c, env| {
                 let x = a(c, env);
                 match (x, b(c, env)) {

@@ -69,6 +69,7 @@ pub struct Instance {
 impl Instance {
     /// Worse first: larger value, then lower location, earlier time, lower event index — a
     /// total order, so the kept instances do not depend on the order they were offered in.
+    #[inline]
     fn worse_than(&self, o: &Instance) -> bool {
         match self.value.total_cmp(&o.value) {
             std::cmp::Ordering::Greater => true,
@@ -88,11 +89,18 @@ pub struct Worst {
 }
 
 impl Worst {
+    #[inline]
     pub fn offer(&mut self, x: Instance) {
-        let n = self.n as usize;
-        if n == WORST_K && !x.worse_than(&self.items[WORST_K - 1]) {
+        if self.n as usize == WORST_K && !x.worse_than(&self.items[WORST_K - 1]) {
             return;
         }
+        self.insert(x);
+    }
+
+    /// `offer` of an instance that is kept.
+    #[inline(never)]
+    fn insert(&mut self, x: Instance) {
+        let n = self.n as usize;
         // shift the better-ranked ones down until x's place
         let mut i = n.min(WORST_K - 1);
         while i > 0 && x.worse_than(&self.items[i - 1]) {
@@ -240,7 +248,7 @@ impl TakeBound {
             }
         };
         e[q as usize] = Value::Item(0);
-        match (self.key)(ctx, e) {
+        match self.key.run(ctx, e) {
             Value::None => f64::NAN,
             v => v.num(),
         }
@@ -374,6 +382,50 @@ struct Prefilter {
     /// of the operands that read that slot's call)
     checks: Vec<(u16, Vec<bool>)>,
     rest_code: Option<Code>,
+}
+
+/// Rule `r`'s prefilter, for a rule of the event, receive or send pass whose `when` has
+/// operands that read only a trigger event's call region.
+fn prefilter_of(r: &Rule) -> Option<Prefilter> {
+    let bound = match r.on {
+        Trigger::Event => 1,
+        Trigger::Receive => 2,
+        Trigger::Send => 4,
+        _ => return None,
+    };
+    if r.queue.is_some() {
+        return None;
+    }
+    // the `&&` operands that read only a trigger event's call region are tables
+    // (`specialise`): they become the checks
+    let mut parts = Vec::new();
+    conjuncts(r.when.as_ref()?, &mut parts);
+    let mut checks: Vec<(u16, Vec<bool>)> = Vec::new();
+    let mut rest: Option<Expr> = None;
+    for c in parts {
+        match c {
+            Expr::Table(s, t) if s < bound => {
+                let mask = t.iter().map(|v| v.bool());
+                match checks.iter_mut().find(|(u, _)| *u == s) {
+                    Some((_, m)) => m.iter_mut().zip(mask).for_each(|(a, b)| *a &= b),
+                    None => checks.push((s, mask.collect())),
+                }
+            }
+            c => {
+                rest = Some(match rest {
+                    None => c,
+                    Some(x) => Expr::Bin(BinOp::And, Box::new(x), Box::new(c)),
+                })
+            }
+        }
+    }
+    if checks.is_empty() {
+        return None;
+    }
+    Some(Prefilter {
+        checks,
+        rest_code: rest.as_ref().map(compile),
+    })
 }
 
 /// `&&` operands of `e`, left to right.
@@ -557,6 +609,111 @@ fn specialise_rule(r: &Rule, f: &dyn Fn(&Expr) -> Expr) -> Rule {
     r2
 }
 
+/// Whether `f` is a function of its arguments alone (`konst` may evaluate it).
+fn is_pure(f: Func) -> bool {
+    matches!(
+        f,
+        Func::Pos | Func::Min | Func::Max | Func::Abs | Func::Matches(_) | Func::Exists
+    )
+}
+
+/// `e` (specialised, `specialise`) for trigger events of known kinds, partial evaluation
+/// again (the value in every environment whose slots hold events of those kinds stays the
+/// same): a field of a slot's event that the kind decides (`field`, from
+/// `eval::kind_field`: the bytes of an event that is no message, whether a blocking send
+/// was cancelled) becomes its constant; then every node that reads nothing but constants
+/// is evaluated (`konst`), and `&&`, `||` and `if` with a constant operand are reduced as
+/// `eval` would reduce them (an operand of `&&`/`||` is a boolean or absent: the type
+/// check).
+fn fold_kinds(
+    e: &Expr,
+    field: &dyn Fn(u16, Field) -> Option<Value>,
+    konst: &dyn Fn(&Expr) -> Value,
+) -> Expr {
+    let f = |x: &Expr| fold_kinds(x, field, konst);
+    let k = |x: &Expr| match x {
+        Expr::Const(v) => Some(*v),
+        _ => None,
+    };
+    // a node whose operands are constants is one
+    let done = |x: Expr| -> Expr {
+        let all = match &x {
+            Expr::Field(a, _) | Expr::Not(a) | Expr::Neg(a) | Expr::In(a, _) => k(a).is_some(),
+            Expr::Bin(_, a, b) => k(a).is_some() && k(b).is_some(),
+            Expr::Call(g, args) => is_pure(*g) && args.iter().all(|a| k(a).is_some()),
+            _ => false,
+        };
+        if all {
+            Expr::Const(konst(&x))
+        } else {
+            x
+        }
+    };
+    match e {
+        Expr::Path(s, g, h) => match field(*s, *g) {
+            None => e.clone(),
+            Some(v) => match h {
+                None => Expr::Const(v),
+                Some(h) => done(Expr::Field(Box::new(Expr::Const(v)), *h)),
+            },
+        },
+        Expr::Field(x, g) => done(Expr::Field(Box::new(f(x)), *g)),
+        Expr::Not(x) => done(Expr::Not(Box::new(f(x)))),
+        Expr::Neg(x) => done(Expr::Neg(Box::new(f(x)))),
+        Expr::In(x, l) => done(Expr::In(Box::new(f(x)), l.clone())),
+        Expr::Bin(op @ (BinOp::And | BinOp::Or), a, b) => {
+            let and = *op == BinOp::And;
+            let x = f(a);
+            match k(&x) {
+                // `false && y`, `true || y`: y is not read
+                Some(Value::Bool(v)) if v != and => Expr::Const(Value::Bool(v)),
+                // `true && y`, `false || y`: y, a boolean or absent
+                Some(Value::Bool(_)) => f(b),
+                Some(_) => Expr::Const(Value::None),
+                None => {
+                    let y = f(b);
+                    match k(&y) {
+                        // `x && true`, `x || false`: x, a boolean or absent
+                        Some(Value::Bool(v)) if v == and => x,
+                        _ => Expr::Bin(*op, Box::new(x), Box::new(y)),
+                    }
+                }
+            }
+        }
+        Expr::Bin(op, a, b) => done(Expr::Bin(*op, Box::new(f(a)), Box::new(f(b)))),
+        Expr::If(c, a, b) => {
+            let c = f(c);
+            match k(&c) {
+                Some(Value::Bool(true)) => f(a),
+                Some(Value::Bool(false)) => f(b),
+                Some(_) => Expr::Const(Value::None),
+                None => Expr::If(Box::new(c), Box::new(f(a)), Box::new(f(b))),
+            }
+        }
+        Expr::Call(g, args) => done(Expr::Call(*g, args.iter().map(f).collect())),
+        Expr::Agg {
+            op,
+            slot,
+            cond,
+            body,
+        } => Expr::Agg {
+            op: *op,
+            slot: *slot,
+            cond: cond.as_deref().map(|c| Box::new(f(c))),
+            body: Box::new(f(body)),
+        },
+        Expr::Const(_) | Expr::Slot(_) | Expr::Table(..) => e.clone(),
+    }
+}
+
+/// A rule of the event, receive or send pass for trigger events of one kind: its
+/// expressions folded for that kind (`fold_kinds`), compiled, and their prefilter.
+struct KindRule {
+    rule: usize,
+    /// `None` for a queue consumer (run as it is, `Setup::consume`).
+    code: Option<(RuleCode, Option<Prefilter>)>,
+}
+
 /// One (rule, call path) finding of a pass's own location, accumulated while the pass walks.
 struct Cell {
     rule: u16,
@@ -720,13 +877,19 @@ impl Setup<'_> {
         when.is_none_or(|w| ctx.eval(w, env).bool())
     }
 
-    /// `prelude_when` with rule `k`'s compiled code.
+    /// `prelude_when` with a rule's compiled code.
     #[inline]
-    fn prelude_code(&self, k: usize, when: Option<&Code>, ctx: &Ctx, env: &mut [Value]) -> bool {
-        for (s, c) in &self.code[k].lets {
-            env[*s as usize] = c(ctx, env);
+    fn prelude_code(
+        &self,
+        code: &RuleCode,
+        when: Option<&Code>,
+        ctx: &Ctx,
+        env: &mut [Value],
+    ) -> bool {
+        for (s, c) in &code.lets {
+            env[*s as usize] = c.run(ctx, env);
         }
-        when.is_none_or(|w| w(ctx, env).bool())
+        when.is_none_or(|w| w.run(ctx, env).bool())
     }
 
     /// The checks of rule `k`'s prefilter on the events bound in `env`, and the rest of its
@@ -735,14 +898,15 @@ impl Setup<'_> {
     /// call region (`UNSEEN`: not looked up yet) across the rules of one trigger event: the
     /// slots hold the same events for all of them.
     #[inline(always)]
-    fn prefiltered_when(
+    fn prefiltered_when<'c>(
         &self,
-        k: usize,
+        prefilter: &'c Option<Prefilter>,
+        code: &'c RuleCode,
         env: &[Value],
         regions: &mut [u32; 4],
-    ) -> Option<Option<&Code>> {
-        let Some(p) = &self.prefilter[k] else {
-            return Some(self.code[k].when.as_ref());
+    ) -> Option<Option<&'c Code>> {
+        let Some(p) = prefilter else {
+            return Some(code.when.as_ref());
         };
         for (s, mask) in &p.checks {
             let r = match regions.get_mut(*s as usize) {
@@ -776,37 +940,46 @@ impl Setup<'_> {
     /// Fire a point-to-point style rule (receive/send/event/rule triggers, queue consumers
     /// with a taken instance) in `env`.
     fn fire(&self, k: usize, env: &mut [Value], pass: &mut LocPass, fr: Frame) {
-        let Some(when) = self.prefiltered_when(k, env, &mut [UNSEEN; 4]) else {
+        let code = &self.code[k];
+        let Some(when) = self.prefiltered_when(&self.prefilter[k], code, env, &mut [UNSEEN; 4])
+        else {
             return;
         };
-        self.fire_when(k, when, env, pass, fr);
+        let none = |_: u16| 0.0;
+        let ctx = self.frame_ctx(fr, &none);
+        self.fire_when(k, code, when, env, pass, fr, &ctx);
     }
 
-    /// `fire` once the prefilter passed; `when` is what is left of the rule's `when`.
+    /// `fire` once the prefilter passed, with rule `k`'s `code` (its own or folded for
+    /// the kind of its trigger event); `when` is what is left of the rule's `when`; `ctx`
+    /// is `fr`'s (`frame_ctx`).
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     fn fire_when(
         &self,
         k: usize,
+        code: &RuleCode,
         when: Option<&Code>,
         env: &mut [Value],
         pass: &mut LocPass,
         fr: Frame,
+        ctx: &Ctx,
     ) {
-        let code = &self.code[k];
-        let none = |_: u16| 0.0;
-        let ctx = self.frame_ctx(fr, &none);
-        if !self.prelude_code(k, when, &ctx, env) {
+        if !self.prelude_code(code, when, ctx, env) {
             return;
         }
         let Some(sev_e) = &code.severity else { return };
-        let sev = sev_e(&ctx, env).num();
+        let sev = sev_e.run(ctx, env).num();
         // the clock condition is read only for an instance that is kept (expressions have
         // no side effects, so the order of evaluation does not matter)
-        let violated =
-            |env: &mut [Value]| code.violation.as_ref().is_some_and(|v| v(&ctx, env).bool());
+        let violated = |env: &mut [Value]| {
+            code.violation
+                .as_ref()
+                .is_some_and(|v| v.run(ctx, env).bool())
+        };
         if let Some((by, gw)) = &code.group {
-            if gw.as_ref().is_none_or(|w| w(&ctx, env).bool()) {
-                match by(&ctx, env) {
+            if gw.as_ref().is_none_or(|w| w.run(ctx, env).bool()) {
+                match by.run(ctx, env) {
                     Value::Event(l, key) if l == pass.loc => {
                         let slot = pass.groups.entry((k, key)).or_insert((
                             f64::NEG_INFINITY,
@@ -830,7 +1003,7 @@ impl Setup<'_> {
             return; // emit would drop it (§4.1.1)
         }
         let cc = violated(env);
-        self.emit(k, sev, cc, env, pass, fr, &ctx);
+        self.emit(k, code, sev, cc, env, pass, fr, ctx);
     }
 
     /// Record one instance of rule `k` and feed the rules that consume its instances.
@@ -839,6 +1012,7 @@ impl Setup<'_> {
     fn emit(
         &self,
         k: usize,
+        code: &RuleCode,
         sev: f64,
         cc: bool,
         env: &mut [Value],
@@ -850,8 +1024,8 @@ impl Setup<'_> {
             return; // §4.1.1
         }
         let rule = &self.rs.rules[k];
-        let Some(at_e) = &self.code[k].at else { return };
-        let at = at_e(ctx, env);
+        let Some(at_e) = &code.at else { return };
+        let at = at_e.run(ctx, env);
         let Some((cnode, loc, event)) = self.cnode_of(at) else {
             return;
         };
@@ -989,12 +1163,12 @@ impl Setup<'_> {
         let bound = {
             let ctx = self.ctx(&[], &[], taken, had, &none);
             for (s, c) in &self.code[k].hoisted {
-                e[*s as usize] = c(&ctx, &mut e);
+                e[*s as usize] = c.run(&ctx, &mut e);
             }
             self.code[k]
                 .bound
                 .as_ref()
-                .map(|b| (b, (b.bound)(&ctx, &mut e)))
+                .map(|b| (b, b.bound.run(&ctx, &mut e)))
         };
         if let Some((b, y)) = bound {
             // no instance can be taken when the extreme key fails the bound
@@ -1020,7 +1194,7 @@ impl Setup<'_> {
             e[q.slot as usize] = Value::Item(taken.len() as u32 - 1);
             let ctx = self.ctx(&[], &[], taken, had, &none);
             let key = keys.pop_front();
-            if take(&ctx, &mut e).bool() {
+            if take.run(&ctx, &mut e).bool() {
                 fire.push(e[..n].to_vec());
             } else if let Some(item) = taken.pop() {
                 keep.push_back(item);
@@ -1052,7 +1226,7 @@ impl Setup<'_> {
                 }
                 let none = |_: u16| 0.0;
                 let ctx = self.frame_ctx(fr, &none);
-                self.emit(key.0, sev, cc, &mut env, pass, fr, &ctx);
+                self.emit(key.0, &self.code[key.0], sev, cc, &mut env, pass, fr, &ctx);
             }
         }
     }
@@ -1183,52 +1357,7 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
             .map(|r| RuleCode::new(r, &rs.rules))
             .collect(),
     };
-    let prefilter: Vec<Option<Prefilter>> = rs
-        .rules
-        .iter()
-        .map(|r| {
-            let bound = match r.on {
-                Trigger::Event => 1,
-                Trigger::Receive => 2,
-                Trigger::Send => 4,
-                _ => return None,
-            };
-            if r.queue.is_some() {
-                return None;
-            }
-            // the `&&` operands that read only a trigger event's call region are tables
-            // (`specialise`): they become the checks
-            let mut parts = Vec::new();
-            conjuncts(r.when.as_ref()?, &mut parts);
-            let mut checks: Vec<(u16, Vec<bool>)> = Vec::new();
-            let mut rest: Option<Expr> = None;
-            for c in parts {
-                match c {
-                    Expr::Table(s, t) if s < bound => {
-                        let mask = t.iter().map(|v| v.bool());
-                        match checks.iter_mut().find(|(u, _)| *u == s) {
-                            Some((_, m)) => m.iter_mut().zip(mask).for_each(|(a, b)| *a &= b),
-                            None => checks.push((s, mask.collect())),
-                        }
-                    }
-                    c => {
-                        rest = Some(match rest {
-                            None => c,
-                            Some(x) => Expr::Bin(BinOp::And, Box::new(x), Box::new(c)),
-                        })
-                    }
-                }
-            }
-            if checks.is_empty() {
-                return None;
-            }
-            Some(Prefilter {
-                checks,
-                rest_code: rest.as_ref().map(compile),
-            })
-        })
-        .collect();
-    setup.prefilter = prefilter;
+    setup.prefilter = rs.rules.iter().map(prefilter_of).collect();
     let setup = setup;
     let nloc = trace.events.len();
     let ncnode = replay.tree.len();
@@ -1399,24 +1528,49 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
     let recv_rules = by_trigger(Trigger::Receive);
     let send_rules = by_trigger(Trigger::Send);
     // The rules each event kind can fire: event triggers those that list the kind, receive
-    // triggers all of theirs on receives, send triggers on sends.
-    let per_kind = |rules_here: &[usize], trigger: Trigger| -> Vec<Vec<usize>> {
-        (0..256usize)
-            .map(|kk| {
-                let fires = |k: usize| match trigger {
-                    Trigger::Receive => {
-                        kk == EventKind::MpiRecv as usize || kk == EventKind::MpiIrecv as usize
+    // triggers all of theirs on receives, send triggers on sends; each folded for the kind
+    // of its trigger event (`fold_kinds`, slot 0 holds it), and left out for a kind on
+    // which its `when` cannot hold. Queue consumers run as they are (`Setup::consume`).
+    let none = |_: u16| 0.0;
+    let kctx = setup.ctx(&[], &[], &[], &[], &none);
+    let konst = |e: &Expr| kctx.eval(e, &mut [Value::None]);
+    let per_kind = |rules_here: &[usize], trigger: Trigger| -> (Vec<Vec<usize>>, Vec<KindRule>) {
+        let mut by_kind = vec![Vec::new(); 256];
+        let mut folded = Vec::new();
+        for kind in EventKind::ALL {
+            let fires = |k: usize| match trigger {
+                Trigger::Receive => matches!(kind, EventKind::MpiRecv | EventKind::MpiIrecv),
+                Trigger::Send => matches!(kind, EventKind::MpiSend | EventKind::MpiIsend),
+                _ => rs.rules[k].kinds.contains(&kind),
+            };
+            for k in rules_here.iter().copied().filter(|&k| fires(k)) {
+                let r = &rs.rules[k];
+                let code = if r.queue.is_some() {
+                    None
+                } else {
+                    let field = |s: u16, f: Field| {
+                        (s == 0)
+                            .then(|| eval::kind_field(kind, f, &setup.kind_names))
+                            .flatten()
+                    };
+                    let mut r = specialise_rule(r, &|e: &Expr| fold_kinds(e, &field, &konst));
+                    let never = |e: &Option<Expr>| matches!(e, Some(Expr::Const(v)) if !v.bool());
+                    if never(&r.when) {
+                        continue;
                     }
-                    Trigger::Send => {
-                        kk == EventKind::MpiSend as usize || kk == EventKind::MpiIsend as usize
+                    // a group that takes no instance is none
+                    if r.group.as_ref().is_some_and(|g| never(&g.when)) {
+                        r.group = None;
                     }
-                    _ => rs.rules[k].kinds.iter().any(|&x| x as usize == kk),
+                    Some((RuleCode::new(&r, &rs.rules), prefilter_of(&r)))
                 };
-                rules_here.iter().copied().filter(|&k| fires(k)).collect()
-            })
-            .collect()
+                by_kind[kind as usize].push(folded.len());
+                folded.push(KindRule { rule: k, code });
+            }
+        }
+        (by_kind, folded)
     };
-    let run_pass = |(by_kind, skip): (&[Vec<usize>], &Option<Skip>),
+    let run_pass = |(by_kind, skip, folded): (&[Vec<usize>], &Option<Skip>, &[KindRule]),
                     trigger: Trigger,
                     had: &[Vec<(u32, u32)>],
                     locs: std::ops::Range<usize>,
@@ -1444,6 +1598,12 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
                 }
                 // queued instances taken by consumers on this location (`B`)
                 let mut taken: Vec<Vec<Value>> = Vec::new();
+                // What the rules of the pass that are no queue consumers read, built once:
+                // no queued instance (`Value::Item`) ever reaches their environments, so
+                // they never read `taken` (consumers see it through their own frames)
+                let none = |_: u16| 0.0;
+                let fr0 = Frame::events(&[], had);
+                let ctx0 = setup.frame_ctx(fr0, &none);
                 let kinds = crate::model::spill::bytes_of(&ev.kind[..]);
                 let mut next = 0usize;
                 while next < kinds.len() {
@@ -1516,8 +1676,9 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
                     };
                     let Some(bind) = bind else { continue };
                     let mut regions = [UNSEEN; 4];
-                    for &k in rules_here {
-                        let rule = &rs.rules[k];
+                    for &j in rules_here {
+                        let KindRule { rule: k, code } = &folded[j];
+                        let k = *k;
                         // one environment per rule and location, reset per trigger
                         let env = &mut envs[k];
                         env.fill(Value::None);
@@ -1527,11 +1688,15 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
                             _ => 1,
                         };
                         env[..n].copy_from_slice(&bind[..n]);
-                        if rule.queue.is_some() {
-                            setup.consume(k, env, &mut pass, &mut taken, had);
-                        } else if let Some(when) = setup.prefiltered_when(k, env, &mut regions) {
-                            let fr = Frame::events(&taken, had);
-                            setup.fire_when(k, when, env, &mut pass, fr);
+                        match code {
+                            None => setup.consume(k, env, &mut pass, &mut taken, had),
+                            Some((code, prefilter)) => {
+                                if let Some(when) =
+                                    setup.prefiltered_when(prefilter, code, env, &mut regions)
+                                {
+                                    setup.fire_when(k, code, when, env, &mut pass, fr0, &ctx0);
+                                }
+                            }
                         }
                     }
                 }
@@ -1549,9 +1714,9 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
         if rules_here.is_empty() {
             continue;
         }
-        let kinds = per_kind(rules_here, trigger);
+        let (kinds, folded) = per_kind(rules_here, trigger);
         let skip = Skip::new(&kinds);
-        let by_kind = (&kinds[..], &skip);
+        let by_kind = (&kinds[..], &skip, &folded[..]);
         // Locations a few at a time, their results added in location order: the
         // contributions waiting to be added stay a small part of the trace.
         let chunk = 2 * rayon::current_num_threads().max(1);
@@ -1843,7 +2008,13 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
         coll_violators.extend(v);
     }
     for &k in &world_rules {
-        let class = rs.rules[k].class.clone().unwrap_or_default();
+        let class = rs.rules[k].class.as_deref().unwrap_or_default();
+        // per region: whether its class is the rule's
+        let of_class: Vec<bool> = setup
+            .regions
+            .iter()
+            .map(|r| setup.strings[r[3] as usize] == class)
+            .collect();
         let mut members = Vec::new();
         let mut ranked: Vec<(u32, usize)> = trace
             .defs
@@ -1855,10 +2026,8 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
         ranked.sort_unstable();
         for (rank, l) in ranked {
             let ev = &trace.events[l];
-            let first = (0..ev.len()).find(|&i| {
-                ev.kind[i] == EventKind::Enter
-                    && setup.strings[setup.regions[ev.arg[i] as usize][3] as usize] == class
-            });
+            let first = (0..ev.len())
+                .find(|&i| ev.kind[i] == EventKind::Enter && of_class[ev.arg[i] as usize]);
             let Some(i) = first else { continue };
             let ctx = setup.ctx(&[], &[], &[], &[], &none);
             let leave = ptr(replay, Ptr::Exit, l as u32, i as u32);
@@ -2115,6 +2284,95 @@ mod tests {
         (trace, replay)
     }
 
+    /// `eval::kind_field` gives what `Ctx::event_field` reads, on every event of every
+    /// OTF2 trace in `testdata/` (blocking and non-blocking messages, cancelled requests,
+    /// collectives, locks), for every field it claims the kind decides.
+    #[test]
+    fn kind_field_agrees_with_event_field_on_every_event() {
+        let fields = [
+            Field::Time,
+            Field::Enter,
+            Field::Leave,
+            Field::Call,
+            Field::Bytes,
+            Field::Tag,
+            Field::Rank,
+            Field::Kind,
+            Field::Send,
+            Field::Recv,
+            Field::Sent,
+            Field::Received,
+            Field::Cancelled,
+            Field::LastRelease,
+            Field::RegionName,
+            Field::MemberBegin,
+            Field::ItemSlot(0),
+        ];
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+        let mut names = Vec::new();
+        for group in ["generated", "scorep", "scorep-omp"] {
+            for d in std::fs::read_dir(root.join(group)).unwrap() {
+                let d = d.unwrap().path();
+                if d.join("traces.otf2").exists() {
+                    names.push(format!(
+                        "{group}/{}",
+                        d.file_name().unwrap().to_string_lossy()
+                    ));
+                }
+            }
+        }
+        assert!(names.len() >= 20, "{names:?}");
+        let (mut decided, mut kinds_seen) = (0u64, std::collections::BTreeSet::new());
+        for name in &names {
+            let (trace, replay) = testdata_trace(name);
+            let mut interner = Interner::default();
+            let (regions, kind_names) = trace_strings(&mut interner, &trace);
+            let none = |_: u16| 0.0;
+            let ctx = Ctx {
+                trace: &trace,
+                replay: &replay,
+                regions: &regions,
+                kind_names: &kind_names,
+                regexes: &[],
+                strings: &interner.strings,
+                members: &[],
+                member_vals: &[],
+                items: &[],
+                had: &[],
+                metric: &none,
+            };
+            for (l, ev) in trace.events.iter().enumerate() {
+                for i in 0..ev.len() {
+                    let kind = ev.kind[i];
+                    kinds_seen.insert(kind as u8);
+                    for f in fields {
+                        if let Some(v) = eval::kind_field(kind, f, &kind_names) {
+                            let got = ctx.event_field(l as u32, i as u32, f);
+                            assert_eq!(got, v, "{name}: location {l}, event {i} ({kind:?}), {f:?}");
+                            decided += 1;
+                        }
+                    }
+                }
+            }
+        }
+        // the traces hold the kinds whose fields the folding decides
+        for k in [
+            EventKind::MpiSend,
+            EventKind::MpiIsend,
+            EventKind::MpiRecv,
+            EventKind::MpiIrecv,
+            EventKind::MpiCollectiveEnd,
+            EventKind::ThreadAcquireLock,
+            EventKind::Enter,
+        ] {
+            assert!(
+                kinds_seen.contains(&(k as u8)),
+                "no {k:?} event in testdata"
+            );
+        }
+        assert!(decided > 100_000, "{decided}");
+    }
+
     impl Specialised {
         fn new(rs: &RuleSet, name: &str) -> Specialised {
             let (trace, replay) = testdata_trace(name);
@@ -2264,13 +2522,13 @@ diagnosis = "test"
                     *v = Value::Event(l, (i + j as u32) % n);
                 }
                 for (s, c) in &code.hoisted {
-                    env[*s as usize] = c(&ctx, &mut env);
+                    env[*s as usize] = c.run(&ctx, &mut env);
                 }
                 for k in 0..items.len() {
                     env[q.slot as usize] = Value::Item(k as u32);
                     let mut plain = env[..r.slots as usize].to_vec();
                     let x = ctx.eval(&q.take, &mut plain);
-                    let y = take(&ctx, &mut env);
+                    let y = take.run(&ctx, &mut env);
                     assert!(same(x, y), "{}: {x:?} != {y:?}", r.info.id);
                     // the key (computed as the instance is queued) against the bound
                     if let Some(b) = &code.bound {
@@ -2278,7 +2536,7 @@ diagnosis = "test"
                             items: &items[k..k + 1],
                             ..ctx
                         };
-                        let bound = (b.bound)(&ctx, &mut env).num();
+                        let bound = b.bound.run(&ctx, &mut env).num();
                         assert_eq!(
                             b.passes(b.key_of(&item, q.slot), bound),
                             x.bool(),
@@ -2411,6 +2669,73 @@ diagnosis = "test"
     /// Every expression of every built-in rule gives the same value three ways — as written,
     /// specialised for the trace (tables, constants, paths), and compiled into closures —
     /// with events of every kind, inside and outside calls, in the trigger slots.
+    /// The rules of the event, receive and send passes folded for the kind of their
+    /// trigger event (`fold_kinds`, as `analyse_with` does per kind), evaluated on events of
+    /// that kind, give what the rules as written give: interpreted and compiled.
+    #[test]
+    fn kind_folded_rules_agree_with_the_rules_as_written() {
+        let rs = RuleSet::load(&[]).unwrap();
+        for name in [
+            "scorep/mixed8",
+            "scorep/nb",
+            "scorep/wo",
+            "scorep/rootcoll",
+            "scorep-omp/omp_lock",
+        ] {
+            let sp = Specialised::new(&rs, name);
+            let (trace, spec) = (&sp.trace, &sp.spec);
+            let none = |_: u16| 0.0;
+            let ctx = sp.ctx(&rs, &[], &none);
+            let konst = |e: &Expr| ctx.eval(e, &mut [Value::None]);
+            let mut folded: HashMap<(usize, u8), (Rule, Vec<Code>)> = HashMap::new();
+            let (mut checked, mut changed) = (0usize, 0usize);
+            for (k, (r, s)) in rs.rules.iter().zip(&spec.rules).enumerate() {
+                if !matches!(r.on, Trigger::Event | Trigger::Receive | Trigger::Send) {
+                    continue;
+                }
+                for (l, ev) in trace.events.iter().enumerate() {
+                    let n = ev.len() as u32;
+                    for i in 0..n {
+                        let kind = ev.kind[i as usize];
+                        let (f, code) = folded.entry((k, kind as u8)).or_insert_with(|| {
+                            let field = |slot: u16, f: Field| {
+                                (slot == 0)
+                                    .then(|| eval::kind_field(kind, f, &sp.kind_names))
+                                    .flatten()
+                            };
+                            let f = specialise_rule(s, &|e: &Expr| fold_kinds(e, &field, &konst));
+                            for (a, b) in exprs(s).iter().zip(exprs(&f)) {
+                                changed += (format!("{a:?}") != format!("{b:?}")) as usize;
+                            }
+                            let code = exprs(&f).into_iter().map(compile).collect();
+                            (f, code)
+                        });
+                        let mut env = vec![Value::None; r.slots.max(1) as usize];
+                        for (j, v) in env.iter_mut().enumerate() {
+                            *v = match j {
+                                0..4 => Value::Event(l as u32, (i + j as u32) % n),
+                                _ => Value::Num(j as f64),
+                            };
+                        }
+                        for ((ea, eb), c) in exprs(r).iter().zip(exprs(f)).zip(code.iter()) {
+                            let x = ctx.eval(ea, &mut env.clone());
+                            let y = ctx.eval(eb, &mut env.clone());
+                            let z = c.run(&ctx, &mut env.clone());
+                            assert!(
+                                same(x, y) && same(x, z),
+                                "{name} {} on {kind:?}: {x:?} {y:?} {z:?}\n{eb:?}",
+                                r.info.id
+                            );
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+            assert!(checked > 1000, "{name}: only {checked} evaluations");
+            assert!(changed > 0, "{name}: folding changed no expression");
+        }
+    }
+
     #[test]
     fn specialised_and_compiled_rules_agree_with_the_rules_as_written() {
         let rs = RuleSet::load(&[]).unwrap();
@@ -2442,7 +2767,7 @@ diagnosis = "test"
                             }
                             let x = ctx.eval(ea, &mut env.clone());
                             let y = ctx.eval(eb, &mut env.clone());
-                            let z = code(&ctx, &mut env.clone());
+                            let z = code.run(&ctx, &mut env.clone());
                             assert!(
                                 same(x, y) && same(x, z),
                                 "{name} {}: {x:?} {y:?} {z:?}",
