@@ -1682,12 +1682,16 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
                         // one environment per rule and location, reset per trigger
                         let env = &mut envs[k];
                         env.fill(Value::None);
-                        let n = match trigger {
-                            Trigger::Receive => 2,
-                            Trigger::Send => 4,
-                            _ => 1,
-                        };
-                        env[..n].copy_from_slice(&bind[..n]);
+                        // the trigger's bindings, one store each (a copy of a length known
+                        // only here calls memcpy)
+                        env[0] = bind[0];
+                        if trigger != Trigger::Event {
+                            env[1] = bind[1];
+                        }
+                        if trigger == Trigger::Send {
+                            env[2] = bind[2];
+                            env[3] = bind[3];
+                        }
                         match code {
                             None => setup.consume(k, env, &mut pass, &mut taken, had),
                             Some((code, prefilter)) => {
