@@ -61,6 +61,39 @@ enum Store<T> {
     Mapped(Mapped<T>),
 }
 
+/// Asks the kernel to back `v`'s buffer with transparent huge pages where it is large
+/// (Linux in `madvise` mode): memory that is touched once, column by column, then faults
+/// once per 2 MiB instead of once per 4 KiB page. Content is unchanged; failure is harmless.
+pub fn advise_huge<T>(v: &Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let bytes = v.capacity() * std::mem::size_of::<T>();
+        if bytes < 2 * HUGE {
+            return;
+        }
+        let start = (v.as_ptr() as usize).next_multiple_of(HUGE);
+        let end = (v.as_ptr() as usize + bytes) & !(HUGE - 1);
+        if end > start {
+            // SAFETY: the range lies inside the vector's own allocation; MADV_HUGEPAGE only
+            // changes how the kernel backs it, never its content.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
+}
+
+/// `vec![x; n]` in huge pages where it is large (`advise_huge`).
+pub fn filled<T: Clone>(n: usize, x: T) -> Vec<T> {
+    let mut v = Vec::with_capacity(n);
+    advise_huge(&v);
+    v.resize(n, x);
+    v
+}
+
 /// One column of event data: a heap vector, or a region of the spill file (read-only; a
 /// write makes a heap copy first). Reads go through `Deref<Target = [T]>`.
 ///
@@ -104,8 +137,11 @@ impl<T: Pod> Column<T> {
         Column::from_store(Store::Heap(Vec::new()))
     }
 
+    /// An empty heap column for `n` values (in huge pages where it is large).
     pub fn with_capacity(n: usize) -> Column<T> {
-        Column::from_store(Store::Heap(Vec::with_capacity(n)))
+        let v = Vec::with_capacity(n);
+        advise_huge(&v);
+        Column::from_store(Store::Heap(v))
     }
 
     /// The heap vector (copying a spilled column back first); `sync` must follow any change.
@@ -135,6 +171,10 @@ impl<T: Pod> Column<T> {
     #[inline(always)]
     pub fn push(&mut self, x: T) {
         if let Store::Heap(v) = &mut self.store {
+            if v.len() == v.capacity() {
+                v.reserve(1);
+                advise_huge(v);
+            }
             v.push(x);
             self.ptr = v.as_ptr();
             self.len = v.len();

@@ -173,7 +173,7 @@ fn collect(
         let ev = &trace.events[l as usize];
         let nmsg = ev.msg.peer.len();
         let mut links = MsgLinks {
-            partner: vec![EventRef::NONE; nmsg],
+            partner: crate::model::spill::filled(nmsg, EventRef::NONE),
             ..Default::default()
         };
         let first_send = p.sends.event.len();

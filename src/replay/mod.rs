@@ -100,7 +100,7 @@ const NARROW_NONE: u16 = u16::MAX;
 
 impl Cnodes {
     fn new(n: usize) -> Cnodes {
-        Cnodes::Narrow(vec![NARROW_NONE; n])
+        Cnodes::Narrow(crate::model::spill::filled(n, NARROW_NONE))
     }
 
     #[inline]
@@ -223,7 +223,7 @@ fn pass_a(ev: &Events, worker: Option<Worker>) -> PassA {
     let n = ev.len();
     let mut local = LocalTree::default();
     let mut cnode = Cnodes::new(n);
-    let mut ptr = vec![NONE; n];
+    let mut ptr = crate::model::spill::filled(n, NONE);
     let (mut time, mut visits, mut repairs): (Vec<u64>, Vec<u64>, Vec<u64>) = Default::default();
     // (region, local call path, index of the ENTER)
     let mut stack: Vec<(RegionIdx, CnodeIdx, u32)> = Vec::new();

@@ -233,29 +233,6 @@ pub fn read_with(anchor_path: &Path, spill: Option<&Spill>) -> Result<Trace> {
     })
 }
 
-/// Ask the kernel for transparent huge pages under a large column: filling 200 MB of columns
-/// otherwise costs one page fault per 4 KiB (a quarter of the read time, measured with perf).
-fn advise_huge_pages<T: crate::model::spill::Pod>(v: &crate::model::spill::Column<T>) {
-    #[cfg(target_os = "linux")]
-    {
-        let Some(v) = v.heap() else { return };
-        const HUGE: usize = 2 << 20;
-        let bytes = v.capacity() * std::mem::size_of::<T>();
-        if bytes < 2 * HUGE {
-            return;
-        }
-        let start = (v.as_ptr() as usize).next_multiple_of(HUGE);
-        let end = (v.as_ptr() as usize + bytes) & !(HUGE - 1);
-        if end > start {
-            // SAFETY: the range lies inside the vector's own allocation; MADV_HUGEPAGE only
-            // changes how the kernel backs it, never its content. Failure is harmless.
-            unsafe {
-                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
-            }
-        }
-    }
-}
-
 /// For each undefined id of a location, its index among all undefined ids of the trace
 /// (`index` maps ids already in `all` to their position).
 fn placeholder_targets(
@@ -339,9 +316,6 @@ fn read_location(
     // The declared count is a capacity hint only; a writer that crashed leaves it wrong.
     let hint = declared.min(data.len() as u64 / 2) as usize;
     let mut events = Events::with_capacity(hint);
-    advise_huge_pages(&events.time);
-    advise_huge_pages(&events.arg);
-    advise_huge_pages(&events.kind);
     let region_global = |id: u64| g.regions.get(id);
     let comm_global = |id: u64| g.comms.get(id);
     let mut cx = events::LocationContext {
