@@ -70,6 +70,9 @@ pub struct Ctx<'a> {
     pub had: &'a [Vec<(u32, u32)>],
     /// metric(id) at the current (call path, location) (derived rules).
     pub metric: &'a dyn Fn(u16) -> f64,
+    /// The values of `Expr::Shared` subexpressions for the current event (`None`: not
+    /// evaluated yet); empty where no expression has them.
+    pub shared: &'a [std::cell::Cell<Option<Value>>],
 }
 
 impl Ctx<'_> {
@@ -270,6 +273,7 @@ impl Ctx<'_> {
                 r.map_or(t[t.len() - 1], |r| t[r as usize])
             }
             Expr::Call(f, args) => self.call(*f, args, env),
+            Expr::Shared(_, x) => self.eval(x, env),
             Expr::Agg {
                 op,
                 slot,
@@ -638,6 +642,20 @@ fn compile_fn(e: &Expr) -> Dyn {
                     }
                 }),
             }
+        }
+        Expr::Shared(j, x) => {
+            let (j, x) = (*j as usize, compile_fn(x));
+            Box::new(move |c, env| match c.shared.get(j) {
+                Some(cell) => match cell.get() {
+                    Some(v) => v,
+                    None => {
+                        let v = x(c, env);
+                        cell.set(Some(v));
+                        v
+                    }
+                },
+                None => x(c, env),
+            })
         }
         Expr::Table(s, t) => {
             let (s, t) = (*s as usize, t.clone());

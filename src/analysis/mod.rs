@@ -167,6 +167,8 @@ struct Setup<'a> {
     prefilter: Vec<Option<Prefilter>>,
     /// Per rule: its expressions compiled, for the event, receive, send and rule passes.
     code: Vec<RuleCode>,
+    /// Per rule: whether its instances feed rules or queues (`fed`, `queued`).
+    feeds: Vec<bool>,
 }
 
 /// A rule's instance-level expressions compiled (`eval::compile`).
@@ -281,6 +283,7 @@ fn reads_slot(e: &Expr, q: u16) -> bool {
         Expr::Call(_, args) => args.iter().any(|a| reads_slot(a, q)),
         Expr::Bin(_, a, b) => reads_slot(a, q) || reads_slot(b, q),
         Expr::If(a, b, c) => reads_slot(a, q) || reads_slot(b, q) || reads_slot(c, q),
+        Expr::Shared(_, a) => reads_slot(a, q),
     }
 }
 
@@ -702,8 +705,127 @@ fn fold_kinds(
             cond: cond.as_deref().map(|c| Box::new(f(c))),
             body: Box::new(f(body)),
         },
+        Expr::Shared(j, x) => Expr::Shared(*j, Box::new(f(x))),
         Expr::Const(_) | Expr::Slot(_) | Expr::Table(..) => e.clone(),
     }
+}
+
+/// Whether `e` reads nothing but the trigger events, slots `0..n` (whose values all rules
+/// tried on one event share), and is worth keeping: more than a constant, a slot or a
+/// region table (the prefilter reads those).
+fn shareable(e: &Expr, n: u16) -> bool {
+    fn reads(e: &Expr, n: u16) -> bool {
+        match e {
+            Expr::Const(_) => true,
+            Expr::Slot(s) | Expr::Path(s, ..) | Expr::Table(s, _) => *s < n,
+            Expr::Field(a, f) => {
+                !matches!(f, Field::MemberLet(_) | Field::ItemSlot(_)) && reads(a, n)
+            }
+            Expr::Not(a) | Expr::Neg(a) | Expr::In(a, _) => reads(a, n),
+            Expr::Bin(_, a, b) => reads(a, n) && reads(b, n),
+            Expr::If(a, b, c) => reads(a, n) && reads(b, n) && reads(c, n),
+            Expr::Call(f, args) => is_pure(*f) && args.iter().all(|a| reads(a, n)),
+            Expr::Agg { .. } | Expr::Shared(..) => false,
+        }
+    }
+    !matches!(e, Expr::Const(_) | Expr::Slot(_) | Expr::Table(..)) && reads(e, n)
+}
+
+/// Every expression of `r` that its trial on an event evaluates (`exprs` of the tests).
+fn rule_exprs_mut(r: &mut Rule) -> Vec<&mut Expr> {
+    let mut v: Vec<&mut Expr> = Vec::new();
+    for l in &mut r.lets {
+        if let Let::Inst(_, e) = l {
+            v.push(e);
+        }
+    }
+    v.extend(
+        [&mut r.when, &mut r.severity, &mut r.at, &mut r.violation]
+            .into_iter()
+            .flatten(),
+    );
+    if let Some(g) = &mut r.group {
+        v.push(&mut g.by);
+        v.extend(g.when.as_mut());
+    }
+    v
+}
+
+/// Common subexpressions of the rules tried on one kind of event (folded for it): every
+/// largest subexpression that reads only the trigger events (slots `0..n`, `shareable`)
+/// and occurs more than once among them becomes `Expr::Shared`, evaluated at most once
+/// per event (expressions have no side effects and never fail, so evaluating one where
+/// another rule reaches it first gives every rule the same value). Returns the number of
+/// shared values.
+fn share(rules: &mut [&mut Rule], n: u16) -> u16 {
+    fn count(e: &Expr, n: u16, seen: &mut HashMap<String, u32>) {
+        if shareable(e, n) {
+            *seen.entry(format!("{e:?}")).or_default() += 1;
+        }
+        match e {
+            Expr::Field(a, _) | Expr::Not(a) | Expr::Neg(a) | Expr::In(a, _) => count(a, n, seen),
+            Expr::Bin(_, a, b) => {
+                count(a, n, seen);
+                count(b, n, seen);
+            }
+            Expr::If(a, b, c) => {
+                count(a, n, seen);
+                count(b, n, seen);
+                count(c, n, seen);
+            }
+            Expr::Call(_, args) => args.iter().for_each(|a| count(a, n, seen)),
+            _ => {}
+        }
+    }
+    fn replace(e: &mut Expr, n: u16, seen: &HashMap<String, u32>, ids: &mut HashMap<String, u16>) {
+        if shareable(e, n) {
+            let key = format!("{e:?}");
+            if seen.get(&key).is_some_and(|&c| c > 1) {
+                let next = ids.len() as u16;
+                let j = *ids.entry(key).or_insert(next);
+                let inner = std::mem::replace(e, Expr::Const(Value::None));
+                *e = Expr::Shared(j, Box::new(inner));
+                return;
+            }
+        }
+        match e {
+            Expr::Field(a, _) | Expr::Not(a) | Expr::Neg(a) | Expr::In(a, _) => {
+                replace(a, n, seen, ids)
+            }
+            Expr::Bin(_, a, b) => {
+                replace(a, n, seen, ids);
+                replace(b, n, seen, ids);
+            }
+            Expr::If(a, b, c) => {
+                replace(a, n, seen, ids);
+                replace(b, n, seen, ids);
+                replace(c, n, seen, ids);
+            }
+            Expr::Call(_, args) => args.iter_mut().for_each(|a| replace(a, n, seen, ids)),
+            _ => {}
+        }
+    }
+    let mut seen = HashMap::new();
+    for r in rules.iter_mut() {
+        for e in rule_exprs_mut(r) {
+            count(e, n, &mut seen);
+        }
+    }
+    let mut ids = HashMap::new();
+    for r in rules.iter_mut() {
+        for e in rule_exprs_mut(r) {
+            replace(e, n, &seen, &mut ids);
+        }
+    }
+    ids.len() as u16
+}
+
+/// The rules of an event, receive or send pass: per kind of trigger event, indices into
+/// `folded`, and how many shared values (`share`) its rules have.
+struct PassRules {
+    by_kind: Vec<Vec<usize>>,
+    folded: Vec<KindRule>,
+    shared: Vec<u16>,
 }
 
 /// A rule of the event, receive or send pass for trigger events of one kind: its
@@ -845,6 +967,7 @@ impl Setup<'_> {
             items,
             had,
             metric,
+            shared: &[],
         }
     }
 
@@ -1009,6 +1132,7 @@ impl Setup<'_> {
     /// Record one instance of rule `k` and feed the rules that consume its instances.
     /// `ctx` is `fr`'s (`frame_ctx`), built once by the caller.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn emit(
         &self,
         k: usize,
@@ -1023,71 +1147,84 @@ impl Setup<'_> {
         if sev.is_nan() || sev <= 0.0 {
             return; // §4.1.1
         }
-        let rule = &self.rs.rules[k];
         let Some(at_e) = &code.at else { return };
         let at = at_e.run(ctx, env);
         let Some((cnode, loc, event)) = self.cnode_of(at) else {
             return;
         };
         match &mut pass.acc {
-            Some(acc) => {
+            // the frequent case, inline: an instance of the pass's own location
+            Some(acc) if loc == pass.loc => {
                 if cc {
                     acc.cc.push((k as u16, cnode, sev));
                 }
-                if loc == pass.loc {
-                    let idx = &mut acc.idx[k];
-                    if idx.is_empty() {
-                        idx.resize(self.replay.tree.len(), 0);
-                    }
-                    let slot = &mut idx[cnode as usize];
-                    if *slot == 0 {
-                        acc.cells.push(Cell {
-                            rule: k as u16,
-                            cnode,
-                            sum: 0.0,
-                            n: 0,
-                            worst: Worst::default(),
-                        });
-                        *slot = acc.cells.len() as u32;
-                    }
-                    let cell = &mut acc.cells[*slot as usize - 1];
-                    cell.sum += sev;
-                    cell.n += 1;
-                    cell.worst.offer(Instance {
-                        loc,
-                        event,
-                        time: self.trace.events[loc as usize].time[event as usize],
-                        value: sev,
-                    });
-                } else {
-                    pass.out.push(Contribution {
+                let idx = &mut acc.idx[k];
+                if idx.is_empty() {
+                    idx.resize(self.replay.tree.len(), 0);
+                }
+                let slot = &mut idx[cnode as usize];
+                if *slot == 0 {
+                    acc.cells.push(Cell {
                         rule: k as u16,
                         cnode,
-                        loc,
-                        event,
-                        value: sev,
-                        cc: false,
-                        rec: false,
+                        sum: 0.0,
+                        n: 0,
+                        worst: Worst::default(),
                     });
+                    *slot = acc.cells.len() as u32;
                 }
+                let cell = &mut acc.cells[*slot as usize - 1];
+                cell.sum += sev;
+                cell.n += 1;
+                cell.worst.offer(Instance {
+                    loc,
+                    event,
+                    time: self.trace.events[loc as usize].time[event as usize],
+                    value: sev,
+                });
             }
-            None => pass.out.push(Contribution {
-                rule: k as u16,
-                cnode,
-                loc,
-                event,
-                value: sev,
-                cc,
-                rec: false,
-            }),
+            _ => self.listed(k, cnode, loc, event, sev, cc, pass),
         }
         // the instance as the rules it feeds and the queues it joins see it (most rules have
         // neither)
-        if !self.fed[k].is_empty() || !self.queued[k].is_empty() {
+        if self.feeds[k] {
+            let rule = &self.rs.rules[k];
             env[rule.at_slot as usize] = at;
             env[rule.value_slot as usize] = Value::Num(sev);
             self.feed(k, env, pass, fr);
         }
+    }
+
+    /// `emit` of an instance kept in the pass's list: one of another location, or every
+    /// one when the pass does not accumulate.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn listed(
+        &self,
+        k: usize,
+        cnode: u32,
+        loc: u32,
+        event: u32,
+        sev: f64,
+        cc: bool,
+        pass: &mut LocPass,
+    ) {
+        if let Some(acc) = &mut pass.acc {
+            // its clock-touched share is summed across locations (`acc.cc`), not listed
+            if cc {
+                acc.cc.push((k as u16, cnode, sev));
+            }
+        }
+        let cc = cc && pass.acc.is_none();
+        pass.out.push(Contribution {
+            rule: k as u16,
+            cnode,
+            loc,
+            event,
+            value: sev,
+            cc,
+            rec: false,
+        });
     }
 
     /// Hand a stored instance of rule `k` (its `at` and `value` set in `env`) to the rules
@@ -1255,6 +1392,7 @@ fn specialised(
         items: &[],
         had: &[],
         metric: &none,
+        shared: &[],
     };
     let nreg = trace.defs.regions.len();
     let table = |s: u16, e: &Expr| -> Box<[Value]> {
@@ -1341,6 +1479,9 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
             queued[q.of as usize].push(k);
         }
     }
+    let feeds = (0..nrules)
+        .map(|k| !fed[k].is_empty() || !queued[k].is_empty())
+        .collect();
     let mut setup = Setup {
         trace,
         replay,
@@ -1350,6 +1491,7 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
         kind_names,
         fed,
         queued,
+        feeds,
         prefilter: Vec::new(),
         code: rs
             .rules
@@ -1534,43 +1676,65 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
     let none = |_: u16| 0.0;
     let kctx = setup.ctx(&[], &[], &[], &[], &none);
     let konst = |e: &Expr| kctx.eval(e, &mut [Value::None]);
-    let per_kind = |rules_here: &[usize], trigger: Trigger| -> (Vec<Vec<usize>>, Vec<KindRule>) {
+    let per_kind = |rules_here: &[usize], trigger: Trigger| -> PassRules {
         let mut by_kind = vec![Vec::new(); 256];
         let mut folded = Vec::new();
+        let mut shared = vec![0u16; 256];
+        // the trigger slots, the same for every rule tried on an event
+        let n = match trigger {
+            Trigger::Receive => 2,
+            Trigger::Send => 4,
+            _ => 1,
+        };
         for kind in EventKind::ALL {
             let fires = |k: usize| match trigger {
                 Trigger::Receive => matches!(kind, EventKind::MpiRecv | EventKind::MpiIrecv),
                 Trigger::Send => matches!(kind, EventKind::MpiSend | EventKind::MpiIsend),
                 _ => rs.rules[k].kinds.contains(&kind),
             };
+            let mut here: Vec<(usize, Option<Rule>)> = Vec::new();
             for k in rules_here.iter().copied().filter(|&k| fires(k)) {
                 let r = &rs.rules[k];
-                let code = if r.queue.is_some() {
-                    None
-                } else {
-                    let field = |s: u16, f: Field| {
-                        (s == 0)
-                            .then(|| eval::kind_field(kind, f, &setup.kind_names))
-                            .flatten()
-                    };
-                    let mut r = specialise_rule(r, &|e: &Expr| fold_kinds(e, &field, &konst));
-                    let never = |e: &Option<Expr>| matches!(e, Some(Expr::Const(v)) if !v.bool());
-                    if never(&r.when) {
-                        continue;
-                    }
-                    // a group that takes no instance is none
-                    if r.group.as_ref().is_some_and(|g| never(&g.when)) {
-                        r.group = None;
-                    }
-                    Some((RuleCode::new(&r, &rs.rules), prefilter_of(&r)))
+                if r.queue.is_some() {
+                    here.push((k, None));
+                    continue;
+                }
+                let field = |s: u16, f: Field| {
+                    (s == 0)
+                        .then(|| eval::kind_field(kind, f, &setup.kind_names))
+                        .flatten()
                 };
+                let mut r = specialise_rule(r, &|e: &Expr| fold_kinds(e, &field, &konst));
+                let never = |e: &Option<Expr>| matches!(e, Some(Expr::Const(v)) if !v.bool());
+                if never(&r.when) {
+                    continue;
+                }
+                // a group that takes no instance is none
+                if r.group.as_ref().is_some_and(|g| never(&g.when)) {
+                    r.group = None;
+                }
+                here.push((k, Some(r)));
+            }
+            shared[kind as usize] = share(
+                &mut here
+                    .iter_mut()
+                    .filter_map(|(_, r)| r.as_mut())
+                    .collect::<Vec<_>>(),
+                n,
+            );
+            for (k, r) in here {
+                let code = r.map(|r| (RuleCode::new(&r, &rs.rules), prefilter_of(&r)));
                 by_kind[kind as usize].push(folded.len());
                 folded.push(KindRule { rule: k, code });
             }
         }
-        (by_kind, folded)
+        PassRules {
+            by_kind,
+            folded,
+            shared,
+        }
     };
-    let run_pass = |(by_kind, skip, folded): (&[Vec<usize>], &Option<Skip>, &[KindRule]),
+    let run_pass = |(pr, skip): (&PassRules, &Option<Skip>),
                     trigger: Trigger,
                     had: &[Vec<(u32, u32)>],
                     locs: std::ops::Range<usize>,
@@ -1603,7 +1767,13 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
                 // they never read `taken` (consumers see it through their own frames)
                 let none = |_: u16| 0.0;
                 let fr0 = Frame::events(&[], had);
-                let ctx0 = setup.frame_ctx(fr0, &none);
+                let cells = vec![
+                    std::cell::Cell::new(None);
+                    *pr.shared.iter().max().unwrap_or(&0) as usize
+                ];
+                let mut ctx0 = setup.frame_ctx(fr0, &none);
+                ctx0.shared = &cells;
+                let (by_kind, folded) = (&pr.by_kind, &pr.folded);
                 let kinds = crate::model::spill::bytes_of(&ev.kind[..]);
                 let mut next = 0usize;
                 while next < kinds.len() {
@@ -1676,6 +1846,10 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
                     };
                     let Some(bind) = bind else { continue };
                     let mut regions = [UNSEEN; 4];
+                    // a new event: its shared values are still to be evaluated
+                    for c in &cells[..pr.shared[kind as usize] as usize] {
+                        c.set(None);
+                    }
                     for &j in rules_here {
                         let KindRule { rule: k, code } = &folded[j];
                         let k = *k;
@@ -1718,9 +1892,9 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
         if rules_here.is_empty() {
             continue;
         }
-        let (kinds, folded) = per_kind(rules_here, trigger);
-        let skip = Skip::new(&kinds);
-        let by_kind = (&kinds[..], &skip, &folded[..]);
+        let pr = per_kind(rules_here, trigger);
+        let skip = Skip::new(&pr.by_kind);
+        let by_kind = (&pr, &skip);
         // Locations a few at a time, their results added in location order: the
         // contributions waiting to be added stay a small part of the trace.
         let chunk = 2 * rayon::current_num_threads().max(1);
@@ -2344,6 +2518,7 @@ mod tests {
                 items: &[],
                 had: &[],
                 metric: &none,
+                shared: &[],
             };
             for (l, ev) in trace.events.iter().enumerate() {
                 for i in 0..ev.len() {
@@ -2420,6 +2595,7 @@ mod tests {
                 items,
                 had: &self.had,
                 metric,
+                shared: &[],
             }
         }
     }
@@ -2674,70 +2850,131 @@ diagnosis = "test"
     /// specialised for the trace (tables, constants, paths), and compiled into closures —
     /// with events of every kind, inside and outside calls, in the trigger slots.
     /// The rules of the event, receive and send passes folded for the kind of their
-    /// trigger event (`fold_kinds`, as `analyse_with` does per kind), evaluated on events of
-    /// that kind, give what the rules as written give: interpreted and compiled.
+    /// trigger event and their common subexpressions shared (`fold_kinds`, `share`, as
+    /// `analyse_with` does per pass and kind), evaluated rule after rule on each event of
+    /// that kind with one set of shared values per event, give what the rules as written
+    /// give: interpreted and compiled.
     #[test]
-    fn kind_folded_rules_agree_with_the_rules_as_written() {
-        let rs = RuleSet::load(&[]).unwrap();
-        for name in [
-            "scorep/mixed8",
-            "scorep/nb",
-            "scorep/wo",
-            "scorep/rootcoll",
-            "scorep-omp/omp_lock",
-        ] {
-            let sp = Specialised::new(&rs, name);
+    fn kind_folded_and_shared_rules_agree_with_the_rules_as_written() {
+        // the built-in rules, and with two rules whose expressions over bindings of their
+        // own read alike (what must not be shared)
+        let extra = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/rules-shared");
+        let rule_sets = [
+            RuleSet::load(&[]).unwrap(),
+            RuleSet::load(&[extra]).unwrap(),
+        ];
+        let (mut total_shared, mut changed, mut all) = (0usize, 0usize, 0usize);
+        for (rs, name) in rule_sets.iter().flat_map(|rs| {
+            [
+                "scorep/mixed8",
+                "scorep/npb_lu_S",
+                "scorep/nb",
+                "scorep/wo",
+                "scorep/rootcoll",
+                "scorep-omp/omp_lock",
+            ]
+            .map(|n| (rs, n))
+        }) {
+            let sp = Specialised::new(rs, name);
             let (trace, spec) = (&sp.trace, &sp.spec);
             let none = |_: u16| 0.0;
-            let ctx = sp.ctx(&rs, &[], &none);
+            let mut ctx = sp.ctx(rs, &[], &none);
             let konst = |e: &Expr| ctx.eval(e, &mut [Value::None]);
-            let mut folded: HashMap<(usize, u8), (Rule, Vec<Code>)> = HashMap::new();
-            let (mut checked, mut changed) = (0usize, 0usize);
-            for (k, (r, s)) in rs.rules.iter().zip(&spec.rules).enumerate() {
-                if !matches!(r.on, Trigger::Event | Trigger::Receive | Trigger::Send) {
-                    continue;
-                }
-                for (l, ev) in trace.events.iter().enumerate() {
-                    let n = ev.len() as u32;
-                    for i in 0..n {
-                        let kind = ev.kind[i as usize];
-                        let (f, code) = folded.entry((k, kind as u8)).or_insert_with(|| {
-                            let field = |slot: u16, f: Field| {
-                                (slot == 0)
-                                    .then(|| eval::kind_field(kind, f, &sp.kind_names))
-                                    .flatten()
+            let mut checked = 0usize;
+            // per (trigger, kind): the rules tried, folded and shared, compiled
+            type Compiled = Vec<(usize, Rule, Vec<Code>)>;
+            let mut passes: HashMap<(u8, u8), Compiled> = HashMap::new();
+            for (t, trigger) in [Trigger::Event, Trigger::Receive, Trigger::Send]
+                .into_iter()
+                .enumerate()
+            {
+                let n = [1, 2, 4][t];
+                for kind in EventKind::ALL {
+                    let mut here: Vec<(usize, Rule)> = Vec::new();
+                    for (k, s) in spec.rules.iter().enumerate() {
+                        let fires = s.on == trigger
+                            && s.queue.is_none()
+                            && match trigger {
+                                Trigger::Receive => {
+                                    matches!(kind, EventKind::MpiRecv | EventKind::MpiIrecv)
+                                }
+                                Trigger::Send => {
+                                    matches!(kind, EventKind::MpiSend | EventKind::MpiIsend)
+                                }
+                                _ => s.kinds.contains(&kind),
                             };
-                            let f = specialise_rule(s, &|e: &Expr| fold_kinds(e, &field, &konst));
-                            for (a, b) in exprs(s).iter().zip(exprs(&f)) {
-                                changed += (format!("{a:?}") != format!("{b:?}")) as usize;
-                            }
-                            let code = exprs(&f).into_iter().map(compile).collect();
-                            (f, code)
-                        });
-                        let mut env = vec![Value::None; r.slots.max(1) as usize];
-                        for (j, v) in env.iter_mut().enumerate() {
-                            *v = match j {
-                                0..4 => Value::Event(l as u32, (i + j as u32) % n),
-                                _ => Value::Num(j as f64),
-                            };
+                        if !fires {
+                            continue;
                         }
-                        for ((ea, eb), c) in exprs(r).iter().zip(exprs(f)).zip(code.iter()) {
-                            let x = ctx.eval(ea, &mut env.clone());
-                            let y = ctx.eval(eb, &mut env.clone());
-                            let z = c.run(&ctx, &mut env.clone());
-                            assert!(
-                                same(x, y) && same(x, z),
-                                "{name} {} on {kind:?}: {x:?} {y:?} {z:?}\n{eb:?}",
-                                r.info.id
-                            );
-                            checked += 1;
+                        let field = |slot: u16, f: Field| {
+                            (slot == 0)
+                                .then(|| eval::kind_field(kind, f, &sp.kind_names))
+                                .flatten()
+                        };
+                        let f = specialise_rule(s, &|e: &Expr| fold_kinds(e, &field, &konst));
+                        for (a, b) in exprs(s).iter().zip(exprs(&f)) {
+                            changed += (format!("{a:?}") != format!("{b:?}")) as usize;
+                        }
+                        here.push((k, f));
+                    }
+                    let mut refs: Vec<&mut Rule> = here.iter_mut().map(|(_, r)| r).collect();
+                    total_shared += share(&mut refs, n) as usize;
+                    let compiled = here
+                        .into_iter()
+                        .map(|(k, r)| {
+                            let code = exprs(&r).into_iter().map(compile).collect();
+                            (k, r, code)
+                        })
+                        .collect();
+                    passes.insert((t as u8, kind as u8), compiled);
+                }
+            }
+            let cells = vec![std::cell::Cell::new(None); 64];
+            ctx.shared = &cells;
+            for (l, ev) in trace.events.iter().enumerate() {
+                let n = ev.len() as u32;
+                for i in 0..n {
+                    let kind = ev.kind[i as usize];
+                    for t in 0..3u8 {
+                        let Some(rules) = passes.get(&(t, kind as u8)) else {
+                            continue;
+                        };
+                        cells.iter().for_each(|c| c.set(None));
+                        for (k, f, code) in rules {
+                            let r = &rs.rules[*k];
+                            let mut env = vec![Value::None; r.slots.max(1) as usize];
+                            // the trigger slots as the pass binds them, the same for
+                            // every rule; the others differ from rule to rule
+                            let nt = [1, 2, 4][t as usize];
+                            for (j, v) in env.iter_mut().enumerate() {
+                                *v = if j < nt {
+                                    Value::Event(l as u32, (i + j as u32) % n)
+                                } else {
+                                    Value::Num((j + 1000 * k) as f64)
+                                };
+                            }
+                            for ((ea, eb), c) in exprs(r).iter().zip(exprs(f)).zip(code) {
+                                let x = ctx.eval(ea, &mut env.clone());
+                                let y = ctx.eval(eb, &mut env.clone());
+                                let z = c.run(&ctx, &mut env.clone());
+                                assert!(
+                                    same(x, y) && same(x, z),
+                                    "{name} {} on {kind:?}: {x:?} {y:?} {z:?}\n{eb:?}",
+                                    r.info.id
+                                );
+                                checked += 1;
+                            }
                         }
                     }
                 }
             }
-            assert!(checked > 1000, "{name}: only {checked} evaluations");
-            assert!(changed > 0, "{name}: folding changed no expression");
+            assert!(checked > 0, "{name}: no evaluation");
+            all += checked;
         }
+        assert!(all > 5000, "only {all} evaluations");
+        eprintln!("{all} evaluations, {total_shared} shared values");
+        assert!(changed > 0, "folding changed no expression");
+        assert!(total_shared > 0, "no expression shared");
     }
 
     #[test]

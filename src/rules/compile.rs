@@ -174,6 +174,11 @@ pub enum Expr {
     /// `slot`, evaluated in advance: its value per region index, and last for "no enclosing
     /// call" (never written by the compiler: `analysis::specialise` makes it per trace).
     Table(u16, Box<[Value]>),
+    /// A subexpression that reads nothing but the trigger events, met more than once among
+    /// the rules tried on one kind of event: evaluated at most once per event, its value
+    /// kept in the context's cell `n` (never written by the compiler: `analysis::share`
+    /// makes it per pass and kind).
+    Shared(u16, Box<Expr>),
 }
 
 /// What names mean while compiling one rule.
