@@ -1076,7 +1076,7 @@ impl Setup<'_> {
     /// `fire` once the prefilter passed, with rule `k`'s `code` (its own or folded for
     /// the kind of its trigger event); `when` is what is left of the rule's `when`; `ctx`
     /// is `fr`'s (`frame_ctx`).
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn fire_when(
         &self,
@@ -2185,14 +2185,63 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
         }
         coll_violators.extend(v);
     }
-    for &k in &world_rules {
-        let class = rs.rules[k].class.as_deref().unwrap_or_default();
-        // per region: whether its class is the rule's
-        let of_class: Vec<bool> = setup
+    // Per world rule and rank location: its first call of a region of the rule's class,
+    // found for up to 64 rules in one parallel walk of the locations (a bit per rule in a
+    // per-region mask).
+    let mut firsts: Vec<Vec<Option<usize>>> = vec![vec![None; nloc]; world_rules.len()];
+    for (c, chunk) in world_rules.chunks(64).enumerate() {
+        let mask: Vec<u64> = setup
             .regions
             .iter()
-            .map(|r| setup.strings[r[3] as usize] == class)
+            .map(|r| {
+                let class = &setup.strings[r[3] as usize];
+                chunk.iter().enumerate().fold(0u64, |m, (j, &k)| {
+                    let of = rs.rules[k].class.as_deref().unwrap_or_default() == class;
+                    m | (of as u64) << j
+                })
+            })
             .collect();
+        let all = if chunk.len() == 64 {
+            u64::MAX
+        } else {
+            (1u64 << chunk.len()) - 1
+        };
+        let found: Vec<Vec<Option<usize>>> = (0..nloc)
+            .into_par_iter()
+            .map(|l| {
+                let mut first = vec![None; chunk.len()];
+                if trace.defs.locations[l].rank.is_none() {
+                    return first;
+                }
+                let ev = &trace.events[l];
+                let mut want = all;
+                for (i, (&kind, &a)) in ev.kind.iter().zip(ev.arg.iter()).enumerate() {
+                    if kind != EventKind::Enter {
+                        continue;
+                    }
+                    let m = mask[a as usize] & want;
+                    if m != 0 {
+                        for (j, f) in first.iter_mut().enumerate() {
+                            if m >> j & 1 == 1 {
+                                *f = Some(i);
+                            }
+                        }
+                        want &= !m;
+                        if want == 0 {
+                            break;
+                        }
+                    }
+                }
+                first
+            })
+            .collect();
+        for (l, f) in found.into_iter().enumerate() {
+            for (j, i) in f.into_iter().enumerate() {
+                firsts[c * 64 + j][l] = i;
+            }
+        }
+    }
+    for (w, &k) in world_rules.iter().enumerate() {
         let mut members = Vec::new();
         let mut ranked: Vec<(u32, usize)> = trace
             .defs
@@ -2203,9 +2252,7 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
             .collect();
         ranked.sort_unstable();
         for (rank, l) in ranked {
-            let ev = &trace.events[l];
-            let first = (0..ev.len())
-                .find(|&i| ev.kind[i] == EventKind::Enter && of_class[ev.arg[i] as usize]);
+            let first = firsts[w][l];
             let Some(i) = first else { continue };
             let ctx = setup.ctx(&[], &[], &[], &[], &none);
             let leave = ptr(replay, Ptr::Exit, l as u32, i as u32);
