@@ -758,9 +758,13 @@ fn rule_exprs_mut(r: &mut Rule) -> Vec<&mut Expr> {
 /// another rule reaches it first gives every rule the same value). Returns the number of
 /// shared values.
 fn share(rules: &mut [&mut Rule], n: u16) -> u16 {
-    fn count(e: &Expr, n: u16, seen: &mut HashMap<String, u32>) {
+    // the distinct shareable subexpressions, with how often each occurs
+    fn count(e: &Expr, n: u16, seen: &mut Vec<(Expr, u32)>) {
         if shareable(e, n) {
-            *seen.entry(format!("{e:?}")).or_default() += 1;
+            match seen.iter_mut().find(|(x, _)| same_expr(x, e)) {
+                Some((_, c)) => *c += 1,
+                None => seen.push((e.clone(), 1)),
+            }
         }
         match e {
             Expr::Field(a, _) | Expr::Not(a) | Expr::Neg(a) | Expr::In(a, _) => count(a, n, seen),
@@ -777,12 +781,20 @@ fn share(rules: &mut [&mut Rule], n: u16) -> u16 {
             _ => {}
         }
     }
-    fn replace(e: &mut Expr, n: u16, seen: &HashMap<String, u32>, ids: &mut HashMap<String, u16>) {
+    // `ids`: per entry of `seen`, its shared value once given one
+    fn replace(
+        e: &mut Expr,
+        n: u16,
+        seen: &[(Expr, u32)],
+        ids: &mut [Option<u16>],
+        next: &mut u16,
+    ) {
         if shareable(e, n) {
-            let key = format!("{e:?}");
-            if seen.get(&key).is_some_and(|&c| c > 1) {
-                let next = ids.len() as u16;
-                let j = *ids.entry(key).or_insert(next);
+            if let Some(k) = seen.iter().position(|(x, c)| *c > 1 && same_expr(x, e)) {
+                let j = *ids[k].get_or_insert_with(|| {
+                    *next += 1;
+                    *next - 1
+                });
                 let inner = std::mem::replace(e, Expr::Const(Value::None));
                 *e = Expr::Shared(j, Box::new(inner));
                 return;
@@ -790,34 +802,66 @@ fn share(rules: &mut [&mut Rule], n: u16) -> u16 {
         }
         match e {
             Expr::Field(a, _) | Expr::Not(a) | Expr::Neg(a) | Expr::In(a, _) => {
-                replace(a, n, seen, ids)
+                replace(a, n, seen, ids, next)
             }
             Expr::Bin(_, a, b) => {
-                replace(a, n, seen, ids);
-                replace(b, n, seen, ids);
+                replace(a, n, seen, ids, next);
+                replace(b, n, seen, ids, next);
             }
             Expr::If(a, b, c) => {
-                replace(a, n, seen, ids);
-                replace(b, n, seen, ids);
-                replace(c, n, seen, ids);
+                replace(a, n, seen, ids, next);
+                replace(b, n, seen, ids, next);
+                replace(c, n, seen, ids, next);
             }
-            Expr::Call(_, args) => args.iter_mut().for_each(|a| replace(a, n, seen, ids)),
+            Expr::Call(_, args) => args.iter_mut().for_each(|a| replace(a, n, seen, ids, next)),
             _ => {}
         }
     }
-    let mut seen = HashMap::new();
+    let mut seen = Vec::new();
     for r in rules.iter_mut() {
         for e in rule_exprs_mut(r) {
             count(e, n, &mut seen);
         }
     }
-    let mut ids = HashMap::new();
+    let (mut ids, mut next) = (vec![None; seen.len()], 0u16);
     for r in rules.iter_mut() {
         for e in rule_exprs_mut(r) {
-            replace(e, n, &seen, &mut ids);
+            replace(e, n, &seen, &mut ids, &mut next);
         }
     }
-    ids.len() as u16
+    next
+}
+
+/// Whether `a` and `b` are the same expression, constants bit for bit (`0.0` and `-0.0`
+/// are different constants: `x + 0.0` and `x + -0.0` differ for `x = -0.0`).
+fn same_expr(a: &Expr, b: &Expr) -> bool {
+    fn value(a: &Value, b: &Value) -> bool {
+        match (a, b) {
+            (Value::Num(x), Value::Num(y)) => x.to_bits() == y.to_bits(),
+            _ => a == b,
+        }
+    }
+    fn values(a: &[Value], b: &[Value]) -> bool {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| value(x, y))
+    }
+    match (a, b) {
+        (Expr::Const(x), Expr::Const(y)) => value(x, y),
+        (Expr::Slot(x), Expr::Slot(y)) => x == y,
+        (Expr::Path(s, f, g), Expr::Path(t, h, i)) => s == t && f == h && g == i,
+        (Expr::Table(s, x), Expr::Table(t, y)) => s == t && values(x, y),
+        (Expr::Field(x, f), Expr::Field(y, g)) => f == g && same_expr(x, y),
+        (Expr::Not(x), Expr::Not(y)) | (Expr::Neg(x), Expr::Neg(y)) => same_expr(x, y),
+        (Expr::In(x, l), Expr::In(y, m)) => values(l, m) && same_expr(x, y),
+        (Expr::Bin(o, x, y), Expr::Bin(p, z, w)) => o == p && same_expr(x, z) && same_expr(y, w),
+        (Expr::If(c, x, y), Expr::If(d, z, w)) => {
+            same_expr(c, d) && same_expr(x, z) && same_expr(y, w)
+        }
+        (Expr::Call(f, x), Expr::Call(g, y)) => {
+            f == g && x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_expr(a, b))
+        }
+        // never shared (`shareable`)
+        _ => false,
+    }
 }
 
 /// The rules of an event, receive or send pass: per kind of trigger event, indices into
@@ -2507,6 +2551,27 @@ mod tests {
         let trace = crate::open(&path).unwrap();
         let replay = Replay::new(&trace);
         (trace, replay)
+    }
+
+    /// Sharing tells expressions apart as evaluation does: constants bit for bit.
+    #[test]
+    fn same_expr_compares_constants_bit_for_bit() {
+        let sum = |c: f64| {
+            Expr::Bin(
+                BinOp::Add,
+                Box::new(Expr::Path(0, Field::Bytes, None)),
+                Box::new(Expr::Const(Value::Num(c))),
+            )
+        };
+        assert!(same_expr(&sum(0.0), &sum(0.0)));
+        assert!(!same_expr(&sum(0.0), &sum(-0.0)));
+        assert!(!same_expr(&sum(1.0), &sum(2.0)));
+        let path = |f| Expr::Path(0, f, None);
+        assert!(!same_expr(&path(Field::Bytes), &path(Field::Tag)));
+        assert!(!same_expr(
+            &Expr::Path(0, Field::Bytes, None),
+            &Expr::Path(1, Field::Bytes, None)
+        ));
     }
 
     /// `eval::kind_field` gives what `Ctx::event_field` reads, on every event of every
