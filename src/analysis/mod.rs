@@ -1045,7 +1045,7 @@ impl Setup<'_> {
     }
 
     /// `prelude_when` with a rule's compiled code.
-    #[inline]
+    #[inline(always)]
     fn prelude_code(
         &self,
         code: &RuleCode,
