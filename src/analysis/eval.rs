@@ -75,6 +75,39 @@ pub struct Ctx<'a> {
     pub shared: &'a [std::cell::Cell<Option<Value>>],
 }
 
+/// `metric()` where no metric is known (0).
+fn no_metric(_: u16) -> f64 {
+    0.0
+}
+
+impl<'a> Ctx<'a> {
+    /// A context that reads the trace and its strings alone: no collective members, queued
+    /// instances, `had`, metrics or shared values.
+    pub fn of_trace(
+        trace: &'a Trace,
+        replay: &'a Replay,
+        regions: &'a RegionStrings,
+        kind_names: &'a [u32; 256],
+        regexes: &'a [regex::Regex],
+        strings: &'a [String],
+    ) -> Ctx<'a> {
+        Ctx {
+            trace,
+            replay,
+            regions,
+            kind_names,
+            regexes,
+            strings,
+            members: &[],
+            member_vals: &[],
+            items: &[],
+            had: &[],
+            metric: &no_metric,
+            shared: &[],
+        }
+    }
+}
+
 impl Ctx<'_> {
     #[inline]
     pub fn seconds(&self, loc: u32, ev: u32) -> f64 {

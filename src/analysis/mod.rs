@@ -572,6 +572,14 @@ fn specialise(
             *f,
             args.iter().map(|a| specialise(a, table, konst)).collect(),
         ),
+        Expr::Agg { .. } => with_operands(e, &|x| specialise(x, table, konst)),
+        _ => e.clone(),
+    }
+}
+
+/// Aggregate `e` with its condition and body rewritten by `f` (any other node as it is).
+fn with_operands(e: &Expr, f: &dyn Fn(&Expr) -> Expr) -> Expr {
+    match e {
         Expr::Agg {
             op,
             slot,
@@ -580,8 +588,8 @@ fn specialise(
         } => Expr::Agg {
             op: *op,
             slot: *slot,
-            cond: cond.as_deref().map(b),
-            body: b(body),
+            cond: cond.as_deref().map(|c| Box::new(f(c))),
+            body: Box::new(f(body)),
         },
         _ => e.clone(),
     }
@@ -694,17 +702,7 @@ fn fold_kinds(
             }
         }
         Expr::Call(g, args) => done(Expr::Call(*g, args.iter().map(f).collect())),
-        Expr::Agg {
-            op,
-            slot,
-            cond,
-            body,
-        } => Expr::Agg {
-            op: *op,
-            slot: *slot,
-            cond: cond.as_deref().map(|c| Box::new(f(c))),
-            body: Box::new(f(body)),
-        },
+        Expr::Agg { .. } => with_operands(e, &f),
         Expr::Shared(j, x) => Expr::Shared(*j, Box::new(f(x))),
         Expr::Const(_) | Expr::Slot(_) | Expr::Table(..) => e.clone(),
     }
@@ -1423,21 +1421,7 @@ fn specialised(
     kind_names: &[u32; 256],
     strings: &[String],
 ) -> RuleSet {
-    let none = |_: u16| 0.0;
-    let ctx = Ctx {
-        trace,
-        replay,
-        regions,
-        kind_names,
-        regexes: &orig.regexes,
-        strings,
-        members: &[],
-        member_vals: &[],
-        items: &[],
-        had: &[],
-        metric: &none,
-        shared: &[],
-    };
+    let ctx = Ctx::of_trace(trace, replay, regions, kind_names, &orig.regexes, strings);
     let nreg = trace.defs.regions.len();
     let table = |s: u16, e: &Expr| -> Box<[Value]> {
         let mut env = vec![Value::None; s as usize + 1];
@@ -2617,21 +2601,14 @@ mod tests {
             let (trace, replay) = testdata_trace(name);
             let mut interner = Interner::default();
             let (regions, kind_names) = trace_strings(&mut interner, &trace);
-            let none = |_: u16| 0.0;
-            let ctx = Ctx {
-                trace: &trace,
-                replay: &replay,
-                regions: &regions,
-                kind_names: &kind_names,
-                regexes: &[],
-                strings: &interner.strings,
-                members: &[],
-                member_vals: &[],
-                items: &[],
-                had: &[],
-                metric: &none,
-                shared: &[],
-            };
+            let ctx = Ctx::of_trace(
+                &trace,
+                &replay,
+                &regions,
+                &kind_names,
+                &[],
+                &interner.strings,
+            );
             for (l, ev) in trace.events.iter().enumerate() {
                 for i in 0..ev.len() {
                     let kind = ev.kind[i];
@@ -2919,6 +2896,19 @@ diagnosis = "test"
         std::fs::remove_dir_all(&dir).ok();
     }
 
+    /// The expression as written (`a`), as rewritten (`b`) and `b` compiled (`code`) give
+    /// the same value in `env` (`what` names the case when they do not).
+    fn agree(ctx: &Ctx, a: &Expr, b: &Expr, code: &Code, env: &[Value], what: &dyn Fn() -> String) {
+        let x = ctx.eval(a, &mut env.to_vec());
+        let y = ctx.eval(b, &mut env.to_vec());
+        let z = code.run(ctx, &mut env.to_vec());
+        assert!(
+            same(x, y) && same(x, z),
+            "{}: {x:?} {y:?} {z:?}\n{b:?}",
+            what()
+        );
+    }
+
     fn same(a: Value, b: Value) -> bool {
         match (a, b) {
             (Value::Num(x), Value::Num(y)) => {
@@ -3066,14 +3056,9 @@ diagnosis = "test"
                                 };
                             }
                             for ((ea, eb), c) in exprs(r).iter().zip(exprs(f)).zip(code) {
-                                let x = ctx.eval(ea, &mut env.clone());
-                                let y = ctx.eval(eb, &mut env.clone());
-                                let z = c.run(&ctx, &mut env.clone());
-                                assert!(
-                                    same(x, y) && same(x, z),
-                                    "{name} {} on {kind:?}: {x:?} {y:?} {z:?}\n{eb:?}",
-                                    r.info.id
-                                );
+                                agree(&ctx, ea, eb, c, &env, &|| {
+                                    format!("{name} {} on {kind:?}", r.info.id)
+                                });
                                 checked += 1;
                             }
                         }
@@ -3118,14 +3103,9 @@ diagnosis = "test"
                                     _ => Value::Num(j as f64),
                                 };
                             }
-                            let x = ctx.eval(ea, &mut env.clone());
-                            let y = ctx.eval(eb, &mut env.clone());
-                            let z = code.run(&ctx, &mut env.clone());
-                            assert!(
-                                same(x, y) && same(x, z),
-                                "{name} {}: {x:?} {y:?} {z:?}",
-                                r.info.id
-                            );
+                            agree(&ctx, ea, eb, &code, &env, &|| {
+                                format!("{name} {}", r.info.id)
+                            });
                             checked += 1;
                         }
                     }
