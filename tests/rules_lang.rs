@@ -149,9 +149,6 @@ fn the_count_example_counts_receives_that_waited_over_a_millisecond() {
     assert_eq!(total(&a, "mpi_cls_count"), 13.0);
 }
 
-// ---------------------------------------------------------------------------------------------
-// Overriding a built-in by id
-
 /// A queue whose instances hold queued instances of their own: its `take` reads through
 /// them (`B.B.S.time`). Every wrong-order late sender of `wo` qualifies (as it did before
 /// queues kept their instances' keys; keys of such queues are never kept, as the nested
@@ -162,6 +159,9 @@ fn a_queue_of_a_queue_consumer_reads_through_its_instances() {
     let (nested, wo) = (total(&a, "nested_wo"), total(&a, "mpi_latesender_wo"));
     assert!(nested > 0.0 && close(nested, wo), "{nested} {wo}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Overriding a built-in by id
 
 #[test]
 fn a_rule_with_a_built_in_id_replaces_the_built_in() {

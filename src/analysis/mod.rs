@@ -163,8 +163,6 @@ struct Setup<'a> {
     /// Rules fed by each rule's instances (`on = "rule"`), and queue consumers.
     fed: Vec<Vec<usize>>,
     queued: Vec<Vec<usize>>,
-    /// Per rule of the event, receive and send triggers: its `when` split by region.
-    prefilter: Vec<Option<Prefilter>>,
     /// Per rule: its expressions compiled, for the event, receive, send and rule passes.
     code: Vec<RuleCode>,
     /// Per rule: whether its instances feed rules or queues (`fed`, `queued`).
@@ -387,15 +385,32 @@ struct Prefilter {
     rest_code: Option<Code>,
 }
 
+/// The slots the event, receive or send pass binds before it tries a rule (`E`; `R`, `S`;
+/// `S`, `R`, `C`, `Q`), the same for every rule tried on one event; `None` for the other
+/// triggers.
+fn trigger_slots(t: Trigger) -> Option<u16> {
+    match t {
+        Trigger::Event => Some(1),
+        Trigger::Receive => Some(2),
+        Trigger::Send => Some(4),
+        _ => None,
+    }
+}
+
+/// Whether rule `r` of the event, receive or send pass is tried on events of `kind`: an
+/// event rule on the kinds it lists, a receive rule on receives, a send rule on sends.
+fn fires_on(r: &Rule, kind: EventKind) -> bool {
+    match r.on {
+        Trigger::Receive => matches!(kind, EventKind::MpiRecv | EventKind::MpiIrecv),
+        Trigger::Send => matches!(kind, EventKind::MpiSend | EventKind::MpiIsend),
+        _ => r.kinds.contains(&kind),
+    }
+}
+
 /// Rule `r`'s prefilter, for a rule of the event, receive or send pass whose `when` has
 /// operands that read only a trigger event's call region.
 fn prefilter_of(r: &Rule) -> Option<Prefilter> {
-    let bound = match r.on {
-        Trigger::Event => 1,
-        Trigger::Receive => 2,
-        Trigger::Send => 4,
-        _ => return None,
-    };
+    let bound = trigger_slots(r.on)?;
     if r.queue.is_some() {
         return None;
     }
@@ -466,10 +481,7 @@ fn reads_only_call(e: &Expr, s: u16) -> bool {
         Expr::If(c, a, b) => {
             reads_only_call(c, s) && reads_only_call(a, s) && reads_only_call(b, s)
         }
-        Expr::Call(
-            Func::Pos | Func::Min | Func::Max | Func::Abs | Func::Matches(_) | Func::Exists,
-            args,
-        ) => args.iter().all(|a| reads_only_call(a, s)),
+        Expr::Call(f, args) if is_pure(*f) => args.iter().all(|a| reads_only_call(a, s)),
         _ => false,
     }
 }
@@ -1102,17 +1114,14 @@ impl Setup<'_> {
         Some(p.rest_code.as_ref())
     }
 
-    /// Fire a point-to-point style rule (receive/send/event/rule triggers, queue consumers
-    /// with a taken instance) in `env`.
+    /// Fire a rule fed by another's instances, or a queue consumer with a taken instance,
+    /// in `env` (the event, receive and send passes try their own rules folded per kind,
+    /// with their prefilters, `KindRule`).
     fn fire(&self, k: usize, env: &mut [Value], pass: &mut LocPass, fr: Frame) {
         let code = &self.code[k];
-        let Some(when) = self.prefiltered_when(&self.prefilter[k], code, env, &mut [UNSEEN; 4])
-        else {
-            return;
-        };
         let none = |_: u16| 0.0;
         let ctx = self.frame_ctx(fr, &none);
-        self.fire_when(k, code, when, env, pass, fr, &ctx);
+        self.fire_when(k, code, code.when.as_ref(), env, pass, fr, &ctx);
     }
 
     /// `fire` once the prefilter passed, with rule `k`'s `code` (its own or folded for
@@ -1510,7 +1519,7 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
     let feeds = (0..nrules)
         .map(|k| !fed[k].is_empty() || !queued[k].is_empty())
         .collect();
-    let mut setup = Setup {
+    let setup = Setup {
         trace,
         replay,
         rs,
@@ -1520,15 +1529,12 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
         fed,
         queued,
         feeds,
-        prefilter: Vec::new(),
         code: rs
             .rules
             .iter()
             .map(|r| RuleCode::new(r, &rs.rules))
             .collect(),
     };
-    setup.prefilter = rs.rules.iter().map(prefilter_of).collect();
-    let setup = setup;
     let nloc = trace.events.len();
     let ncnode = replay.tree.len();
     let mut values: Vec<Vec<f64>> = vec![Vec::new(); nrules];
@@ -1708,20 +1714,14 @@ fn analyse_with(trace: &Trace, replay: &Replay, orig: RuleSet, accumulate: bool)
         let mut by_kind = vec![Vec::new(); 256];
         let mut folded = Vec::new();
         let mut shared = vec![0u16; 256];
-        // the trigger slots, the same for every rule tried on an event
-        let n = match trigger {
-            Trigger::Receive => 2,
-            Trigger::Send => 4,
-            _ => 1,
-        };
+        let n = trigger_slots(trigger).unwrap_or(1);
         for kind in EventKind::ALL {
-            let fires = |k: usize| match trigger {
-                Trigger::Receive => matches!(kind, EventKind::MpiRecv | EventKind::MpiIrecv),
-                Trigger::Send => matches!(kind, EventKind::MpiSend | EventKind::MpiIsend),
-                _ => rs.rules[k].kinds.contains(&kind),
-            };
             let mut here: Vec<(usize, Option<Rule>)> = Vec::new();
-            for k in rules_here.iter().copied().filter(|&k| fires(k)) {
+            for k in rules_here
+                .iter()
+                .copied()
+                .filter(|&k| fires_on(&rs.rules[k], kind))
+            {
                 let r = &rs.rules[k];
                 if r.queue.is_some() {
                     here.push((k, None));
@@ -2986,26 +2986,13 @@ diagnosis = "test"
             // per (trigger, kind): the rules tried, folded and shared, compiled
             type Compiled = Vec<(usize, Rule, Vec<Code>)>;
             let mut passes: HashMap<(u8, u8), Compiled> = HashMap::new();
-            for (t, trigger) in [Trigger::Event, Trigger::Receive, Trigger::Send]
-                .into_iter()
-                .enumerate()
-            {
-                let n = [1, 2, 4][t];
+            let triggers = [Trigger::Event, Trigger::Receive, Trigger::Send];
+            for (t, trigger) in triggers.into_iter().enumerate() {
+                let n = trigger_slots(trigger).unwrap_or(1);
                 for kind in EventKind::ALL {
                     let mut here: Vec<(usize, Rule)> = Vec::new();
                     for (k, s) in spec.rules.iter().enumerate() {
-                        let fires = s.on == trigger
-                            && s.queue.is_none()
-                            && match trigger {
-                                Trigger::Receive => {
-                                    matches!(kind, EventKind::MpiRecv | EventKind::MpiIrecv)
-                                }
-                                Trigger::Send => {
-                                    matches!(kind, EventKind::MpiSend | EventKind::MpiIsend)
-                                }
-                                _ => s.kinds.contains(&kind),
-                            };
-                        if !fires {
+                        if s.on != trigger || s.queue.is_some() || !fires_on(s, kind) {
                             continue;
                         }
                         let field = |slot: u16, f: Field| {
@@ -3047,7 +3034,7 @@ diagnosis = "test"
                             let mut env = vec![Value::None; r.slots.max(1) as usize];
                             // the trigger slots as the pass binds them, the same for
                             // every rule; the others differ from rule to rule
-                            let nt = [1, 2, 4][t as usize];
+                            let nt = trigger_slots(triggers[t as usize]).unwrap_or(1) as usize;
                             for (j, v) in env.iter_mut().enumerate() {
                                 *v = if j < nt {
                                     Value::Event(l as u32, (i + j as u32) % n)
