@@ -274,7 +274,7 @@ impl<'a> Graph<'a> {
         // (patterns.md §4.3) when the completing call is a standard or synchronous send, or
         // a wait, and was entered before the receive was posted and left after
         let blocking: Vec<bool> = (trace.defs.regions.iter())
-            .map(|r| match crate::analysis::classify::classify(r) {
+            .map(|r| match crate::model::classify::classify(r) {
                 ("P2P_SEND", mode) => mode == "STANDARD" || mode == "SYNCHRONOUS",
                 (class, _) => class == "P2P_WAIT_SINGLE" || class == "P2P_WAIT_MULTI",
             })
@@ -357,7 +357,7 @@ impl<'a> Graph<'a> {
             .defs
             .regions
             .iter()
-            .map(|r| match crate::analysis::classify::classify(r).0 {
+            .map(|r| match crate::model::classify::classify(r).0 {
                 "MPI_INIT" => 1,
                 "MPI_FINALIZE" => 2,
                 _ => 0,

@@ -2,7 +2,6 @@
 //! (patterns.md §4, §5.5), then the sums and derived metrics (§1), in dependency order.
 //! The engine knows triggers (receive, send, collective, ...), not patterns.
 
-pub mod classify;
 pub mod critical_path;
 pub mod eval;
 pub mod matrices;
@@ -10,7 +9,7 @@ pub mod overheads;
 pub mod phases;
 pub mod scores;
 
-use crate::model::{EventKind, Paradigm, Trace};
+use crate::model::{classify, EventKind, Paradigm, Trace};
 use crate::replay::calltree::NO_CNODE;
 use crate::replay::{Replay, NONE};
 use crate::rules::compile::{BinOp, Expr, Field, Func, Interner, Value};

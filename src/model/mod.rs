@@ -1,5 +1,6 @@
 //! The event model every reader fills and every analysis reads (ARCHITECTURE.md).
 
+pub mod classify;
 pub mod defs;
 pub mod event_kind;
 pub mod events;

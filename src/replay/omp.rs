@@ -27,7 +27,7 @@ pub fn region_kinds(trace: &Trace) -> Vec<OmpRegion> {
         .defs
         .regions
         .iter()
-        .map(|r| match crate::analysis::classify::classify(r).0 {
+        .map(|r| match crate::model::classify::classify(r).0 {
             "OMP_PARALLEL" => OmpRegion::Parallel,
             "OMP_EBARRIER" | "OMP_IBARRIER" => OmpRegion::Barrier,
             _ if r.role == RegionRole::TASK || r.role == RegionRole::TASK_UNTIED => OmpRegion::Task,
