@@ -41,7 +41,7 @@ fn rel(p: &Path) -> String {
 fn code_only(src: &str) -> Vec<u8> {
     let b = src.as_bytes();
     let mut out = b.to_vec();
-    let mut blank = |out: &mut Vec<u8>, from: usize, to: usize| {
+    let blank = |out: &mut Vec<u8>, from: usize, to: usize| {
         for c in &mut out[from..to] {
             if *c != b'\n' {
                 *c = b' ';
