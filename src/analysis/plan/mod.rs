@@ -201,3 +201,57 @@ pub(crate) fn trace_strings(interner: &mut Interner, trace: &Trace) -> (RegionSt
     }
     (regions, kind_names)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::passes::fires_on;
+    use super::testing::testdata_trace;
+    use super::*;
+
+    /// The plan of the built-in rules for a trace with messages: every rule specialised and
+    /// compiled; one table per pass with rules, in pass order, holding on each kind exactly
+    /// the rules of its trigger that fire on the kind, less those whose `when` folds to false
+    /// there (counted); queue consumers unfolded; every fed rule and consumer listed under
+    /// the rule that feeds it.
+    #[test]
+    fn plan_tables_hold_each_pass_rule_on_the_kinds_it_fires_on() {
+        let rs = RuleSet::load(&[]).unwrap();
+        let (trace, replay) = testdata_trace("scorep/wo");
+        let plan = Plan::new(&trace, &replay, &rs);
+        assert_eq!(plan.rs.rules.len(), rs.rules.len());
+        assert_eq!(plan.code.len(), rs.rules.len());
+        let with_rules: Vec<Trigger> = [Trigger::Event, Trigger::Receive, Trigger::Send]
+            .into_iter()
+            .filter(|&t| !plan.by_trigger(t).is_empty())
+            .collect();
+        let tables: Vec<Trigger> = plan.passes.iter().map(|p| p.trigger).collect();
+        assert_eq!(tables, with_rules);
+        assert!(!tables.is_empty());
+        for p in &plan.passes {
+            let mut tried = 0;
+            for kind in EventKind::ALL {
+                let here = &p.by_kind[kind as usize];
+                for &j in here {
+                    let r = &plan.rs.rules[p.folded[j].rule];
+                    assert_eq!(r.on, p.trigger, "{}", r.info.id);
+                    assert!(fires_on(r, kind), "{} on {kind:?}", r.info.id);
+                    assert_eq!(p.folded[j].code.is_none(), r.queue.is_some());
+                }
+                let on_kind = plan.by_trigger(p.trigger);
+                let on_kind = on_kind
+                    .iter()
+                    .filter(|&&k| fires_on(&plan.rs.rules[k], kind));
+                tried += on_kind.count();
+            }
+            assert_eq!(p.folded.len() + p.dropped, tried, "{:?}", p.trigger);
+        }
+        for (k, r) in plan.rs.rules.iter().enumerate() {
+            if let (Trigger::Rule, Some(of)) = (r.on, r.of) {
+                assert!(plan.fed[of as usize].contains(&k) && plan.feeds[of as usize]);
+            }
+            if let Some(q) = &r.queue {
+                assert!(plan.queued[q.of as usize].contains(&k) && plan.feeds[q.of as usize]);
+            }
+        }
+    }
+}
