@@ -1,0 +1,401 @@
+//! The cube the passes fill (metric x call path x location, patterns.md §4) with the
+//! instance statistics and worst instances of each finding, and the final step that makes
+//! it the `Analysis`: the metrics in report order over the metric tree, the statistics as maps.
+
+use crate::model::{Paradigm, Trace};
+use crate::replay::{Replay, NONE};
+use crate::rules::{Rule, RuleSet, Trigger};
+use std::collections::HashMap;
+
+/// One value a rule instance adds to the cube.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Contribution {
+    pub(crate) rule: u16,
+    pub(crate) cnode: u32,
+    pub(crate) loc: u32,
+    /// The event of `loc` the value is attributed to (the rule's `at`); NONE for class time.
+    pub(crate) event: u32,
+    pub(crate) value: f64,
+    /// Touched by a clock-condition violation (§6.2).
+    pub(crate) cc: bool,
+    /// From a reconstructed collective instance (§5.4, §6.2 `sev_rec`).
+    pub(crate) rec: bool,
+}
+
+/// What the passes add to the cube (`Cube::add`).
+#[derive(Clone, Copy)]
+pub(crate) enum Found<'a> {
+    One(&'a Contribution),
+    /// A pass's own (rule, call path) cell on the given location.
+    Own(&'a Cell, u32),
+    /// The clock-touched share of one instance of (rule, call path).
+    Cc(u16, u32, f64),
+}
+
+/// Per finding (metric, call path): instances and their clock-touched share (§6.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct FindingStats {
+    pub n: u64,
+    pub sev_cc: f64,
+    /// Severity from reconstructed collective instances (§6.2).
+    pub sev_rec: f64,
+}
+
+/// How many of its worst instances each finding keeps.
+pub const WORST_K: usize = 5;
+
+/// One instance of a finding: where, when (the tick of the event its value is attributed
+/// to, the rule's `at`) and how much (in the metric's unit).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Instance {
+    pub loc: u32,
+    pub event: u32,
+    pub time: u64,
+    pub value: f64,
+}
+
+impl Instance {
+    /// Worse first: larger value, then lower location, earlier time, lower event index — a
+    /// total order, so the kept instances do not depend on the order they were offered in.
+    #[inline]
+    fn worse_than(&self, o: &Instance) -> bool {
+        match self.value.total_cmp(&o.value) {
+            std::cmp::Ordering::Greater => true,
+            std::cmp::Ordering::Less => false,
+            std::cmp::Ordering::Equal => {
+                (self.loc, self.time, self.event) < (o.loc, o.time, o.event)
+            }
+        }
+    }
+}
+
+/// The `WORST_K` worst instances of one finding, worst first (a bounded insertion list).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Worst {
+    n: u8,
+    items: [Instance; WORST_K],
+}
+
+impl Worst {
+    #[inline]
+    pub fn offer(&mut self, x: Instance) {
+        if self.n as usize == WORST_K && !x.worse_than(&self.items[WORST_K - 1]) {
+            return;
+        }
+        self.insert(x);
+    }
+
+    /// `offer` of an instance that is kept.
+    #[inline(never)]
+    fn insert(&mut self, x: Instance) {
+        let n = self.n as usize;
+        // shift the better-ranked ones down until x's place
+        let mut i = n.min(WORST_K - 1);
+        while i > 0 && x.worse_than(&self.items[i - 1]) {
+            self.items[i] = self.items[i - 1];
+            i -= 1;
+        }
+        self.items[i] = x;
+        if n < WORST_K {
+            self.n += 1;
+        }
+    }
+
+    pub fn instances(&self) -> &[Instance] {
+        &self.items[..self.n as usize]
+    }
+}
+
+/// Clock-condition violations (patterns.md §7.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Violations {
+    /// Messages whose send is later than their receive.
+    pub p2p: u64,
+    /// (instance, member) pairs where the member ended before the reference begin time.
+    pub collective: u64,
+    /// The largest point-to-point violation in seconds.
+    pub max_p2p_s: f64,
+    /// Locations touched by any violation.
+    pub locations: u64,
+}
+
+/// The analysed trace: every metric's values per call path and location.
+pub struct Analysis {
+    /// Metric ids in report order (depth-first over the metric tree), omitted ones left out.
+    pub order: Vec<usize>,
+    /// `values[rule][cnode * nloc + loc]` (exclusive in call paths, inclusive in metrics).
+    pub values: Vec<Vec<f64>>,
+    pub stats: Vec<HashMap<u32, FindingStats>>,
+    /// Per rule, per call path: the worst instances (only metrics computed by instances).
+    pub worst: Vec<HashMap<u32, Worst>>,
+    pub violations: Violations,
+    pub nloc: usize,
+    pub ncnode: usize,
+    pub rules: RuleSet,
+}
+
+impl Analysis {
+    #[inline]
+    pub fn value(&self, rule: usize, cnode: u32, loc: u32) -> f64 {
+        self.values[rule][cnode as usize * self.nloc + loc as usize]
+    }
+}
+
+/// One (rule, call path) finding of a pass's own location, accumulated while the pass walks.
+pub(crate) struct Cell {
+    pub(crate) rule: u16,
+    pub(crate) cnode: u32,
+    /// The values added in event order, starting from 0.0.
+    sum: f64,
+    n: u64,
+    worst: Worst,
+}
+
+impl Cell {
+    #[inline(always)]
+    pub(crate) fn new(rule: u16, cnode: u32) -> Cell {
+        Cell {
+            rule,
+            cnode,
+            sum: 0.0,
+            n: 0,
+            worst: Worst::default(),
+        }
+    }
+
+    /// One more instance of the finding.
+    #[inline(always)]
+    pub(crate) fn add(&mut self, x: Instance) {
+        self.sum += x.value;
+        self.n += 1;
+        self.worst.offer(x);
+    }
+}
+
+/// What the passes found so far: `Analysis::values` (allocated per rule on its first
+/// value), the instance statistics per (rule, call path) dense while adding, and the worst
+/// instances of each finding.
+pub(crate) struct Cube<'a> {
+    trace: &'a Trace,
+    /// The rules the cube is indexed by (those of the plan).
+    rules: &'a [Rule],
+    nloc: usize,
+    ncnode: usize,
+    /// `values[rule][cnode * nloc + loc]` (empty: no value yet).
+    pub(crate) values: Vec<Vec<f64>>,
+    /// Per rule, per call path (dense while adding; a map per rule in the result).
+    dense_stats: Vec<Vec<FindingStats>>,
+    /// Per rule, per call path: index + 1 into `worst` (0: none yet), so a finding's top-K
+    /// is allocated once, on its first instance.
+    worst_idx: Vec<Vec<u32>>,
+    worst: Vec<(u16, u32, Worst)>,
+}
+
+impl<'a> Cube<'a> {
+    /// An empty cube for `rules` over the call paths and locations of `trace`.
+    pub(crate) fn new(trace: &'a Trace, replay: &Replay, rules: &'a [Rule]) -> Cube<'a> {
+        let nrules = rules.len();
+        Cube {
+            trace,
+            rules,
+            nloc: trace.events.len(),
+            ncnode: replay.tree.len(),
+            values: vec![Vec::new(); nrules],
+            dense_stats: vec![Vec::new(); nrules],
+            worst_idx: vec![Vec::new(); nrules],
+            worst: Vec::new(),
+        }
+    }
+
+    pub(crate) fn nloc(&self) -> usize {
+        self.nloc
+    }
+
+    pub(crate) fn ncnode(&self) -> usize {
+        self.ncnode
+    }
+
+    /// Every instance of `found`, one by one, in order.
+    pub(crate) fn add_all(&mut self, found: &[Contribution]) {
+        for c in found {
+            self.add(Found::One(c));
+        }
+    }
+
+    /// Adds what the rules found to the cube, the instance counts and the worst instances:
+    /// one instance, a pass's own sum for one (rule, call path) (the cube cell must still
+    /// be 0.0, so the sum is bit for bit the one-by-one sum), or the clock-touched share of
+    /// one.
+    pub(crate) fn add(&mut self, f: Found) {
+        let (ncnode, nloc) = (self.ncnode, self.nloc);
+        let (rule, cnode) = match f {
+            Found::One(c) => (c.rule, c.cnode),
+            Found::Own(c, _) => (c.rule, c.cnode),
+            Found::Cc(rule, cnode, v) => {
+                let d = &mut self.dense_stats[rule as usize];
+                if d.is_empty() {
+                    d.resize(ncnode, FindingStats::default());
+                }
+                d[cnode as usize].sev_cc += v;
+                return;
+            }
+        };
+        let (loc, value) = match f {
+            Found::One(c) => (c.loc, c.value),
+            Found::Own(c, loc) => (loc, c.sum),
+            Found::Cc(..) => return,
+        };
+        let v = &mut self.values[rule as usize];
+        if v.is_empty() {
+            v.resize(ncnode * nloc, 0.0);
+        }
+        v[cnode as usize * nloc + loc as usize] += value;
+        // instance counts exist only for pattern instances, not for class time (§6.2)
+        if self.rules[rule as usize].on == Trigger::Callpath {
+            return;
+        }
+        let d = &mut self.dense_stats[rule as usize];
+        if d.is_empty() {
+            d.resize(ncnode, FindingStats::default());
+        }
+        let s = &mut d[cnode as usize];
+        let one;
+        let offers: &[Instance] = match f {
+            Found::One(c) => {
+                s.n += 1;
+                if c.cc {
+                    s.sev_cc += c.value;
+                }
+                if c.rec {
+                    s.sev_rec += c.value;
+                }
+                if c.event == NONE {
+                    return;
+                }
+                one = [Instance {
+                    loc: c.loc,
+                    event: c.event,
+                    time: self.trace.events[c.loc as usize].time[c.event as usize],
+                    value: c.value,
+                }];
+                &one
+            }
+            Found::Own(c, _) => {
+                s.n += c.n;
+                c.worst.instances()
+            }
+            Found::Cc(..) => return,
+        };
+        let wi = &mut self.worst_idx[rule as usize];
+        if wi.is_empty() {
+            wi.resize(ncnode, 0);
+        }
+        let slot = &mut wi[cnode as usize];
+        if *slot == 0 {
+            self.worst.push((rule, cnode, Worst::default()));
+            *slot = self.worst.len() as u32;
+        }
+        // the top K of a union is the top K of the parts' top Ks (a total order)
+        for x in offers {
+            self.worst[*slot as usize - 1].2.offer(*x);
+        }
+    }
+
+    /// The analysis: every metric's values (zeros where none), the statistics and worst
+    /// instances as maps per rule, the metrics in report `order`.
+    pub(crate) fn finish(
+        self,
+        order: Vec<usize>,
+        violations: Violations,
+        rules: RuleSet,
+    ) -> Analysis {
+        let (ncnode, nloc) = (self.ncnode, self.nloc);
+        let mut values = self.values;
+        for v in values.iter_mut() {
+            if v.is_empty() {
+                v.resize(ncnode * nloc, 0.0);
+            }
+        }
+        let stats: Vec<HashMap<u32, FindingStats>> = self
+            .dense_stats
+            .into_iter()
+            .map(|d| {
+                d.into_iter()
+                    .enumerate()
+                    .filter(|(_, s)| s.n > 0)
+                    .map(|(c, s)| (c as u32, s))
+                    .collect()
+            })
+            .collect();
+        let mut worst_map: Vec<HashMap<u32, Worst>> = vec![HashMap::new(); self.rules.len()];
+        for (k, c, w) in self.worst {
+            worst_map[k as usize].insert(c, w);
+        }
+        Analysis {
+            order,
+            values,
+            stats,
+            worst: worst_map,
+            violations,
+            nloc,
+            ncnode,
+            rules,
+        }
+    }
+}
+
+/// Report order: depth-first over the metric tree (`children` per rule), siblings by
+/// `order`; metrics of a paradigm the trace lacks are omitted with their subtree (§1.1.6).
+pub(crate) fn report_order(trace: &Trace, rules: &[Rule], children: &[Vec<usize>]) -> Vec<usize> {
+    let nrules = rules.len();
+    let has_paradigm = |p: &str| {
+        let want = match p {
+            "mpi" => Paradigm::MPI,
+            "openmp" => Paradigm::OPENMP,
+            _ => return true,
+        };
+        trace.defs.regions.iter().any(|r| r.paradigm == want)
+    };
+    let mut roots: Vec<usize> = (0..nrules)
+        .filter(|&k| rules[k].info.parent.is_none())
+        .collect();
+    let sort = |v: &mut Vec<usize>| v.sort_by_key(|&k| (rules[k].info.order, k));
+    sort(&mut roots);
+    let mut order = Vec::new();
+    let mut stack: Vec<usize> = roots.into_iter().rev().collect();
+    while let Some(k) = stack.pop() {
+        if rules[k]
+            .info
+            .paradigm
+            .as_deref()
+            .is_some_and(|p| !has_paradigm(p))
+        {
+            continue;
+        }
+        order.push(k);
+        let mut kids = children[k].clone();
+        sort(&mut kids);
+        stack.extend(kids.into_iter().rev());
+    }
+    order
+}
+
+impl Violations {
+    /// §7.1: the replay's point-to-point violations, and the collective ones once per
+    /// (instance, member) as the passes found them (`coll_violators`: each one's location),
+    /// whichever rules saw them.
+    pub(crate) fn of(trace: &Trace, replay: &Replay, coll_violators: &[u32]) -> Violations {
+        let m = replay.matching;
+        let touched: std::collections::BTreeSet<u32> = coll_violators
+            .iter()
+            .chain(&replay.p2p_violators)
+            .copied()
+            .collect();
+        Violations {
+            collective: coll_violators.len() as u64,
+            p2p: m.clock_violations,
+            max_p2p_s: m.max_violation_ticks as f64 / trace.timer_resolution as f64,
+            locations: touched.len() as u64,
+        }
+    }
+}

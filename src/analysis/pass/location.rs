@@ -1,0 +1,396 @@
+//! The per-location pass of the event, receive and send triggers (§5.5 passes B, C): each
+//! location's events in order, the rules of the event's kind tried on each trigger
+//! (`walk`), locations a chunk at a time in parallel while the previous chunk's findings
+//! are added to the cube in location order (`run_pass`).
+
+use super::{event, p2p};
+use crate::analysis::cube::{Cell, Contribution, Cube, Found};
+use crate::analysis::fire::{Engine, Frame, UNSEEN};
+use crate::analysis::plan::{KindRule, PassRules};
+use crate::model::EventKind;
+use crate::rules::compile::Value;
+use crate::rules::Trigger;
+use rayon::prelude::*;
+use std::collections::{HashMap, VecDeque};
+
+/// Mutable state of one location's pass over receive or send triggers.
+pub(crate) struct LocPass {
+    /// The location the pass runs on: group keys are its events.
+    pub(crate) loc: u32,
+    /// Instances to add one by one: all of them without `acc`, else those attributed to
+    /// another location (their clock-touched share is in `acc.cc` instead).
+    pub(crate) out: Vec<Contribution>,
+    pub(crate) acc: Option<Acc>,
+    /// Per rule: open groups, key event → (best severity, env, clock-touched).
+    pub(crate) groups: HashMap<(usize, u32), (f64, Vec<Value>, bool)>,
+    /// Per rule (indexed by the consuming rule): the queued instances of its feeder.
+    pub(crate) queues: Vec<VecDeque<Vec<Value>>>,
+    /// Per consumer with a `TakeBound`: each queued instance's key (NaN: absent), in queue
+    /// order, and the extreme key of the queue (`None`: to be found again).
+    pub(crate) keys: Vec<(VecDeque<f64>, Option<f64>)>,
+    pub(crate) had: Vec<(usize, u32, u32)>,
+}
+
+impl LocPass {
+    pub(crate) fn new(loc: u32, nrules: usize) -> LocPass {
+        LocPass {
+            loc,
+            out: Vec::new(),
+            acc: None,
+            groups: HashMap::new(),
+            queues: vec![VecDeque::new(); nrules],
+            keys: vec![(VecDeque::new(), None); nrules],
+            had: Vec::new(),
+        }
+    }
+}
+
+/// What a location's pass found on its own location, without a buffer per instance: the
+/// sum, count and worst instances per (rule, call path), and the clock-touched instances in
+/// the order they were found (their `sev_cc` sums run across locations in location order).
+pub(crate) struct Acc {
+    /// Per rule, per call path: index + 1 into `cells` (empty until the rule's first
+    /// instance here).
+    pub(crate) idx: Vec<Vec<u32>>,
+    pub(crate) cells: Vec<Cell>,
+    /// (rule, call path, value) of every clock-touched instance, own location or not.
+    pub(crate) cc: Vec<(u16, u32, f64)>,
+}
+
+/// Passes run again in list mode (`add_passes`).
+#[cfg(test)]
+pub(crate) static RERUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The event, receive and send passes, in that order (`accumulate`: see
+/// `analysis::analyse_with`). Returns `had`: per rule, the sorted (location, key event) of
+/// its groups that had a candidate with a positive severity.
+pub(crate) fn run(eng: &Engine, cube: &mut Cube, accumulate: bool) -> Vec<Vec<(u32, u32)>> {
+    let mut had: Vec<Vec<(u32, u32)>> = vec![Vec::new(); eng.plan.rs.rules.len()];
+    for pr in &eng.plan.passes {
+        let new_had = run_pass(eng, cube, pr, &had, accumulate);
+        for (k, l, e) in new_had {
+            had[k].push((l, e));
+        }
+        for h in had.iter_mut() {
+            h.sort_unstable();
+        }
+    }
+    had
+}
+
+/// One pass over every location. Locations a few at a time, their results added in
+/// location order: the contributions waiting to be added stay a small part of the trace.
+/// Returns the (rule, location, key event) of the groups that had a candidate.
+fn run_pass(
+    eng: &Engine,
+    cube: &mut Cube,
+    pr: &PassRules,
+    had: &[Vec<(u32, u32)>],
+    accumulate: bool,
+) -> Vec<(usize, u32, u32)> {
+    let nloc = cube.nloc();
+    let chunk = 2 * rayon::current_num_threads().max(1);
+    let mut new_had = Vec::new();
+    // the contribution buffers go round (fresh pages cost more than the rules)
+    let mut pool: Vec<Vec<Contribution>> = Vec::new();
+    // a chunk's contributions are added (in order, on one thread) while the next chunk
+    // runs
+    let mut pending: Vec<LocPass> = Vec::new();
+    let starts = (0..nloc).step_by(chunk).map(Some).chain([None]);
+    for start in starts {
+        let outs: Vec<Vec<Contribution>> = start
+            .map(|s| s..(s + chunk).min(nloc))
+            .into_iter()
+            .flatten()
+            .map(|_| pool.pop().unwrap_or_default())
+            .collect();
+        let done = std::mem::take(&mut pending);
+        let (passes, done) = rayon::join(
+            || {
+                start.map_or_else(Vec::new, |s| {
+                    run_locs(eng, pr, had, s..(s + chunk).min(nloc), outs, accumulate)
+                })
+            },
+            || {
+                add_passes(eng, cube, pr, had, &done);
+                done
+            },
+        );
+        for p in done {
+            new_had.extend(p.had);
+            let mut out = p.out;
+            out.clear();
+            pool.push(out);
+        }
+        pending = passes;
+    }
+    new_had
+}
+
+/// Adds what the passes of `done` found, in location order.
+fn add_passes(
+    eng: &Engine,
+    cube: &mut Cube,
+    pr: &PassRules,
+    had: &[Vec<(u32, u32)>],
+    done: &[LocPass],
+) {
+    let nloc = cube.nloc();
+    for p in done {
+        let Some(acc) = &p.acc else {
+            cube.add_all(&p.out);
+            continue;
+        };
+        // A cell of this location that an earlier location's pass already wrote (a rule
+        // whose `at` names another location's event) must get this location's values one
+        // by one after those: the pass runs again, listing every instance (the pass is a
+        // function of the trace and `had`, so it finds the same).
+        let clean = acc.cells.iter().all(|c| {
+            cube.values[c.rule as usize]
+                .get(c.cnode as usize * nloc + p.loc as usize)
+                .is_none_or(|v| *v == 0.0)
+        });
+        if !clean {
+            #[cfg(test)]
+            RERUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let l = p.loc as usize;
+            let again = run_locs(eng, pr, had, l..l + 1, vec![Vec::new()], false);
+            for c in again.iter().flat_map(|q| &q.out) {
+                cube.add(Found::One(c));
+            }
+            continue;
+        }
+        for c in &acc.cells {
+            cube.add(Found::Own(c, p.loc));
+        }
+        cube.add_all(&p.out);
+        for &(k, c, v) in &acc.cc {
+            cube.add(Found::Cc(k, c, v));
+        }
+    }
+}
+
+/// The pass on locations `locs`, in parallel, each with its contribution buffer of `outs`.
+fn run_locs(
+    eng: &Engine,
+    pr: &PassRules,
+    had: &[Vec<(u32, u32)>],
+    locs: std::ops::Range<usize>,
+    outs: Vec<Vec<Contribution>>,
+    accumulate: bool,
+) -> Vec<LocPass> {
+    locs.into_par_iter()
+        .zip(outs)
+        .map(|(l, out)| walk(eng, pr, had, l, out, accumulate))
+        .collect()
+}
+
+/// The pass on location `l`: its events in order (those of the kinds the pass looks at,
+/// `Skip`), on each trigger the rules of the event's kind, folded for it (`KindRule`);
+/// groups closed as their key calls end.
+fn walk(
+    eng: &Engine,
+    pr: &PassRules,
+    had: &[Vec<(u32, u32)>],
+    l: usize,
+    out: Vec<Contribution>,
+    accumulate: bool,
+) -> LocPass {
+    let (trace, replay) = (eng.trace, eng.replay);
+    let (trigger, skip) = (pr.trigger, &pr.skip);
+    let nrules = eng.plan.rs.rules.len();
+    let ev = &trace.events[l];
+    let links = &replay.msg_links[l];
+    let mut envs: Vec<Vec<Value>> = eng
+        .plan
+        .rs
+        .rules
+        .iter()
+        .map(|r| vec![Value::None; r.slots as usize])
+        .collect();
+    let mut pass = LocPass::new(l as u32, nrules);
+    pass.out = out;
+    if accumulate {
+        pass.acc = Some(Acc {
+            idx: vec![Vec::new(); nrules],
+            cells: Vec::new(),
+            cc: Vec::new(),
+        });
+    }
+    // queued instances taken by consumers on this location (`B`)
+    let mut taken: Vec<Vec<Value>> = Vec::new();
+    // What the rules of the pass that are no queue consumers read, built once: no queued
+    // instance (`Value::Item`) ever reaches their environments, so they never read `taken`
+    // (consumers see it through their own frames)
+    let none = |_: u16| 0.0;
+    let fr0 = Frame::events(&[], had);
+    let cells = vec![std::cell::Cell::new(None); *pr.shared.iter().max().unwrap_or(&0) as usize];
+    let mut ctx0 = eng.frame_ctx(fr0, &none);
+    ctx0.shared = &cells;
+    let (by_kind, folded) = (&pr.by_kind, &pr.folded);
+    let kinds = crate::model::spill::bytes_of(&ev.kind[..]);
+    let mut next = 0usize;
+    while next < kinds.len() {
+        // jump to the next event the pass looks at
+        if let Some(s) = skip {
+            match s.find(&kinds[next..], !pass.groups.is_empty()) {
+                Some(d) => next += d,
+                None => break,
+            }
+        }
+        let i = next;
+        next += 1;
+        let kind = ev.kind[i];
+        if kind == EventKind::Leave && !pass.groups.is_empty() {
+            let fr = Frame::events(&taken, had);
+            eng.flush_groups(Some(i as u32), &mut pass, fr);
+        }
+        let rules_here = &by_kind[kind as usize];
+        if rules_here.is_empty() {
+            continue;
+        }
+        let bind: Option<[Value; 4]> = match trigger {
+            Trigger::Event => Some(event::bind(l, i)),
+            Trigger::Receive if matches!(kind, EventKind::MpiRecv | EventKind::MpiIrecv) => {
+                p2p::bind_receive(links, ev, l, i)
+            }
+            Trigger::Send if matches!(kind, EventKind::MpiSend | EventKind::MpiIsend) => {
+                p2p::bind_send(trace, replay, links, ev, kind, l, i)
+            }
+            _ => None,
+        };
+        let Some(bind) = bind else { continue };
+        let mut regions = [UNSEEN; 4];
+        // a new event: its shared values are still to be evaluated
+        for c in &cells[..pr.shared[kind as usize] as usize] {
+            c.set(None);
+        }
+        for &j in rules_here {
+            let KindRule { rule: k, code } = &folded[j];
+            let k = *k;
+            // one environment per rule and location, reset per trigger
+            let env = &mut envs[k];
+            env.fill(Value::None);
+            // the trigger's bindings, one store each (a copy of a length known only here
+            // calls memcpy)
+            env[0] = bind[0];
+            if trigger != Trigger::Event {
+                env[1] = bind[1];
+            }
+            if trigger == Trigger::Send {
+                env[2] = bind[2];
+                env[3] = bind[3];
+            }
+            match code {
+                None => eng.consume(k, env, &mut pass, &mut taken, had),
+                Some((code, prefilter)) => {
+                    if let Some(when) = eng.prefiltered_when(prefilter, code, env, &mut regions) {
+                        eng.fire_when(k, code, when, env, &mut pass, fr0, &ctx0);
+                    }
+                }
+            }
+        }
+    }
+    eng.flush_groups(None, &mut pass, Frame::events(&taken, had));
+    pass
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::analyse_with;
+    use crate::analysis::cube::{FindingStats, Worst};
+    use crate::analysis::plan::testing::testdata_trace;
+    use crate::rules::RuleSet;
+
+    /// (location, event, time, value bits) of a worst instance.
+    type WorstBits = (u32, u32, u64, u64);
+
+    /// A rule whose `at` names either the trigger event or its partner on another location,
+    /// with fractional severities (sums whose bits depend on their order) and clock-touched
+    /// instances: cells written by their own location's pass and by others'.
+    const OTHER_AT: &str = r#"
+id = "test_other_at"
+name = "Other at"
+unit = "sec"
+on = "event"
+kinds = ["MpiSend", "MpiIsend", "MpiRecv", "MpiIrecv"]
+severity = "E.time / 3 + 0.1"
+at = "if E.kind == 'MpiSend' then E.recv else E"
+violation = "E.time > 0.001"
+description = "test"
+diagnosis = "test"
+"#;
+
+    /// Accumulating passes (with their fallback for cells another location's pass wrote
+    /// first) give the cube, the instance statistics and the worst instances of listing
+    /// passes, bit for bit, with the built-in rules and with `OTHER_AT`.
+    #[test]
+    fn accumulating_passes_agree_with_listing_passes_bit_for_bit() {
+        let dir = std::env::temp_dir().join(format!("perfexpert-acc-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("other_at.toml"), OTHER_AT).unwrap();
+        let before = RERUNS.load(std::sync::atomic::Ordering::Relaxed);
+        for extra in [vec![], vec![dir.clone()]] {
+            for name in [
+                "scorep/mixed8",
+                "scorep/nb",
+                "scorep/wo",
+                "scorep/ls",
+                "scorep/lr",
+            ] {
+                let (trace, replay) = testdata_trace(name);
+                let rs = RuleSet::load(&extra).unwrap();
+                let a = analyse_with(&trace, &replay, rs.clone(), true);
+                let b = analyse_with(&trace, &replay, rs, false);
+                for (k, (x, y)) in a.values.iter().zip(&b.values).enumerate() {
+                    let same = x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
+                    assert!(same, "{name} {}", a.rules.rules[k].info.id);
+                }
+                let stats =
+                    |v: &Vec<HashMap<u32, FindingStats>>| -> Vec<Vec<(u32, u64, u64, u64)>> {
+                        v.iter()
+                            .map(|m| {
+                                let mut x: Vec<_> = m
+                                    .iter()
+                                    .map(|(c, s)| {
+                                        (*c, s.n, s.sev_cc.to_bits(), s.sev_rec.to_bits())
+                                    })
+                                    .collect();
+                                x.sort_unstable();
+                                x
+                            })
+                            .collect()
+                    };
+                assert_eq!(stats(&a.stats), stats(&b.stats), "{name}");
+                let worst = |v: &Vec<HashMap<u32, Worst>>| -> Vec<Vec<(u32, Vec<WorstBits>)>> {
+                    v.iter()
+                        .map(|m| {
+                            let mut x: Vec<_> = m
+                                .iter()
+                                .map(|(c, w)| {
+                                    let i = w.instances().iter();
+                                    (
+                                        *c,
+                                        i.map(|i| (i.loc, i.event, i.time, i.value.to_bits()))
+                                            .collect(),
+                                    )
+                                })
+                                .collect();
+                            x.sort_unstable();
+                            x
+                        })
+                        .collect()
+                };
+                assert_eq!(worst(&a.worst), worst(&b.worst), "{name}");
+                if !extra.is_empty() {
+                    let k = a.rules.index_of("test_other_at").unwrap();
+                    assert!(a.stats[k].values().any(|s| s.sev_cc > 0.0), "{name}");
+                }
+            }
+        }
+        // the fallback ran (the built-in rules alone never need it)
+        assert!(RERUNS.load(std::sync::atomic::Ordering::Relaxed) > before);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
