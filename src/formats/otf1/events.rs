@@ -554,7 +554,8 @@ fn record(
         b"COP" | b"COLLOP" | b"COPB" | b"COLLOPBEGIN" => collective(d, slot, t, &r)?,
         b"COPE" | b"COLLOPEND" => collective_end(d, slot, t, &r)?,
         b"F" | b"FILEOP" | b"FA" | b"FB" | b"FILEOPBEGINNEW" | b"FILEOPBEGIN" | b"FF" | b"FE"
-        | b"FILEOPENDNEW" | b"FILEOPEND" => file_op(d.events(slot), t, &r)?,
+        | b"FILEOPENDNEW" | b"FILEOPEND" | b"T" | b"TRMAPUT" | b"U" | b"URMAPUTRE" | b"G"
+        | b"GRMAGET" | b"M" | b"MRMAEND" => kept(d.events(slot), t, &r)?,
         b"PB" | b"PROCESSBEGIN" => {
             d.events(slot).push_extra(t, EventKind::ProgramBegin, &[]);
             Native::BeginProcess
@@ -562,9 +563,6 @@ fn record(
         b"PE" | b"PROCESSEND" => {
             d.events(slot).push_extra(t, EventKind::ProgramEnd, &[]);
             Native::EndProcess
-        }
-        b"T" | b"TRMAPUT" | b"U" | b"URMAPUTRE" | b"G" | b"GRMAGET" | b"M" | b"MRMAEND" => {
-            rma(d.events(slot), t, &r)?
         }
         b"N" | b"NOOP" => {
             d.events(slot)
@@ -682,66 +680,61 @@ fn collective_end(d: &mut Decoder, slot: usize, t: u64, r: &Rec) -> Result<Nativ
     Ok(Native::EndCollective)
 }
 
-/// File operations (`F`, `FA`/`FB`, `FF`/`FE`): their fields, kept as I/O events.
-#[inline(always)]
-fn file_op(events: &mut Events, t: u64, r: &Rec) -> Result<Native, StreamError> {
-    match r.head {
-        b"F" | b"FILEOP" => {
-            let w = "FileOperation";
-            let fields = [
-                r.num(&[], w)?,
-                r.opt(&["H", "HANDLEID"], w)?,
-                r.opt(&["OP", "OPERATION"], w)?,
-                r.opt(&["B", "BYTES"], w)?,
-                r.opt(&["D", "DUR"], w)?,
-            ];
-            events.push_extra(t, EventKind::IoOperationComplete, &fields);
-            Ok(Native::FileOp)
-        }
-        b"FA" | b"FB" | b"FILEOPBEGINNEW" | b"FILEOPBEGIN" => {
-            let id = r.num(&[], "BeginFileOperation")?;
-            events.push_extra(t, EventKind::IoOperationBegin, &[id]);
-            Ok(Native::BeginFileOp)
-        }
-        _ => {
-            let w = "EndFileOperation";
-            let fields = [
-                r.num(&[], w)?,
-                r.opt(&["MI", "MATCHID"], w)?,
-                r.opt(&["H", "HANDLEID"], w)?,
-                r.opt(&["OP", "OPERATION"], w)?,
-                r.opt(&["B", "BYTES"], w)?,
-            ];
-            events.push_extra(t, EventKind::IoOperationComplete, &fields);
-            Ok(Native::EndFileOp)
-        }
-    }
-}
+/// The optional fields after the first of the file operation and one-sided records.
+const FILE_OP: &[&[&str]] = &[
+    &["H", "HANDLEID"],
+    &["OP", "OPERATION"],
+    &["B", "BYTES"],
+    &["D", "DUR"],
+];
+const FILE_OP_END: &[&[&str]] = &[
+    &["MI", "MATCHID"],
+    &["H", "HANDLEID"],
+    &["OP", "OPERATION"],
+    &["B", "BYTES"],
+];
+const RMA: &[&[&str]] = &[&["P", "PROCESS"], &["C", "COMM"], &["L", "LEN"]];
+const RMA_END: &[&[&str]] = &[&["C", "COMM"]];
 
-/// One-sided operations (`T`, `U`, `G`, `M`): their fields, kept as RMA events.
+/// Records kept with their fields only: file operations (`F`, `FA`/`FB`, `FF`/`FE`) as I/O
+/// events, one-sided operations (`T`, `U`, `G`, `M`) as RMA events.
 #[inline(always)]
-fn rma(events: &mut Events, t: u64, r: &Rec) -> Result<Native, StreamError> {
-    let (kind, native, w) = match r.head {
-        b"T" | b"TRMAPUT" => (EventKind::RmaPut, Native::RmaPut, "RMAPut"),
+fn kept(events: &mut Events, t: u64, r: &Rec) -> Result<Native, StreamError> {
+    use EventKind as K;
+    let (kind, native, what, optional) = match r.head {
+        b"F" | b"FILEOP" => (
+            K::IoOperationComplete,
+            Native::FileOp,
+            "FileOperation",
+            FILE_OP,
+        ),
+        b"FA" | b"FB" | b"FILEOPBEGINNEW" | b"FILEOPBEGIN" => (
+            K::IoOperationBegin,
+            Native::BeginFileOp,
+            "BeginFileOperation",
+            &[][..],
+        ),
+        b"FF" | b"FE" | b"FILEOPENDNEW" | b"FILEOPEND" => (
+            K::IoOperationComplete,
+            Native::EndFileOp,
+            "EndFileOperation",
+            FILE_OP_END,
+        ),
+        b"T" | b"TRMAPUT" => (K::RmaPut, Native::RmaPut, "RMAPut", RMA),
         b"U" | b"URMAPUTRE" => (
-            EventKind::RmaOpCompleteRemote,
+            K::RmaOpCompleteRemote,
             Native::RmaPutRemoteEnd,
             "RMAPutRemoteEnd",
+            RMA,
         ),
-        b"G" | b"GRMAGET" => (EventKind::RmaGet, Native::RmaGet, "RMAGet"),
-        _ => {
-            let w = "RMAEnd";
-            let fields = [r.num(&[], w)?, r.opt(&["C", "COMM"], w)?];
-            events.push_extra(t, EventKind::RmaOpCompleteBlocking, &fields);
-            return Ok(Native::RmaEnd);
-        }
+        b"G" | b"GRMAGET" => (K::RmaGet, Native::RmaGet, "RMAGet", RMA),
+        _ => (K::RmaOpCompleteBlocking, Native::RmaEnd, "RMAEnd", RMA_END),
     };
-    let fields = [
-        r.num(&[], w)?,
-        r.opt(&["P", "PROCESS"], w)?,
-        r.opt(&["C", "COMM"], w)?,
-        r.opt(&["L", "LEN"], w)?,
-    ];
-    events.push_extra(t, kind, &fields);
+    let mut fields = [0u64; 5];
+    fields[0] = r.num(&[], what)?;
+    for (v, names) in fields[1..].iter_mut().zip(optional) {
+        *v = r.opt(names, what)?;
+    }
+    events.push_extra(t, kind, &fields[..1 + optional.len()]);
     Ok(native)
 }
