@@ -489,6 +489,22 @@ impl<'a> Reader<'a> {
             .ok_or_else(|| self.err(line, format!("unknown container '{}'", lossy(s))))
     }
 
+    /// The type (of `nature`) and the container that a record names (`Role::Type`,
+    /// `Role::Container`).
+    #[inline(always)]
+    fn type_and_container(
+        &self,
+        def: &EventDef,
+        f: &[&[u8]],
+        nature: Nature,
+        what: &str,
+        line: u64,
+    ) -> Result<(u32, u32)> {
+        let ty = self.type_of(f[def.at(Role::Type)], nature, what, line)?;
+        let c = self.container(f[def.at(Role::Container)], line)?;
+        Ok((ty, c))
+    }
+
     fn define_type(
         &mut self,
         def: &EventDef,
@@ -707,13 +723,8 @@ impl<'a> Reader<'a> {
     }
 
     fn create_container(&mut self, def: &EventDef, f: &[&[u8]], line: u64) -> Result<()> {
-        let ty = self.type_of(
-            f[def.at(Role::Type)],
-            Nature::Container,
-            "PajeCreateContainer",
-            line,
-        )?;
-        let parent = self.container(f[def.at(Role::Container)], line)?;
+        let (ty, parent) =
+            self.type_and_container(def, f, Nature::Container, "PajeCreateContainer", line)?;
         let name = f[def.at(Role::Name)];
         let idx = self.containers.len() as u32;
         self.containers.push(Container {
@@ -755,8 +766,7 @@ impl<'a> Reader<'a> {
 
     #[inline]
     fn new_event(&mut self, def: &EventDef, f: &[&[u8]], t: u64, line: u64) -> Result<()> {
-        let ty = self.type_of(f[def.at(Role::Type)], Nature::Event, "PajeNewEvent", line)?;
-        let c = self.container(f[def.at(Role::Container)], line)?;
+        let (ty, c) = self.type_and_container(def, f, Nature::Event, "PajeNewEvent", line)?;
         let last = replace(&mut self.containers[c as usize].last, ty, t).unwrap_or(0);
         self.check_order(last, t, "an event", c, line);
         self.counts.events += 1;
@@ -766,8 +776,7 @@ impl<'a> Reader<'a> {
     /// PajeSetState, PajePushState, PajePopState, PajeResetState: Enter and Leave events.
     #[inline(always)]
     fn state(&mut self, def: &EventDef, f: &[&[u8]], t: u64, line: u64) -> Result<()> {
-        let ty = self.type_of(f[def.at(Role::Type)], Nature::State, "a state event", line)?;
-        let c = self.container(f[def.at(Role::Container)], line)?;
+        let (ty, c) = self.type_and_container(def, f, Nature::State, "a state event", line)?;
         let l = self.loc(c, ty);
         let last = self.locs[l as usize].last;
         self.check_order(last, t, "a state change", c, line);
@@ -805,13 +814,8 @@ impl<'a> Reader<'a> {
     /// PajeSetVariable, PajeAddVariable, PajeSubVariable: counted as pj_dump counts pieces.
     #[inline]
     fn variable(&mut self, def: &EventDef, f: &[&[u8]], t: u64, line: u64) -> Result<()> {
-        let ty = self.type_of(
-            f[def.at(Role::Type)],
-            Nature::Variable,
-            "a variable event",
-            line,
-        )?;
-        let c = self.container(f[def.at(Role::Container)], line)?;
+        let (ty, c) =
+            self.type_and_container(def, f, Nature::Variable, "a variable event", line)?;
         let last = replace(&mut self.containers[c as usize].last, ty, t).unwrap_or(0);
         self.check_order(last, t, "a variable change", c, line);
         // a change at the start time of the current piece modifies it (formats.md §C.4)
