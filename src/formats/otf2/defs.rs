@@ -211,12 +211,25 @@ fn definition(g: &mut GlobalDefs, links: &mut Links, s: &mut Strings, r: &Raw) {
                 r.int("system_tree_parent"),
                 r.int("creating_location_group"),
             ));
-            d.location_groups.push(location_group(r, s));
+            d.location_groups.push(LocationGroup {
+                id: r.int("self"),
+                name: s.get(r.int("name")),
+                kind: location_group_kind(r.int("location_group_type")),
+                system_tree_parent: None,
+                creating_group: None,
+            });
         }
         "Location" => {
             g.locations.insert(r.int("self"), d.locations.len() as u32);
             links.loc_groups.push(r.int("location_group"));
-            d.locations.push(location(r, s));
+            d.locations.push(Location {
+                id: r.int("self"),
+                name: s.get(r.int("name")),
+                kind: location_kind(r.int("location_type")),
+                group: None,
+                declared_events: Some(r.int("number_of_events")),
+                rank: None,
+            });
         }
         "Region" => {
             g.regions.insert(r.int("self"), d.regions.len() as u32);
@@ -253,36 +266,6 @@ fn definition(g: &mut GlobalDefs, links: &mut Links, s: &mut Strings, r: &Raw) {
             value_type: r.int("value_type") as u8,
         }),
         _ => {}
-    }
-}
-
-fn location_group(r: &Raw, s: &mut Strings) -> LocationGroup {
-    LocationGroup {
-        id: r.int("self"),
-        name: s.get(r.int("name")),
-        kind: match r.int("location_group_type") {
-            1 => LocationGroupKind::Process,
-            2 => LocationGroupKind::Accelerator,
-            _ => LocationGroupKind::Unknown,
-        },
-        system_tree_parent: None,
-        creating_group: None,
-    }
-}
-
-fn location(r: &Raw, s: &mut Strings) -> Location {
-    Location {
-        id: r.int("self"),
-        name: s.get(r.int("name")),
-        kind: match r.int("location_type") {
-            1 => LocationKind::CpuThread,
-            2 => LocationKind::AcceleratorStream,
-            3 => LocationKind::Metric,
-            _ => LocationKind::Unknown,
-        },
-        group: None,
-        declared_events: Some(r.int("number_of_events")),
-        rank: None,
     }
 }
 
@@ -433,6 +416,23 @@ fn resolve_ranks(
             }
             _ => CommRanks::Unknown,
         };
+    }
+}
+
+fn location_group_kind(t: u64) -> LocationGroupKind {
+    match t {
+        1 => LocationGroupKind::Process,
+        2 => LocationGroupKind::Accelerator,
+        _ => LocationGroupKind::Unknown,
+    }
+}
+
+fn location_kind(t: u64) -> LocationKind {
+    match t {
+        1 => LocationKind::CpuThread,
+        2 => LocationKind::AcceleratorStream,
+        3 => LocationKind::Metric,
+        _ => LocationKind::Unknown,
     }
 }
 
