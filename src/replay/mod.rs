@@ -219,199 +219,251 @@ struct Worker<'a> {
     kinds: &'a [omp::OmpRegion],
 }
 
+/// A call-stack frame: (region, local call path, index of the ENTER; `NONE` for a frame of
+/// the master's stack that a worker inherits).
+type Frame = (RegionIdx, CnodeIdx, u32);
+
+/// Pass A over one location, event by event: the clock, the call stack of the active task,
+/// the worker's inherited prefix, and the columns and per-call-path counts it fills.
+struct Walk<'w> {
+    worker: Option<Worker<'w>>,
+    local: LocalTree,
+    cnode: Cnodes,
+    ptr: Vec<u32>,
+    /// Per local call path.
+    time: Vec<u64>,
+    visits: Vec<u64>,
+    repairs: Vec<u64>,
+    stack: Vec<Frame>,
+    /// One call stack per task (issue 13): `stack` is the active task's.
+    tasks: omp::TaskStacks<Frame>,
+    last_t: u64,
+    clamped: u64,
+    paused: bool,
+    gaps: u64,
+    /// §3.1.3: a worker's frames below `base` are its master's stack at the fork (entered
+    /// by nobody here: no visits, no time); `by_enter`: the prefix was pushed at the ENTER
+    /// of a parallel region (traces without THREAD_TEAM_BEGIN) and goes with its LEAVE.
+    base: usize,
+    by_enter: bool,
+}
+
 fn pass_a(ev: &Events, worker: Option<Worker>) -> PassA {
-    let n = ev.len();
-    let mut local = LocalTree::default();
-    let mut cnode = Cnodes::new(n);
-    let mut ptr = crate::model::spill::filled(n, NONE);
-    let (mut time, mut visits, mut repairs): (Vec<u64>, Vec<u64>, Vec<u64>) = Default::default();
-    // (region, local call path, index of the ENTER)
-    let mut stack: Vec<(RegionIdx, CnodeIdx, u32)> = Vec::new();
-    let mut last_t = ev.time.first().copied().unwrap_or(0);
-    let mut clamped = 0;
-    let (mut paused, mut gaps) = (false, 0);
-    // §3.1.3: a worker's frames below `base` are its master's stack at the fork (entered
-    // by nobody here: no visits, no time); `by_enter`: the prefix was pushed at the ENTER
-    // of a parallel region (traces without THREAD_TEAM_BEGIN) and goes with its LEAVE
-    let mut base = 0usize;
-    let mut by_enter = false;
-    // one call stack per task (issue 13): `stack` is the active task's
-    let mut tasks: omp::TaskStacks<(RegionIdx, CnodeIdx, u32)> = Default::default();
-    let push_prefix = |t: u64,
-                       local: &mut LocalTree,
-                       stack: &mut Vec<(RegionIdx, CnodeIdx, u32)>,
-                       time: &mut Vec<u64>,
-                       visits: &mut Vec<u64>,
-                       repairs: &mut Vec<u64>|
-     -> usize {
-        let Some(w) = &worker else { return 0 };
-        let k = w.forks.partition_point(|f| f.time <= t);
-        let Some(f) = k.checked_sub(1).map(|k| &w.forks[k]) else {
+    let mut w = Walk::new(ev, worker);
+    for i in 0..ev.len() {
+        let t = w.clock(ev.time[i]);
+        match ev.kind[i] {
+            EventKind::ThreadTeamBegin if w.worker.is_some() && w.stack.is_empty() => {
+                w.team_begin(i, t)
+            }
+            EventKind::ThreadTeamEnd if w.base > 0 && !w.by_enter => w.team_end(i),
+            EventKind::Enter => w.enter(i, ev.arg[i], t),
+            EventKind::Leave => w.leave(i, ev.arg[i]),
+            kind => w.other(ev, i, kind),
+        }
+    }
+    w.finish()
+}
+
+impl<'w> Walk<'w> {
+    fn new(ev: &Events, worker: Option<Worker<'w>>) -> Walk<'w> {
+        let n = ev.len();
+        Walk {
+            worker,
+            local: LocalTree::default(),
+            cnode: Cnodes::new(n),
+            ptr: crate::model::spill::filled(n, NONE),
+            time: Vec::new(),
+            visits: Vec::new(),
+            repairs: Vec::new(),
+            stack: Vec::new(),
+            tasks: Default::default(),
+            last_t: ev.time.first().copied().unwrap_or(0),
+            clamped: 0,
+            paused: false,
+            gaps: 0,
+            base: 0,
+            by_enter: false,
+        }
+    }
+
+    /// The event's time, clamped to the previous one (§3.4.5); the time since then goes to
+    /// the call path on top of the stack (not while paused, not to an inherited frame).
+    #[inline(always)]
+    fn clock(&mut self, mut t: u64) -> u64 {
+        if t < self.last_t {
+            t = self.last_t;
+            self.clamped += 1;
+        }
+        if let Some(&(_, c, _)) = self.stack.last() {
+            if !self.paused && self.stack.len() > self.base {
+                self.time[c as usize] += t - self.last_t;
+            }
+        }
+        self.last_t = t;
+        t
+    }
+
+    /// The local call path of `region` called from the top of the stack.
+    #[inline(always)]
+    fn call_path(&mut self, region: RegionIdx, t: u64) -> CnodeIdx {
+        let parent = self.stack.last().map_or(NO_CNODE, |s| s.1);
+        let c = self.local.child(parent, region, t);
+        if c as usize == self.time.len() {
+            self.time.push(0);
+            self.visits.push(0);
+            self.repairs.push(0);
+        }
+        c
+    }
+
+    /// A worker's stack starts with its master's at the last fork at or before `t`; the
+    /// new stack depth (0: no worker, no fork).
+    fn push_prefix(&mut self, t: u64) -> usize {
+        let Some(forks) = self.worker.as_ref().map(|w| w.forks) else {
+            return 0;
+        };
+        let k = forks.partition_point(|f| f.time <= t);
+        let Some(f) = k.checked_sub(1).map(|k| &forks[k]) else {
             return 0;
         };
         for &r in &f.stack {
-            let parent = stack.last().map_or(NO_CNODE, |s| s.1);
-            let c = local.child(parent, r, t);
-            if c as usize == time.len() {
-                time.push(0);
-                visits.push(0);
-                repairs.push(0);
-            }
-            stack.push((r, c, NONE));
+            let c = self.call_path(r, t);
+            self.stack.push((r, c, NONE));
         }
-        stack.len()
-    };
-    for i in 0..n {
-        let mut t = ev.time[i];
-        if t < last_t {
-            t = last_t;
-            clamped += 1;
-        }
-        if let Some(&(_, c, _)) = stack.last() {
-            if !paused && stack.len() > base {
-                time[c as usize] += t - last_t;
-            }
-        }
-        last_t = t;
-        match ev.kind[i] {
-            EventKind::ThreadTeamBegin if worker.is_some() && stack.is_empty() => {
-                base = push_prefix(
-                    t,
-                    &mut local,
-                    &mut stack,
-                    &mut time,
-                    &mut visits,
-                    &mut repairs,
-                );
-                by_enter = false;
-                if let Some(&(_, c, _)) = stack.last() {
-                    cnode.set(i, c);
-                }
-            }
-            EventKind::ThreadTeamEnd if base > 0 && !by_enter => {
-                for (_, c, _) in tasks.finish(&mut stack) {
-                    repairs[c as usize] += 1;
-                }
-                while stack.len() > base {
-                    if let Some((_, c, _)) = stack.pop() {
-                        repairs[c as usize] += 1;
-                    }
-                }
-                if let Some(&(_, c, _)) = stack.last() {
-                    cnode.set(i, c);
-                }
-                stack.clear();
-                base = 0;
-            }
-            EventKind::Enter => {
-                let region = ev.arg[i];
-                if stack.is_empty()
-                    && worker.as_ref().is_some_and(|w| {
-                        w.kinds.get(region as usize) == Some(&omp::OmpRegion::Parallel)
-                    })
-                {
-                    base = push_prefix(
-                        t,
-                        &mut local,
-                        &mut stack,
-                        &mut time,
-                        &mut visits,
-                        &mut repairs,
-                    );
-                    by_enter = base > 0;
-                }
-                let parent = stack.last().map_or(NO_CNODE, |s| s.1);
-                let c = local.child(parent, region, t);
-                if c as usize == time.len() {
-                    time.push(0);
-                    visits.push(0);
-                    repairs.push(0);
-                }
-                visits[c as usize] += 1;
-                stack.push((region, c, i as u32));
-                cnode.set(i, c);
-                ptr[i] = i as u32;
-            }
-            EventKind::Leave => {
-                let region = ev.arg[i];
-                let lo = base.max(tasks.floor());
-                match stack[lo..].iter().rposition(|s| s.0 == region) {
-                    Some(k) => {
-                        let k = k + lo;
-                        // §3.4.2: instances above the one left are closed here too
-                        while stack.len() > k + 1 {
-                            if let Some((_, c, _)) = stack.pop() {
-                                repairs[c as usize] += 1;
-                            }
-                        }
-                        if let Some((_, c, e)) = stack.pop() {
-                            cnode.set(i, c);
-                            ptr[i] = e;
-                            ptr[e as usize] = i as u32;
-                        }
-                    }
-                    None => {
-                        // §3.4.3: a LEAVE of a region not on the stack is ignored
-                        if let Some(&(_, c, e)) = stack.last() {
-                            cnode.set(i, c);
-                            ptr[i] = e;
-                            repairs[c as usize] += 1;
-                        }
-                    }
-                }
-                if by_enter && base > 0 && stack.len() == base {
-                    stack.clear();
-                    base = 0;
-                    by_enter = false;
-                }
-            }
-            kind => {
-                let open = match omp::task_event(ev, i) {
-                    Some(omp::TaskEvent::Switch(k)) => {
-                        tasks.switch(k, &mut stack);
-                        Vec::new()
-                    }
-                    Some(omp::TaskEvent::Complete(k)) => tasks.complete(k, &mut stack),
-                    None => Vec::new(),
-                };
-                for (_, c, _) in open {
-                    repairs[c as usize] += 1;
-                }
-                if let Some(&(_, c, e)) = stack.last() {
-                    cnode.set(i, c);
-                    ptr[i] = e;
-                }
-                if kind == EventKind::MeasurementOnOff {
-                    // OTF2 MeasurementMode: 1 ON, 2 OFF
-                    let off = ev.fields(i).first() == Some(&2);
-                    if off && !paused {
-                        gaps += 1;
-                    }
-                    paused = off;
-                }
-            }
+        self.stack.len()
+    }
+
+    /// Frames closed by a repair (§3.4).
+    #[inline]
+    fn repaired(&mut self, frames: Vec<Frame>) {
+        for (_, c, _) in frames {
+            self.repairs[c as usize] += 1;
         }
     }
-    // §3.4.4: instances still open at the end close at the last event (the inherited
-    // prefix is not the worker's own).
-    for (_, c, _) in tasks.finish(&mut stack) {
-        repairs[c as usize] += 1;
+
+    fn team_begin(&mut self, i: usize, t: u64) {
+        self.base = self.push_prefix(t);
+        self.by_enter = false;
+        if let Some(&(_, c, _)) = self.stack.last() {
+            self.cnode.set(i, c);
+        }
     }
-    for (_, c, _) in stack.drain(..).skip(base) {
-        repairs[c as usize] += 1;
+
+    fn team_end(&mut self, i: usize) {
+        let open = self.tasks.finish(&mut self.stack);
+        self.repaired(open);
+        while self.stack.len() > self.base {
+            if let Some((_, c, _)) = self.stack.pop() {
+                self.repairs[c as usize] += 1;
+            }
+        }
+        if let Some(&(_, c, _)) = self.stack.last() {
+            self.cnode.set(i, c);
+        }
+        self.stack.clear();
+        self.base = 0;
     }
-    PassA {
-        local,
-        state: LocationState {
-            ptr,
-            cnode,
-            clamped,
-            gaps,
-            ..Default::default()
-        },
-        time,
-        visits,
-        repairs,
+
+    #[inline(always)]
+    fn enter(&mut self, i: usize, region: RegionIdx, t: u64) {
+        if self.stack.is_empty()
+            && self
+                .worker
+                .as_ref()
+                .is_some_and(|w| w.kinds.get(region as usize) == Some(&omp::OmpRegion::Parallel))
+        {
+            self.base = self.push_prefix(t);
+            self.by_enter = self.base > 0;
+        }
+        let c = self.call_path(region, t);
+        self.visits[c as usize] += 1;
+        self.stack.push((region, c, i as u32));
+        self.cnode.set(i, c);
+        self.ptr[i] = i as u32;
+    }
+
+    #[inline(always)]
+    fn leave(&mut self, i: usize, region: RegionIdx) {
+        let lo = self.base.max(self.tasks.floor());
+        match self.stack[lo..].iter().rposition(|s| s.0 == region) {
+            Some(k) => {
+                let k = k + lo;
+                // §3.4.2: instances above the one left are closed here too
+                while self.stack.len() > k + 1 {
+                    if let Some((_, c, _)) = self.stack.pop() {
+                        self.repairs[c as usize] += 1;
+                    }
+                }
+                if let Some((_, c, e)) = self.stack.pop() {
+                    self.cnode.set(i, c);
+                    self.ptr[i] = e;
+                    self.ptr[e as usize] = i as u32;
+                }
+            }
+            None => {
+                // §3.4.3: a LEAVE of a region not on the stack is ignored
+                if let Some(&(_, c, e)) = self.stack.last() {
+                    self.cnode.set(i, c);
+                    self.ptr[i] = e;
+                    self.repairs[c as usize] += 1;
+                }
+            }
+        }
+        if self.by_enter && self.base > 0 && self.stack.len() == self.base {
+            self.stack.clear();
+            self.base = 0;
+            self.by_enter = false;
+        }
+    }
+
+    /// Any other event: task switches and completions, the enclosing instance, pauses.
+    #[inline(always)]
+    fn other(&mut self, ev: &Events, i: usize, kind: EventKind) {
+        let open = match omp::task_event(ev, i) {
+            Some(omp::TaskEvent::Switch(k)) => {
+                self.tasks.switch(k, &mut self.stack);
+                Vec::new()
+            }
+            Some(omp::TaskEvent::Complete(k)) => self.tasks.complete(k, &mut self.stack),
+            None => Vec::new(),
+        };
+        self.repaired(open);
+        if let Some(&(_, c, e)) = self.stack.last() {
+            self.cnode.set(i, c);
+            self.ptr[i] = e;
+        }
+        if kind == EventKind::MeasurementOnOff {
+            // OTF2 MeasurementMode: 1 ON, 2 OFF
+            let off = ev.fields(i).first() == Some(&2);
+            if off && !self.paused {
+                self.gaps += 1;
+            }
+            self.paused = off;
+        }
+    }
+
+    /// §3.4.4: instances still open at the end close at the last event (the inherited
+    /// prefix is not the worker's own).
+    fn finish(mut self) -> PassA {
+        let open = self.tasks.finish(&mut self.stack);
+        self.repaired(open);
+        for (_, c, _) in self.stack.drain(..).skip(self.base) {
+            self.repairs[c as usize] += 1;
+        }
+        PassA {
+            local: self.local,
+            state: LocationState {
+                ptr: self.ptr,
+                cnode: self.cnode,
+                clamped: self.clamped,
+                gaps: self.gaps,
+                ..Default::default()
+            },
+            time: self.time,
+            visits: self.visits,
+            repairs: self.repairs,
+        }
     }
 }
 

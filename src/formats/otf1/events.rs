@@ -227,6 +227,42 @@ impl<'a> Decoder<'a> {
         self.out.used_world = true;
         Some((self.lk.world, loc))
     }
+
+    #[inline]
+    fn events(&mut self, slot: usize) -> &mut Events {
+        &mut self.procs[slot].events
+    }
+
+    #[inline(always)]
+    fn enter(&mut self, slot: usize, t: u64, id: u64) {
+        let r = self.func(id);
+        let p = &mut self.procs[slot];
+        p.stack.push(r);
+        p.events.push_region(t, EventKind::Enter, r);
+    }
+
+    /// Function 0: leave whatever is on top of the stack (B.5).
+    #[inline(always)]
+    fn leave(&mut self, slot: usize, t: u64, id: u64) {
+        let top = self.procs[slot].stack.pop();
+        let r = match (id, top) {
+            (0, Some(r)) => r,
+            _ => self.func(id),
+        };
+        let p = &mut self.procs[slot];
+        p.flush(t, true);
+        p.events.push_region(t, EventKind::Leave, r);
+    }
+
+    /// A counter sample in the OTF2 Metric layout: metric, count, then (type, value) per
+    /// member.
+    #[inline(always)]
+    fn metric(&mut self, slot: usize, t: u64, c: u32, v: u64) {
+        let ty = self.lk.counter_type.get(c as usize).copied().unwrap_or(4);
+        self.procs[slot]
+            .events
+            .push_extra(t, EventKind::Metric, &[c as u64, 1, ty as u64, v]);
+    }
 }
 
 /// Decode one stream's text into the columns of the processes it holds.
@@ -368,10 +404,7 @@ fn fast(d: &mut Decoder, slot: usize, t: u64, line: &[u8]) -> Option<Native> {
             if !tail.is_empty() {
                 return None;
             }
-            let r = d.func(id);
-            let p = &mut d.procs[slot];
-            p.stack.push(r);
-            p.events.push_region(t, EventKind::Enter, r);
+            d.enter(slot, t, id);
             Some(Native::Enter)
         }
         [b'L', rest @ ..] => {
@@ -384,14 +417,7 @@ fn fast(d: &mut Decoder, slot: usize, t: u64, line: &[u8]) -> Option<Native> {
                 }
                 id
             };
-            let top = d.procs[slot].stack.pop();
-            let r = match (id, top) {
-                (0, Some(r)) => r,
-                _ => d.func(id),
-            };
-            let p = &mut d.procs[slot];
-            p.flush(t, true);
-            p.events.push_region(t, EventKind::Leave, r);
+            d.leave(slot, t, id);
             Some(Native::Leave)
         }
         [b'C', b'N', b'T', rest @ ..] => {
@@ -404,10 +430,7 @@ fn fast(d: &mut Decoder, slot: usize, t: u64, line: &[u8]) -> Option<Native> {
                 return None;
             }
             let c = d.counter(id);
-            let ty = d.lk.counter_type.get(c as usize).copied().unwrap_or(4);
-            d.procs[slot]
-                .events
-                .push_extra(t, EventKind::Metric, &[c as u64, 1, ty as u64, v]);
+            d.metric(slot, t, c, v);
             Some(Native::Counter)
         }
         _ => None,
@@ -448,6 +471,50 @@ fn key_value(line: &[u8]) -> Option<Attribute> {
     })
 }
 
+/// The fields of one record line as its kind reads them, with the line for errors.
+struct Rec<'l> {
+    f: text::Fields<'l>,
+    head: &'l [u8],
+    ln: u64,
+}
+
+impl Rec<'_> {
+    /// A required number: the record's first value (`names` empty) or a named field.
+    fn num(&self, names: &[&str], what: &str) -> Result<u64, StreamError> {
+        let v = if names.is_empty() {
+            Some(self.f.first())
+        } else {
+            self.f.get(names)
+        };
+        // a required field needs its number; only Leave may have none (`L` = `L0`)
+        v.filter(|v| {
+            *v != Value::None || (names.is_empty() && matches!(self.head, b"L" | b"LEAVE"))
+        })
+        .and_then(Value::num)
+        .ok_or_else(|| {
+            (
+                self.ln,
+                format!(
+                    "{what}: expected a hexadecimal number after '{}'",
+                    names
+                        .first()
+                        .copied()
+                        .unwrap_or(&*String::from_utf8_lossy(self.head))
+                ),
+            )
+        })
+    }
+
+    /// An optional number: 0 when the field is absent or has no value.
+    fn opt(&self, names: &[&str], what: &str) -> Result<u64, StreamError> {
+        match self.f.get(names) {
+            None | Some(Value::None) => Ok(0),
+            Some(_) => self.num(names, what),
+        }
+    }
+}
+
+/// Any record in any form (the general tokenizer).
 fn record(
     d: &mut Decoder,
     slot: usize,
@@ -463,239 +530,42 @@ fn record(
     }
     let f = text::fields(line)
         .map_err(|e| (ln, format!("column {}: expected {}", e.col + 1, e.what)))?;
-    let head = f.head();
-    let num = |names: &[&str], what: &str| -> Result<u64, StreamError> {
-        let v = if names.is_empty() {
-            Some(f.first())
-        } else {
-            f.get(names)
-        };
-        // a required field needs its number; only Leave may have none (`L` = `L0`)
-        v.filter(|v| *v != Value::None || (names.is_empty() && matches!(head, b"L" | b"LEAVE")))
-            .and_then(Value::num)
-            .ok_or_else(|| {
-                (
-                    ln,
-                    format!(
-                        "{what}: expected a hexadecimal number after '{}'",
-                        names
-                            .first()
-                            .copied()
-                            .unwrap_or(&*String::from_utf8_lossy(head))
-                    ),
-                )
-            })
+    let r = Rec {
+        head: f.head(),
+        f,
+        ln,
     };
-    let opt = |names: &[&str], what: &str| -> Result<u64, StreamError> {
-        match f.get(names) {
-            None | Some(Value::None) => Ok(0),
-            Some(_) => num(names, what),
-        }
-    };
-    let native = match head {
+    let native = match r.head {
         b"E" | b"ENTER" => {
-            let r = d.func(num(&[], "Enter")?);
-            let p = &mut d.procs[slot];
-            p.stack.push(r);
-            p.events.push_region(t, EventKind::Enter, r);
+            d.enter(slot, t, r.num(&[], "Enter")?);
             Native::Enter
         }
         b"L" | b"LEAVE" => {
-            let id = num(&[], "Leave")?;
-            // function 0: leave whatever is on top of the stack (B.5)
-            let top = d.procs[slot].stack.pop();
-            let r = match (id, top) {
-                (0, Some(r)) => r,
-                _ => d.func(id),
-            };
-            let p = &mut d.procs[slot];
-            p.flush(t, true);
-            p.events.push_region(t, EventKind::Leave, r);
+            d.leave(slot, t, r.num(&[], "Leave")?);
             Native::Leave
         }
-        b"S" | b"SEND" | b"R" | b"RECEIVE" => {
-            let send = matches!(head, b"S" | b"SEND");
-            let what = if send { "SendMsg" } else { "RecvMsg" };
-            let peer = num(&[], what)?;
-            let bytes = num(&["L", "LEN"], what)?;
-            let tag = num(&["T", "TAG"], what)?;
-            let comm = num(&["C", "COMM"], what)?;
-            let (comm, rank) = d.rank(comm, peer).ok_or_else(|| {
-                (
-                    ln,
-                    format!(
-                        "{what}: process {peer:x} is not defined; expected a known peer process"
-                    ),
-                )
-            })?;
-            let m = Msg {
-                peer: rank,
-                comm,
-                tag: u32::try_from(tag).unwrap_or(u32::MAX),
-                bytes,
-                request: None,
-            };
-            let kind = if send {
-                EventKind::MpiSend
-            } else {
-                EventKind::MpiRecv
-            };
-            d.procs[slot].events.push_msg(t, kind, m);
-            if send {
-                Native::Send
-            } else {
-                Native::Recv
-            }
-        }
+        b"S" | b"SEND" | b"R" | b"RECEIVE" => message(d, slot, t, &r)?,
         b"CNT" | b"COUNTER" => {
-            let c = d.counter(num(&[], "Counter")?);
-            let v = num(&["V", "VALUE"], "Counter")?;
-            let ty = d.lk.counter_type.get(c as usize).copied().unwrap_or(4);
-            // the OTF2 Metric layout: metric, count, then (type, value) per member
-            d.procs[slot]
-                .events
-                .push_extra(t, EventKind::Metric, &[c as u64, 1, ty as u64, v]);
+            let c = d.counter(r.num(&[], "Counter")?);
+            let v = r.num(&["V", "VALUE"], "Counter")?;
+            d.metric(slot, t, c, v);
             Native::Counter
         }
-        b"COP" | b"COLLOP" | b"COPB" | b"COLLOPBEGIN" => {
-            let complete = matches!(head, b"COP" | b"COLLOP");
-            let what = if complete {
-                "CollectiveOperation"
-            } else {
-                "BeginCollectiveOperation"
-            };
-            let op_id = num(&[], what)?;
-            let comm = num(&["C", "COMM"], what)?;
-            let root = num(&["RT", "ROOT"], what)?;
-            let sent = num(&["S", "SENT"], what)?;
-            let received = num(&["R", "RECVD"], what)?;
-            let op = d.lk.collop.get(&op_id).copied().unwrap_or(255);
-            // the communicator and the rank of the root in it; root 0 = none
-            let (me, caller) = (d.procs[slot].loc, d.procs[slot].pid);
-            let (cidx, _) = d.rank(comm, caller).unwrap_or((d.lk.world, me));
-            let root_rank = if root == 0 {
-                u32::MAX
-            } else {
-                match d.lk.comm.get(&comm).and_then(|c| c.rank_of.get(&root)) {
-                    Some(&r) if cidx != d.lk.world => r,
-                    _ => d.lk.loc.get(root).unwrap_or(u32::MAX),
-                }
-            };
-            let c = Coll {
-                op,
-                comm: cidx,
-                root: root_rank,
-                sent,
-                received,
-                request: None,
-            };
-            if complete {
-                let dur = num(&["D", "DUR"], what)?;
-                d.procs[slot].pending.push((t.saturating_add(dur), c));
-                Native::Collective
-            } else {
-                let h = num(&["H", "HANDLEID"], what)?;
-                let p = &mut d.procs[slot];
-                p.begun.insert(h, c);
-                p.events.push_extra(t, EventKind::MpiCollectiveBegin, &[]);
-                Native::BeginCollective
-            }
-        }
-        b"COPE" | b"COLLOPEND" => {
-            let h = num(&[], "EndCollectiveOperation")?;
-            let p = &mut d.procs[slot];
-            match p.begun.remove(&h) {
-                Some(c) => p.events.push_coll(t, EventKind::MpiCollectiveEnd, c),
-                None => {
-                    d.out.warnings.push((
-                        ln,
-                        format!(
-                            "end of collective operation {h:x} without its begin; not analysed"
-                        ),
-                    ));
-                    p.events
-                        .push_unknown(t, UNKNOWN_BASE + Native::EndCollective as u8);
-                }
-            }
-            Native::EndCollective
-        }
-        b"F" | b"FILEOP" => {
-            let w = "FileOperation";
-            let fields = [
-                num(&[], w)?,
-                opt(&["H", "HANDLEID"], w)?,
-                opt(&["OP", "OPERATION"], w)?,
-                opt(&["B", "BYTES"], w)?,
-                opt(&["D", "DUR"], w)?,
-            ];
-            d.procs[slot]
-                .events
-                .push_extra(t, EventKind::IoOperationComplete, &fields);
-            Native::FileOp
-        }
-        b"FA" | b"FB" | b"FILEOPBEGINNEW" | b"FILEOPBEGIN" => {
-            let id = num(&[], "BeginFileOperation")?;
-            d.procs[slot]
-                .events
-                .push_extra(t, EventKind::IoOperationBegin, &[id]);
-            Native::BeginFileOp
-        }
-        b"FF" | b"FE" | b"FILEOPENDNEW" | b"FILEOPEND" => {
-            let w = "EndFileOperation";
-            let fields = [
-                num(&[], w)?,
-                opt(&["MI", "MATCHID"], w)?,
-                opt(&["H", "HANDLEID"], w)?,
-                opt(&["OP", "OPERATION"], w)?,
-                opt(&["B", "BYTES"], w)?,
-            ];
-            d.procs[slot]
-                .events
-                .push_extra(t, EventKind::IoOperationComplete, &fields);
-            Native::EndFileOp
-        }
+        b"COP" | b"COLLOP" | b"COPB" | b"COLLOPBEGIN" => collective(d, slot, t, &r)?,
+        b"COPE" | b"COLLOPEND" => collective_end(d, slot, t, &r)?,
+        b"F" | b"FILEOP" | b"FA" | b"FB" | b"FILEOPBEGINNEW" | b"FILEOPBEGIN" | b"FF" | b"FE"
+        | b"FILEOPENDNEW" | b"FILEOPEND" | b"T" | b"TRMAPUT" | b"U" | b"URMAPUTRE" | b"G"
+        | b"GRMAGET" | b"M" | b"MRMAEND" => kept(d.events(slot), t, &r)?,
         b"PB" | b"PROCESSBEGIN" => {
-            d.procs[slot]
-                .events
-                .push_extra(t, EventKind::ProgramBegin, &[]);
+            d.events(slot).push_extra(t, EventKind::ProgramBegin, &[]);
             Native::BeginProcess
         }
         b"PE" | b"PROCESSEND" => {
-            d.procs[slot]
-                .events
-                .push_extra(t, EventKind::ProgramEnd, &[]);
+            d.events(slot).push_extra(t, EventKind::ProgramEnd, &[]);
             Native::EndProcess
         }
-        b"T" | b"TRMAPUT" | b"U" | b"URMAPUTRE" | b"G" | b"GRMAGET" => {
-            let (kind, native, w) = match head {
-                b"T" | b"TRMAPUT" => (EventKind::RmaPut, Native::RmaPut, "RMAPut"),
-                b"U" | b"URMAPUTRE" => (
-                    EventKind::RmaOpCompleteRemote,
-                    Native::RmaPutRemoteEnd,
-                    "RMAPutRemoteEnd",
-                ),
-                _ => (EventKind::RmaGet, Native::RmaGet, "RMAGet"),
-            };
-            let fields = [
-                num(&[], w)?,
-                opt(&["P", "PROCESS"], w)?,
-                opt(&["C", "COMM"], w)?,
-                opt(&["L", "LEN"], w)?,
-            ];
-            d.procs[slot].events.push_extra(t, kind, &fields);
-            native
-        }
-        b"M" | b"MRMAEND" => {
-            let w = "RMAEnd";
-            let fields = [num(&[], w)?, opt(&["C", "COMM"], w)?];
-            d.procs[slot]
-                .events
-                .push_extra(t, EventKind::RmaOpCompleteBlocking, &fields);
-            Native::RmaEnd
-        }
         b"N" | b"NOOP" => {
-            d.procs[slot]
-                .events
+            d.events(slot)
                 .push_unknown(t, UNKNOWN_BASE + Native::NoOp as u8);
             Native::NoOp
         }
@@ -705,11 +575,166 @@ fn record(
                 d.out.unknown.1 = ln;
             }
             d.out.unknown.0 += 1;
-            d.procs[slot]
-                .events
+            d.events(slot)
                 .push_unknown(t, UNKNOWN_BASE + Native::Unknown as u8);
             Native::Unknown
         }
     };
+    Ok(native)
+}
+
+/// `S`/`R` (SendMsg, RecvMsg): a message to or from a peer process.
+#[inline(always)]
+fn message(d: &mut Decoder, slot: usize, t: u64, r: &Rec) -> Result<Native, StreamError> {
+    let send = matches!(r.head, b"S" | b"SEND");
+    let what = if send { "SendMsg" } else { "RecvMsg" };
+    let peer = r.num(&[], what)?;
+    let bytes = r.num(&["L", "LEN"], what)?;
+    let tag = r.num(&["T", "TAG"], what)?;
+    let comm = r.num(&["C", "COMM"], what)?;
+    let (comm, rank) = d.rank(comm, peer).ok_or_else(|| {
+        (
+            r.ln,
+            format!("{what}: process {peer:x} is not defined; expected a known peer process"),
+        )
+    })?;
+    let m = Msg {
+        peer: rank,
+        comm,
+        tag: u32::try_from(tag).unwrap_or(u32::MAX),
+        bytes,
+        request: None,
+    };
+    let kind = if send {
+        EventKind::MpiSend
+    } else {
+        EventKind::MpiRecv
+    };
+    d.procs[slot].events.push_msg(t, kind, m);
+    Ok(if send { Native::Send } else { Native::Recv })
+}
+
+/// `COP` (a complete collective, its end emitted when due) and `COPB` (a begun one).
+#[inline(always)]
+fn collective(d: &mut Decoder, slot: usize, t: u64, r: &Rec) -> Result<Native, StreamError> {
+    let complete = matches!(r.head, b"COP" | b"COLLOP");
+    let what = if complete {
+        "CollectiveOperation"
+    } else {
+        "BeginCollectiveOperation"
+    };
+    let op_id = r.num(&[], what)?;
+    let comm = r.num(&["C", "COMM"], what)?;
+    let root = r.num(&["RT", "ROOT"], what)?;
+    let sent = r.num(&["S", "SENT"], what)?;
+    let received = r.num(&["R", "RECVD"], what)?;
+    let op = d.lk.collop.get(&op_id).copied().unwrap_or(255);
+    // the communicator and the rank of the root in it; root 0 = none
+    let (me, caller) = (d.procs[slot].loc, d.procs[slot].pid);
+    let (cidx, _) = d.rank(comm, caller).unwrap_or((d.lk.world, me));
+    let root_rank = if root == 0 {
+        u32::MAX
+    } else {
+        match d.lk.comm.get(&comm).and_then(|c| c.rank_of.get(&root)) {
+            Some(&r) if cidx != d.lk.world => r,
+            _ => d.lk.loc.get(root).unwrap_or(u32::MAX),
+        }
+    };
+    let c = Coll {
+        op,
+        comm: cidx,
+        root: root_rank,
+        sent,
+        received,
+        request: None,
+    };
+    if complete {
+        let dur = r.num(&["D", "DUR"], what)?;
+        d.procs[slot].pending.push((t.saturating_add(dur), c));
+        Ok(Native::Collective)
+    } else {
+        let h = r.num(&["H", "HANDLEID"], what)?;
+        let p = &mut d.procs[slot];
+        p.begun.insert(h, c);
+        p.events.push_extra(t, EventKind::MpiCollectiveBegin, &[]);
+        Ok(Native::BeginCollective)
+    }
+}
+
+/// `COPE`: the end of a begun collective (a warning without its begin).
+#[inline(always)]
+fn collective_end(d: &mut Decoder, slot: usize, t: u64, r: &Rec) -> Result<Native, StreamError> {
+    let h = r.num(&[], "EndCollectiveOperation")?;
+    let p = &mut d.procs[slot];
+    match p.begun.remove(&h) {
+        Some(c) => p.events.push_coll(t, EventKind::MpiCollectiveEnd, c),
+        None => {
+            d.out.warnings.push((
+                r.ln,
+                format!("end of collective operation {h:x} without its begin; not analysed"),
+            ));
+            p.events
+                .push_unknown(t, UNKNOWN_BASE + Native::EndCollective as u8);
+        }
+    }
+    Ok(Native::EndCollective)
+}
+
+/// The optional fields after the first of the file operation and one-sided records.
+const FILE_OP: &[&[&str]] = &[
+    &["H", "HANDLEID"],
+    &["OP", "OPERATION"],
+    &["B", "BYTES"],
+    &["D", "DUR"],
+];
+const FILE_OP_END: &[&[&str]] = &[
+    &["MI", "MATCHID"],
+    &["H", "HANDLEID"],
+    &["OP", "OPERATION"],
+    &["B", "BYTES"],
+];
+const RMA: &[&[&str]] = &[&["P", "PROCESS"], &["C", "COMM"], &["L", "LEN"]];
+const RMA_END: &[&[&str]] = &[&["C", "COMM"]];
+
+/// Records kept with their fields only: file operations (`F`, `FA`/`FB`, `FF`/`FE`) as I/O
+/// events, one-sided operations (`T`, `U`, `G`, `M`) as RMA events.
+#[inline(always)]
+fn kept(events: &mut Events, t: u64, r: &Rec) -> Result<Native, StreamError> {
+    use EventKind as K;
+    let (kind, native, what, optional) = match r.head {
+        b"F" | b"FILEOP" => (
+            K::IoOperationComplete,
+            Native::FileOp,
+            "FileOperation",
+            FILE_OP,
+        ),
+        b"FA" | b"FB" | b"FILEOPBEGINNEW" | b"FILEOPBEGIN" => (
+            K::IoOperationBegin,
+            Native::BeginFileOp,
+            "BeginFileOperation",
+            &[][..],
+        ),
+        b"FF" | b"FE" | b"FILEOPENDNEW" | b"FILEOPEND" => (
+            K::IoOperationComplete,
+            Native::EndFileOp,
+            "EndFileOperation",
+            FILE_OP_END,
+        ),
+        b"T" | b"TRMAPUT" => (K::RmaPut, Native::RmaPut, "RMAPut", RMA),
+        b"U" | b"URMAPUTRE" => (
+            K::RmaOpCompleteRemote,
+            Native::RmaPutRemoteEnd,
+            "RMAPutRemoteEnd",
+            RMA,
+        ),
+        b"G" | b"GRMAGET" => (K::RmaGet, Native::RmaGet, "RMAGet", RMA),
+        _ => (K::RmaOpCompleteBlocking, Native::RmaEnd, "RMAEnd", RMA_END),
+    };
+    let mut fields = [0u64; 5];
+    fields[0] = r.num(&[], what)?;
+    for (v, names) in fields[1..].iter_mut().zip(optional) {
+        *v = r.opt(names, what)?;
+    }
+    events.push_extra(t, kind, &fields[..1 + optional.len()]);
     Ok(native)
 }

@@ -144,12 +144,40 @@ pub fn read(path: &Path) -> Result<Trace> {
         PathBuf::from(s.strip_suffix(".otf").unwrap_or(&s).to_string())
     };
     let mut warnings = Vec::new();
+    let (raw, def_files) = read_defs(&stem, &streams, &mut warnings)?;
+    let procs = processes(path, &raw, &streams, def_files, &mut warnings);
+    let mut d = Definitions {
+        record_counts: raw.counts.clone(),
+        ..Definitions::default()
+    };
+    d.system_tree.push(SystemTreeNode {
+        id: 0,
+        name: "machine".to_string(),
+        class: "machine".to_string(),
+        parent: None,
+    });
+    let loc = locations(&mut d, &procs);
+    let lookup = lookup(&mut d, &raw, loc, procs.len());
+    let decoded: Vec<(PathBuf, StreamOut)> = streams
+        .par_iter()
+        .filter(|s| s.0 != 0)
+        .map(|&(s, _)| decode_stream(path, &stem, s, &lookup))
+        .collect::<Result<_>>()?;
+    let (events, native) = merge(&mut d, decoded, procs.len(), &mut warnings);
+    Ok(finish(path, &stem, &raw, d, events, native, warnings))
+}
 
-    // Definitions: the global file (stream 0) and any per-stream files, in stream order.
+/// The definitions: the global file (stream 0) and any per-stream files, in stream order;
+/// also how many definition files there are.
+fn read_defs(
+    stem: &Path,
+    streams: &[(u64, Vec<u64>)],
+    warnings: &mut Vec<Warning>,
+) -> Result<(defs::RawDefs, usize)> {
     let mut raw = defs::RawDefs::default();
     let mut def_files = 0;
     for s in std::iter::once(0).chain(streams.iter().map(|s| s.0).filter(|&s| s != 0)) {
-        let Some((file, z)) = stream_file(&stem, s, "def") else {
+        let Some((file, z)) = stream_file(stem, s, "def") else {
             continue;
         };
         def_files += 1;
@@ -191,19 +219,18 @@ pub fn read(path: &Path) -> Result<Trace> {
                 .to_string(),
         });
     }
+    Ok((raw, def_files))
+}
 
-    // Processes → locations: the defined ones in definition order, then those only the
-    // master file names.
-    let mut d = Definitions {
-        record_counts: raw.counts.clone(),
-        ..Definitions::default()
-    };
-    d.system_tree.push(SystemTreeNode {
-        id: 0,
-        name: "machine".to_string(),
-        class: "machine".to_string(),
-        parent: None,
-    });
+/// The processes: the defined ones in definition order, then those only the master file
+/// names.
+fn processes(
+    path: &Path,
+    raw: &defs::RawDefs,
+    streams: &[(u64, Vec<u64>)],
+    def_files: usize,
+    warnings: &mut Vec<Warning>,
+) -> Vec<defs::Process> {
     let mut procs: Vec<defs::Process> = Vec::new();
     let mut seen = HashSet::new();
     for p in &raw.processes {
@@ -212,7 +239,7 @@ pub fn read(path: &Path) -> Result<Trace> {
         }
     }
     let mut undeclared = 0;
-    for (_, ps) in &streams {
+    for (_, ps) in streams {
         for &p in ps {
             if seen.insert(p) {
                 undeclared += 1;
@@ -230,8 +257,14 @@ pub fn read(path: &Path) -> Result<Trace> {
             message: format!("{undeclared} process(es) of the master file have no definition"),
         });
     }
+    procs
+}
+
+/// Processes → locations, one location group per top-level process (threads have a `PT`
+/// parent); process id → location index.
+fn locations(d: &mut Definitions, procs: &[defs::Process]) -> IdMap {
     let index: HashMap<u64, usize> = procs.iter().enumerate().map(|(i, p)| (p.id, i)).collect();
-    // the top-level ancestor of each process (threads: `PT` parent)
+    // the top-level ancestor of each process
     let root_of = |mut i: usize| -> usize {
         for _ in 0..procs.len() {
             match index.get(&procs[i].parent) {
@@ -271,9 +304,14 @@ pub fn read(path: &Path) -> Result<Trace> {
     for (i, p) in procs.iter().enumerate() {
         loc.insert(p.id, i as u32);
     }
+    loc
+}
 
-    // Functions → regions, counters → metrics, process groups → communicators.
-    d.regions = defs::regions(&raw);
+/// Functions → regions, counters → metrics, process groups → communicators (and one of
+/// all `nprocs` processes, for events whose communicator no definition declares): what
+/// the stream decoders look up.
+fn lookup(d: &mut Definitions, raw: &defs::RawDefs, loc: IdMap, nprocs: usize) -> Lookup {
+    d.regions = defs::regions(raw);
     let mut func = IdMap::default();
     for (i, f) in raw.functions.iter().enumerate() {
         func.insert(f.id, i as u32);
@@ -292,6 +330,38 @@ pub fn read(path: &Path) -> Result<Trace> {
             value_type: defs::counter_type(c.properties),
         });
     }
+    let comm = communicators(d, raw, &loc);
+    let world = d.comms.len() as CommIdx;
+    d.comms.push(Comm {
+        id: u64::MAX,
+        name: "<all processes: no communicator in the trace>".to_string(),
+        paradigm: Paradigm::MPI,
+        group: None,
+        parent: None,
+        flags: 0,
+        ranks: CommRanks::Locations((0..nprocs as u32).map(Some).collect()),
+    });
+    Lookup {
+        func,
+        counter,
+        counter_type,
+        collop: raw
+            .collops
+            .iter()
+            .map(|(&id, (name, _))| (id, defs::collective_op(name)))
+            .collect(),
+        comm,
+        loc,
+        world,
+    }
+}
+
+/// Process groups → groups and communicators (the first definition of an id counts).
+fn communicators(
+    d: &mut Definitions,
+    raw: &defs::RawDefs,
+    loc: &IdMap,
+) -> HashMap<u64, CommLookup> {
     let mut comm = HashMap::new();
     for (id, name, members) in &raw.process_groups {
         if comm.contains_key(id) {
@@ -322,74 +392,59 @@ pub fn read(path: &Path) -> Result<Trace> {
             .collect();
         comm.insert(*id, CommLookup { idx, rank_of });
     }
-    let world = d.comms.len() as CommIdx;
-    d.comms.push(Comm {
-        id: u64::MAX,
-        name: "<all processes: no communicator in the trace>".to_string(),
-        paradigm: Paradigm::MPI,
-        group: None,
-        parent: None,
-        flags: 0,
-        ranks: CommRanks::Locations((0..procs.len() as u32).map(Some).collect()),
-    });
-    let lookup = Lookup {
-        func,
-        counter,
-        counter_type,
-        collop: raw
-            .collops
-            .iter()
-            .map(|(&id, (name, _))| (id, defs::collective_op(name)))
-            .collect(),
-        comm,
-        loc,
-        world,
+    comm
+}
+
+/// Decode the event stream `s` (run in parallel, one stream a task).
+fn decode_stream(
+    path: &Path,
+    stem: &Path,
+    s: u64,
+    lookup: &Lookup,
+) -> Result<(PathBuf, StreamOut)> {
+    let Some((file, z)) = stream_file(stem, s, "events") else {
+        return Err(Error::format(
+            path,
+            Place::File,
+            format!(
+                "stream {s:x} of the master file has no event file; expected {}.{s:x}.events or {}.{s:x}.events.z",
+                stem.display(),
+                stem.display()
+            ),
+        ));
     };
+    let bytes = read_text(&file, z)?;
+    let out = events::decode(&bytes, lookup).map_err(|(ln, what)| {
+        let what = if z {
+            format!("{what} (line of the inflated text)")
+        } else {
+            what
+        };
+        Error::format(&file, Place::Line(ln), what)
+    })?;
+    // every record is one event: a column that could not take one more (more than
+    // 2^32 words of fields for one process) must not pass as a complete read
+    let held: u64 = out.procs.iter().map(|p| p.1.len() as u64).sum();
+    let records: u64 = out.native.iter().sum();
+    if held != records {
+        return Err(Error::format(
+            &file,
+            Place::File,
+            format!("{records} records but only {held} fit the event columns; expected at most 2^32 words of fields per process"),
+        ));
+    }
+    Ok((file, out))
+}
 
-    // Event streams, in parallel.
-    let decoded: Vec<(PathBuf, StreamOut)> = streams
-        .par_iter()
-        .filter(|s| s.0 != 0)
-        .map(|&(s, _)| -> Result<(PathBuf, StreamOut)> {
-            let Some((file, z)) = stream_file(&stem, s, "events") else {
-                return Err(Error::format(
-                    path,
-                    Place::File,
-                    format!(
-                        "stream {s:x} of the master file has no event file; expected {}.{s:x}.events or {}.{s:x}.events.z",
-                        stem.display(),
-                        stem.display()
-                    ),
-                ));
-            };
-            let bytes = read_text(&file, z)?;
-            let out = events::decode(&bytes, &lookup).map_err(|(ln, what)| {
-                let what = if z {
-                    format!("{what} (line of the inflated text)")
-                } else {
-                    what
-                };
-                Error::format(&file, Place::Line(ln), what)
-            })?;
-            // every record is one event: a column that could not take one more (more than
-            // 2^32 words of fields for one process) must not pass as a complete read
-            let held: u64 = out.procs.iter().map(|p| p.1.len() as u64).sum();
-            let records: u64 = out.native.iter().sum();
-            if held != records {
-                return Err(Error::format(
-                    &file,
-                    Place::File,
-                    format!("{records} records but only {held} fit the event columns; expected at most 2^32 words of fields per process"),
-                ));
-            }
-            Ok((file, out))
-        })
-        .collect::<Result<_>>()?;
-
-    // Placeholders for undefined functions and counters, in order of first use.
+/// Placeholder definitions for undefined functions and counters, in order of first use:
+/// id → region and id → metric.
+fn placeholders(
+    d: &mut Definitions,
+    decoded: &[(PathBuf, StreamOut)],
+) -> (HashMap<u64, u32>, HashMap<u64, u32>) {
     let mut fix_func: HashMap<u64, u32> = HashMap::new();
     let mut fix_counter: HashMap<u64, u32> = HashMap::new();
-    for (_, o) in &decoded {
+    for (_, o) in decoded {
         for &id in &o.undefined_funcs {
             fix_func.entry(id).or_insert_with(|| {
                 d.regions.push(defs::undefined_region(id));
@@ -410,8 +465,20 @@ pub fn read(path: &Path) -> Result<Trace> {
             });
         }
     }
+    (fix_func, fix_counter)
+}
 
-    let mut columns: Vec<Option<Events>> = (0..procs.len()).map(|_| None).collect();
+/// The decoded streams into one column per process (in stream order; placeholders
+/// remapped, warnings collected); the native record counts. The all-processes communicator
+/// goes when no event uses it.
+fn merge(
+    d: &mut Definitions,
+    decoded: Vec<(PathBuf, StreamOut)>,
+    nprocs: usize,
+    warnings: &mut Vec<Warning>,
+) -> (Vec<Events>, [u64; 20]) {
+    let (fix_func, fix_counter) = placeholders(d, &decoded);
+    let mut columns: Vec<Option<Events>> = (0..nprocs).map(|_| None).collect();
     let mut native = [0u64; 20];
     let mut used_world = false;
     for (file, o) in decoded {
@@ -419,33 +486,10 @@ pub fn read(path: &Path) -> Result<Trace> {
             native[k] += n;
         }
         used_world |= o.used_world;
-        for (ln, m) in &o.warnings {
-            warnings.push(Warning {
-                file: format!("{}:{ln}", file.display()),
-                message: m.clone(),
-            });
-        }
-        if o.unknown.0 > 0 {
-            warnings.push(Warning {
-                file: format!("{}:{}", file.display(), o.unknown.1),
-                message: format!(
-                    "{} line(s) that are no known event record, counted as 'Unknown' events as otfprint does",
-                    o.unknown.0
-                ),
-            });
-        }
-        if !o.undefined_funcs.is_empty() || !o.undefined_counters.is_empty() {
-            warnings.push(Warning {
-                file: file.display().to_string(),
-                message: format!(
-                    "events refer to {} function(s) and {} counter(s) that no definition declares",
-                    o.undefined_funcs.len(),
-                    o.undefined_counters.len()
-                ),
-            });
-        }
+        stream_warnings(&file, &o, warnings);
+        let undefined = !o.undefined_funcs.is_empty() || !o.undefined_counters.is_empty();
         for (l, mut ev) in o.procs {
-            if !o.undefined_funcs.is_empty() || !o.undefined_counters.is_empty() {
+            if undefined {
                 remap(
                     &mut ev,
                     &o.undefined_funcs,
@@ -473,8 +517,49 @@ pub fn read(path: &Path) -> Result<Trace> {
     if !used_world {
         d.comms.pop();
     }
-    let events: Vec<Events> = columns.into_iter().map(Option::unwrap_or_default).collect();
+    let events = columns.into_iter().map(Option::unwrap_or_default).collect();
+    (events, native)
+}
 
+/// The problems of one stream that did not stop the reading.
+fn stream_warnings(file: &Path, o: &StreamOut, warnings: &mut Vec<Warning>) {
+    for (ln, m) in &o.warnings {
+        warnings.push(Warning {
+            file: format!("{}:{ln}", file.display()),
+            message: m.clone(),
+        });
+    }
+    if o.unknown.0 > 0 {
+        warnings.push(Warning {
+            file: format!("{}:{}", file.display(), o.unknown.1),
+            message: format!(
+                "{} line(s) that are no known event record, counted as 'Unknown' events as otfprint does",
+                o.unknown.0
+            ),
+        });
+    }
+    if !o.undefined_funcs.is_empty() || !o.undefined_counters.is_empty() {
+        warnings.push(Warning {
+            file: file.display().to_string(),
+            message: format!(
+                "events refer to {} function(s) and {} counter(s) that no definition declares",
+                o.undefined_funcs.len(),
+                o.undefined_counters.len()
+            ),
+        });
+    }
+}
+
+/// The trace: origin and clock from the definitions, the time span from the events.
+fn finish(
+    path: &Path,
+    stem: &Path,
+    raw: &defs::RawDefs,
+    defs: Definitions,
+    events: Vec<Events>,
+    native: [u64; 20],
+    mut warnings: Vec<Warning>,
+) -> Trace {
     let timer_resolution = match raw.timer_resolution {
         Some(r) if r > 0 => r,
         _ => {
@@ -499,7 +584,7 @@ pub fn read(path: &Path) -> Result<Trace> {
         timer_resolution,
         global_offset: 0,
         trace_length: 0,
-        defs: d,
+        defs,
         events,
         warnings,
         paje: None,
@@ -514,7 +599,7 @@ pub fn read(path: &Path) -> Result<Trace> {
         trace.global_offset = first;
         trace.trace_length = last - first;
     }
-    Ok(trace)
+    trace
 }
 
 /// Replace stream-local placeholder indices by the trace's placeholder definitions.

@@ -120,194 +120,226 @@ pub fn read_global_defs(data: &[u8], chunk_size: usize) -> DResult<GlobalDefs> {
     Ok(g)
 }
 
-fn build(g: &mut GlobalDefs, raws: &[Raw]) {
-    let mut strings: HashMap<u64, &str> = HashMap::new();
-    for r in raws {
-        *g.defs
-            .record_counts
-            .entry(r.spec.name.to_string())
-            .or_default() += 1;
-        if r.spec.name == "String" {
-            if let Some(Value::Str(s)) = r.field("string") {
-                strings.insert(r.int("self"), s);
-            }
-        }
-    }
-    let mut missing_strings = 0u64;
-    let mut string = |id: u64| -> String {
-        match strings.get(&id) {
+/// Names by string id; the ids that no String definition declares are counted.
+struct Strings<'a> {
+    by_id: HashMap<u64, &'a str>,
+    missing: u64,
+}
+
+impl Strings<'_> {
+    fn get(&mut self, id: u64) -> String {
+        match self.by_id.get(&id) {
             Some(s) => s.to_string(),
             None if opt(id).is_none() => String::new(),
             None => {
-                missing_strings += 1;
+                self.missing += 1;
                 format!("<undefined string {id}>")
             }
         }
-    };
-    let d = &mut g.defs;
-    let mut tree_index: HashMap<u64, usize> = HashMap::new();
-    let mut lg_index: HashMap<u64, usize> = HashMap::new();
-    let mut group_index: HashMap<u64, usize> = HashMap::new();
-    let mut comm_parent: Vec<u64> = Vec::new();
-    let mut lg_links: Vec<(u64, u64)> = Vec::new();
-    let mut loc_groups: Vec<u64> = Vec::new();
-    let mut tree_parents: Vec<u64> = Vec::new();
-    let mut comm_groups: Vec<u64> = Vec::new();
-
-    for r in raws {
-        match r.spec.name {
-            "ClockProperties" => {
-                g.timer_resolution = r.int("timer_resolution");
-                g.global_offset = r.int("global_offset");
-                g.trace_length = r.int("trace_length");
-            }
-            "SystemTreeNode" => {
-                tree_index.insert(r.int("self"), d.system_tree.len());
-                tree_parents.push(r.int("parent"));
-                d.system_tree.push(SystemTreeNode {
-                    id: r.int("self"),
-                    name: string(r.int("name")),
-                    class: string(r.int("class_name")),
-                    parent: None,
-                });
-            }
-            "LocationGroup" => {
-                lg_index.insert(r.int("self"), d.location_groups.len());
-                lg_links.push((
-                    r.int("system_tree_parent"),
-                    r.int("creating_location_group"),
-                ));
-                d.location_groups.push(LocationGroup {
-                    id: r.int("self"),
-                    name: string(r.int("name")),
-                    kind: match r.int("location_group_type") {
-                        1 => LocationGroupKind::Process,
-                        2 => LocationGroupKind::Accelerator,
-                        _ => LocationGroupKind::Unknown,
-                    },
-                    system_tree_parent: None,
-                    creating_group: None,
-                });
-            }
-            "Location" => {
-                g.locations.insert(r.int("self"), d.locations.len() as u32);
-                loc_groups.push(r.int("location_group"));
-                d.locations.push(Location {
-                    id: r.int("self"),
-                    name: string(r.int("name")),
-                    kind: match r.int("location_type") {
-                        1 => LocationKind::CpuThread,
-                        2 => LocationKind::AcceleratorStream,
-                        3 => LocationKind::Metric,
-                        _ => LocationKind::Unknown,
-                    },
-                    group: None,
-                    declared_events: Some(r.int("number_of_events")),
-                    rank: None,
-                });
-            }
-            "Region" => {
-                g.regions.insert(r.int("self"), d.regions.len() as u32);
-                let name = string(r.int("name"));
-                // Before OTF2 1.1 there is no canonical name, role or paradigm (A.9).
-                let (canonical_name, role, paradigm, flags) = if r.present("region_role") {
-                    (
-                        string(r.int("canonical_name")),
-                        RegionRole(r.int("region_role") as u8),
-                        Paradigm(r.int("paradigm") as u8),
-                        r.int("region_flags") as u32,
-                    )
-                } else {
-                    let (role, paradigm) = role_from_region_type(r.int("region_type") as u8);
-                    (name.clone(), role, paradigm, 0)
-                };
-                d.regions.push(Region {
-                    id: r.int("self"),
-                    name,
-                    canonical_name,
-                    description: string(r.int("description")),
-                    role,
-                    paradigm,
-                    flags,
-                    source_file: string(r.int("source_file")),
-                    begin_line: r.int("begin_line_number") as u32,
-                    end_line: r.int("end_line_number") as u32,
-                });
-            }
-            "Group" => {
-                group_index.insert(r.int("self"), d.groups.len());
-                let (kind, paradigm, flags) = if r.present("group_type") {
-                    (
-                        group_kind(r.int("group_type") as u8),
-                        Paradigm(r.int("paradigm") as u8),
-                        r.int("group_flags") as u32,
-                    )
-                } else {
-                    group_kind_pre12(r.int("group_type_pre12") as u8)
-                };
-                d.groups.push(Group {
-                    id: r.int("self"),
-                    name: string(r.int("name")),
-                    kind,
-                    paradigm,
-                    flags,
-                    members: r.list("members").to_vec(),
-                });
-            }
-            "Comm" => {
-                g.comms.insert(r.int("self"), d.comms.len() as u32);
-                comm_groups.push(r.int("group"));
-                comm_parent.push(r.int("parent"));
-                d.comms.push(Comm {
-                    id: r.int("self"),
-                    name: string(r.int("name")),
-                    paradigm: Paradigm::UNKNOWN,
-                    group: None,
-                    parent: None,
-                    flags: if r.present("flags") {
-                        r.int("flags") as u32
-                    } else {
-                        0
-                    },
-                    ranks: CommRanks::Unknown,
-                });
-            }
-            "MetricMember" => d.metrics.push(Metric {
-                id: r.int("self"),
-                name: string(r.int("name")),
-                description: string(r.int("description")),
-                unit: string(r.int("unit")),
-                mode: r.int("metric_mode") as u8,
-                value_type: r.int("value_type") as u8,
-            }),
-            _ => {}
-        }
     }
-    if missing_strings > 0 {
+}
+
+/// The references between definitions, by id, until every definition is known: the index
+/// of each id, and what each system tree node, location group, location and communicator
+/// (in model order) refers to.
+#[derive(Default)]
+struct Links {
+    tree_index: HashMap<u64, usize>,
+    lg_index: HashMap<u64, usize>,
+    group_index: HashMap<u64, usize>,
+    tree_parents: Vec<u64>,
+    /// (system tree parent, creating location group)
+    lg_links: Vec<(u64, u64)>,
+    loc_groups: Vec<u64>,
+    comm_groups: Vec<u64>,
+    comm_parent: Vec<u64>,
+}
+
+fn build(g: &mut GlobalDefs, raws: &[Raw]) {
+    let mut strings = count_and_strings(&mut g.defs, raws);
+    let mut links = Links::default();
+    for r in raws {
+        definition(g, &mut links, &mut strings, r);
+    }
+    if strings.missing > 0 {
         g.warnings.push(format!(
-            "{missing_strings} name(s) refer to strings that no definition declares"
+            "{} name(s) refer to strings that no definition declares",
+            strings.missing
         ));
     }
+    link(g, &links);
+}
 
-    // Links between definitions, now that every id is known.
-    for (n, p) in d.system_tree.iter_mut().zip(&tree_parents) {
-        n.parent = opt(*p).and_then(|p| tree_index.get(&p).copied());
+/// Count the records per kind; the string table.
+fn count_and_strings<'a>(d: &mut Definitions, raws: &'a [Raw]) -> Strings<'a> {
+    let mut by_id: HashMap<u64, &str> = HashMap::new();
+    for r in raws {
+        *d.record_counts.entry(r.spec.name.to_string()).or_default() += 1;
+        if r.spec.name == "String" {
+            if let Some(Value::Str(s)) = r.field("string") {
+                by_id.insert(r.int("self"), s);
+            }
+        }
     }
-    for (lg, (tree, creator)) in d.location_groups.iter_mut().zip(&lg_links) {
-        lg.system_tree_parent = opt(*tree).and_then(|p| tree_index.get(&p).copied());
-        lg.creating_group = opt(*creator).and_then(|p| lg_index.get(&p).copied());
+    Strings { by_id, missing: 0 }
+}
+
+/// One definition record into the model; the ids it refers to go to `links`.
+fn definition(g: &mut GlobalDefs, links: &mut Links, s: &mut Strings, r: &Raw) {
+    let d = &mut g.defs;
+    match r.spec.name {
+        "ClockProperties" => {
+            g.timer_resolution = r.int("timer_resolution");
+            g.global_offset = r.int("global_offset");
+            g.trace_length = r.int("trace_length");
+        }
+        "SystemTreeNode" => {
+            links.tree_index.insert(r.int("self"), d.system_tree.len());
+            links.tree_parents.push(r.int("parent"));
+            d.system_tree.push(SystemTreeNode {
+                id: r.int("self"),
+                name: s.get(r.int("name")),
+                class: s.get(r.int("class_name")),
+                parent: None,
+            });
+        }
+        "LocationGroup" => {
+            links
+                .lg_index
+                .insert(r.int("self"), d.location_groups.len());
+            links.lg_links.push((
+                r.int("system_tree_parent"),
+                r.int("creating_location_group"),
+            ));
+            d.location_groups.push(LocationGroup {
+                id: r.int("self"),
+                name: s.get(r.int("name")),
+                kind: location_group_kind(r.int("location_group_type")),
+                system_tree_parent: None,
+                creating_group: None,
+            });
+        }
+        "Location" => {
+            g.locations.insert(r.int("self"), d.locations.len() as u32);
+            links.loc_groups.push(r.int("location_group"));
+            d.locations.push(Location {
+                id: r.int("self"),
+                name: s.get(r.int("name")),
+                kind: location_kind(r.int("location_type")),
+                group: None,
+                declared_events: Some(r.int("number_of_events")),
+                rank: None,
+            });
+        }
+        "Region" => {
+            g.regions.insert(r.int("self"), d.regions.len() as u32);
+            d.regions.push(region(r, s));
+        }
+        "Group" => {
+            links.group_index.insert(r.int("self"), d.groups.len());
+            d.groups.push(group(r, s));
+        }
+        "Comm" => {
+            g.comms.insert(r.int("self"), d.comms.len() as u32);
+            links.comm_groups.push(r.int("group"));
+            links.comm_parent.push(r.int("parent"));
+            d.comms.push(Comm {
+                id: r.int("self"),
+                name: s.get(r.int("name")),
+                paradigm: Paradigm::UNKNOWN,
+                group: None,
+                parent: None,
+                flags: if r.present("flags") {
+                    r.int("flags") as u32
+                } else {
+                    0
+                },
+                ranks: CommRanks::Unknown,
+            });
+        }
+        "MetricMember" => d.metrics.push(Metric {
+            id: r.int("self"),
+            name: s.get(r.int("name")),
+            description: s.get(r.int("description")),
+            unit: s.get(r.int("unit")),
+            mode: r.int("metric_mode") as u8,
+            value_type: r.int("value_type") as u8,
+        }),
+        _ => {}
     }
-    for (l, grp) in d.locations.iter_mut().zip(&loc_groups) {
-        l.group = lg_index.get(grp).copied();
+}
+
+fn region(r: &Raw, s: &mut Strings) -> Region {
+    let name = s.get(r.int("name"));
+    // Before OTF2 1.1 there is no canonical name, role or paradigm (A.9).
+    let (canonical_name, role, paradigm, flags) = if r.present("region_role") {
+        (
+            s.get(r.int("canonical_name")),
+            RegionRole(r.int("region_role") as u8),
+            Paradigm(r.int("paradigm") as u8),
+            r.int("region_flags") as u32,
+        )
+    } else {
+        let (role, paradigm) = role_from_region_type(r.int("region_type") as u8);
+        (name.clone(), role, paradigm, 0)
+    };
+    Region {
+        id: r.int("self"),
+        name,
+        canonical_name,
+        description: s.get(r.int("description")),
+        role,
+        paradigm,
+        flags,
+        source_file: s.get(r.int("source_file")),
+        begin_line: r.int("begin_line_number") as u32,
+        end_line: r.int("end_line_number") as u32,
     }
-    let parents: Vec<Option<usize>> = comm_parent
+}
+
+fn group(r: &Raw, s: &mut Strings) -> Group {
+    let (kind, paradigm, flags) = if r.present("group_type") {
+        (
+            group_kind(r.int("group_type") as u8),
+            Paradigm(r.int("paradigm") as u8),
+            r.int("group_flags") as u32,
+        )
+    } else {
+        group_kind_pre12(r.int("group_type_pre12") as u8)
+    };
+    Group {
+        id: r.int("self"),
+        name: s.get(r.int("name")),
+        kind,
+        paradigm,
+        flags,
+        members: r.list("members").to_vec(),
+    }
+}
+
+/// Links between definitions, now that every id is known.
+fn link(g: &mut GlobalDefs, links: &Links) {
+    let d = &mut g.defs;
+    let tree = &links.tree_index;
+    for (n, p) in d.system_tree.iter_mut().zip(&links.tree_parents) {
+        n.parent = opt(*p).and_then(|p| tree.get(&p).copied());
+    }
+    for (lg, (parent, creator)) in d.location_groups.iter_mut().zip(&links.lg_links) {
+        lg.system_tree_parent = opt(*parent).and_then(|p| tree.get(&p).copied());
+        lg.creating_group = opt(*creator).and_then(|p| links.lg_index.get(&p).copied());
+    }
+    for (l, grp) in d.locations.iter_mut().zip(&links.loc_groups) {
+        l.group = links.lg_index.get(grp).copied();
+    }
+    let parents: Vec<Option<usize>> = links
+        .comm_parent
         .iter()
         .map(|p| opt(*p).and_then(|p| g.comms.get(p)).map(|i| i as usize))
         .collect();
     for (c, p) in d.comms.iter_mut().zip(parents) {
         c.parent = p;
     }
-    resolve_ranks(g, &group_index, &lg_index, &comm_groups);
+    resolve_ranks(g, &links.group_index, &links.lg_index, &links.comm_groups);
 }
 
 /// World ranks and communicator members (formats.md A.9, Group).
@@ -384,6 +416,23 @@ fn resolve_ranks(
             }
             _ => CommRanks::Unknown,
         };
+    }
+}
+
+fn location_group_kind(t: u64) -> LocationGroupKind {
+    match t {
+        1 => LocationGroupKind::Process,
+        2 => LocationGroupKind::Accelerator,
+        _ => LocationGroupKind::Unknown,
+    }
+}
+
+fn location_kind(t: u64) -> LocationKind {
+    match t {
+        1 => LocationKind::CpuThread,
+        2 => LocationKind::AcceleratorStream,
+        3 => LocationKind::Metric,
+        _ => LocationKind::Unknown,
     }
 }
 

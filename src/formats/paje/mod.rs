@@ -489,6 +489,22 @@ impl<'a> Reader<'a> {
             .ok_or_else(|| self.err(line, format!("unknown container '{}'", lossy(s))))
     }
 
+    /// The type (of `nature`) and the container that a record names (`Role::Type`,
+    /// `Role::Container`).
+    #[inline(always)]
+    fn type_and_container(
+        &self,
+        def: &EventDef,
+        f: &[&[u8]],
+        nature: Nature,
+        what: &str,
+        line: u64,
+    ) -> Result<(u32, u32)> {
+        let ty = self.type_of(f[def.at(Role::Type)], nature, what, line)?;
+        let c = self.container(f[def.at(Role::Container)], line)?;
+        Ok((ty, c))
+    }
+
     fn define_type(
         &mut self,
         def: &EventDef,
@@ -646,6 +662,14 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Close every open state of location `l` at `t`.
+    #[inline]
+    fn leave_all(&mut self, l: u32, t: u64) {
+        while !self.locs[l as usize].stack.is_empty() {
+            self.leave_top(l, t);
+        }
+    }
+
     fn event(&mut self, def: &EventDef, f: &[&[u8]], t: u64, line: u64) -> Result<()> {
         match def.kind {
             Kind::DefineContainerType => self.define_type(def, f, Nature::Container, line),
@@ -653,159 +677,15 @@ impl<'a> Reader<'a> {
             Kind::DefineEventType => self.define_type(def, f, Nature::Event, line),
             Kind::DefineVariableType => self.define_type(def, f, Nature::Variable, line),
             Kind::DefineLinkType => self.define_type(def, f, Nature::Link, line),
-            Kind::DefineEntityValue => {
-                let ty = f[def.at(Role::Type)];
-                let t = match self.type_aliases.get(ty).or_else(|| self.type_ids.get(ty)) {
-                    Some(&t) if self.types[t as usize].nature != Nature::Container => t,
-                    _ => {
-                        return Err(self.err(
-                            line,
-                            format!(
-                                "unknown state, event or link type '{}' for an entity value",
-                                lossy(ty)
-                            ),
-                        ))
-                    }
-                };
-                let name = f[def.at(Role::Name)];
-                let k = self.value_names.len() as u32;
-                self.value_names.push(lossy(name));
-                self.value_region.push(None);
-                self.types[t as usize].declared += 1;
-                let values = &mut self.types[t as usize].values;
-                values.insert(name, k);
-                if def.has(Role::Alias) {
-                    values.insert(f[def.at(Role::Alias)], k);
-                }
-                Ok(())
-            }
-            Kind::CreateContainer => {
-                let ty = self.type_of(
-                    f[def.at(Role::Type)],
-                    Nature::Container,
-                    "PajeCreateContainer",
-                    line,
-                )?;
-                let parent = self.container(f[def.at(Role::Container)], line)?;
-                let name = f[def.at(Role::Name)];
-                let idx = self.containers.len() as u32;
-                self.containers.push(Container {
-                    name: lossy(name),
-                    ty,
-                    parent: Some(parent),
-                    destroyed: false,
-                    locs: Vec::new(),
-                    last: Vec::new(),
-                    pieces: Vec::new(),
-                });
-                self.cont_ids.insert(name, idx);
-                if def.has(Role::Alias) {
-                    self.cont_aliases.insert(f[def.at(Role::Alias)], idx);
-                }
-                self.counts.containers += 1;
-                Ok(())
-            }
-            Kind::DestroyContainer => {
-                self.type_of(
-                    f[def.at(Role::Type)],
-                    Nature::Container,
-                    "PajeDestroyContainer",
-                    line,
-                )?;
-                let c = self.container(f[def.at(Role::Name)], line)?;
-                let locs: Vec<u32> = self.containers[c as usize]
-                    .locs
-                    .iter()
-                    .map(|x| x.1)
-                    .collect();
-                for l in locs {
-                    while !self.locs[l as usize].stack.is_empty() {
-                        self.leave_top(l, t);
-                    }
-                }
-                self.containers[c as usize].destroyed = true;
-                Ok(())
-            }
-            Kind::NewEvent => {
-                let ty =
-                    self.type_of(f[def.at(Role::Type)], Nature::Event, "PajeNewEvent", line)?;
-                let c = self.container(f[def.at(Role::Container)], line)?;
-                let last = replace(&mut self.containers[c as usize].last, ty, t).unwrap_or(0);
-                self.check_order(last, t, "an event", c, line);
-                self.counts.events += 1;
-                Ok(())
-            }
+            Kind::DefineEntityValue => self.define_value(def, f, line),
+            Kind::CreateContainer => self.create_container(def, f, line),
+            Kind::DestroyContainer => self.destroy_container(def, f, t, line),
+            Kind::NewEvent => self.new_event(def, f, t, line),
             Kind::SetState | Kind::PushState | Kind::PopState | Kind::ResetState => {
-                let ty =
-                    self.type_of(f[def.at(Role::Type)], Nature::State, "a state event", line)?;
-                let c = self.container(f[def.at(Role::Container)], line)?;
-                let l = self.loc(c, ty);
-                let last = self.locs[l as usize].last;
-                self.check_order(last, t, "a state change", c, line);
-                self.locs[l as usize].last = t.max(last);
-                match def.kind {
-                    Kind::PushState | Kind::SetState => {
-                        if def.kind == Kind::SetState {
-                            while !self.locs[l as usize].stack.is_empty() {
-                                self.leave_top(l, t);
-                            }
-                        }
-                        let v = self.value(ty, f[def.at(Role::Value)]);
-                        let r = self.region_of_value(v, ty);
-                        let loc = &mut self.locs[l as usize];
-                        loc.stack.push(r);
-                        loc.events.push_region(t, EventKind::Enter, r);
-                        loc.enters = loc.enters.wrapping_add(1);
-                        self.counts.states += 1;
-                    }
-                    Kind::PopState => {
-                        if self.locs[l as usize].stack.is_empty() {
-                            return Err(self.err(
-                                line,
-                                format!(
-                                    "PajePopState on container '{}' whose state stack is empty",
-                                    self.containers[c as usize].name
-                                ),
-                            ));
-                        }
-                        self.leave_top(l, t);
-                    }
-                    _ => {
-                        while !self.locs[l as usize].stack.is_empty() {
-                            self.leave_top(l, t);
-                        }
-                    }
-                }
-                Ok(())
+                self.state(def, f, t, line)
             }
             Kind::SetVariable | Kind::AddVariable | Kind::SubVariable => {
-                let ty = self.type_of(
-                    f[def.at(Role::Type)],
-                    Nature::Variable,
-                    "a variable event",
-                    line,
-                )?;
-                let c = self.container(f[def.at(Role::Container)], line)?;
-                let last = replace(&mut self.containers[c as usize].last, ty, t).unwrap_or(0);
-                self.check_order(last, t, "a variable change", c, line);
-                // a change at the start time of the current piece modifies it (formats.md §C.4)
-                match replace(&mut self.containers[c as usize].pieces, ty, t) {
-                    Some(start) if start == t => {}
-                    Some(_) => self.counts.variables += 1,
-                    None => {
-                        if def.kind != Kind::SetVariable {
-                            return Err(self.err(
-                                line,
-                                format!(
-                                    "{} on container '{}' before any PajeSetVariable of that variable",
-                                    def.kind, self.containers[c as usize].name
-                                ),
-                            ));
-                        }
-                        self.counts.variables += 1;
-                    }
-                }
-                Ok(())
+                self.variable(def, f, t, line)
             }
             Kind::StartLink | Kind::EndLink => self.link(def, f, t, line),
             Kind::TraceFile => Err(self.err(
@@ -813,6 +693,149 @@ impl<'a> Reader<'a> {
                 "PajeTraceFile (including another trace file) is not supported",
             )),
         }
+    }
+
+    fn define_value(&mut self, def: &EventDef, f: &[&[u8]], line: u64) -> Result<()> {
+        let ty = f[def.at(Role::Type)];
+        let t = match self.type_aliases.get(ty).or_else(|| self.type_ids.get(ty)) {
+            Some(&t) if self.types[t as usize].nature != Nature::Container => t,
+            _ => {
+                return Err(self.err(
+                    line,
+                    format!(
+                        "unknown state, event or link type '{}' for an entity value",
+                        lossy(ty)
+                    ),
+                ))
+            }
+        };
+        let name = f[def.at(Role::Name)];
+        let k = self.value_names.len() as u32;
+        self.value_names.push(lossy(name));
+        self.value_region.push(None);
+        self.types[t as usize].declared += 1;
+        let values = &mut self.types[t as usize].values;
+        values.insert(name, k);
+        if def.has(Role::Alias) {
+            values.insert(f[def.at(Role::Alias)], k);
+        }
+        Ok(())
+    }
+
+    fn create_container(&mut self, def: &EventDef, f: &[&[u8]], line: u64) -> Result<()> {
+        let (ty, parent) =
+            self.type_and_container(def, f, Nature::Container, "PajeCreateContainer", line)?;
+        let name = f[def.at(Role::Name)];
+        let idx = self.containers.len() as u32;
+        self.containers.push(Container {
+            name: lossy(name),
+            ty,
+            parent: Some(parent),
+            destroyed: false,
+            locs: Vec::new(),
+            last: Vec::new(),
+            pieces: Vec::new(),
+        });
+        self.cont_ids.insert(name, idx);
+        if def.has(Role::Alias) {
+            self.cont_aliases.insert(f[def.at(Role::Alias)], idx);
+        }
+        self.counts.containers += 1;
+        Ok(())
+    }
+
+    fn destroy_container(&mut self, def: &EventDef, f: &[&[u8]], t: u64, line: u64) -> Result<()> {
+        self.type_of(
+            f[def.at(Role::Type)],
+            Nature::Container,
+            "PajeDestroyContainer",
+            line,
+        )?;
+        let c = self.container(f[def.at(Role::Name)], line)?;
+        let locs: Vec<u32> = self.containers[c as usize]
+            .locs
+            .iter()
+            .map(|x| x.1)
+            .collect();
+        for l in locs {
+            self.leave_all(l, t);
+        }
+        self.containers[c as usize].destroyed = true;
+        Ok(())
+    }
+
+    #[inline]
+    fn new_event(&mut self, def: &EventDef, f: &[&[u8]], t: u64, line: u64) -> Result<()> {
+        let (ty, c) = self.type_and_container(def, f, Nature::Event, "PajeNewEvent", line)?;
+        let last = replace(&mut self.containers[c as usize].last, ty, t).unwrap_or(0);
+        self.check_order(last, t, "an event", c, line);
+        self.counts.events += 1;
+        Ok(())
+    }
+
+    /// PajeSetState, PajePushState, PajePopState, PajeResetState: Enter and Leave events.
+    #[inline(always)]
+    fn state(&mut self, def: &EventDef, f: &[&[u8]], t: u64, line: u64) -> Result<()> {
+        let (ty, c) = self.type_and_container(def, f, Nature::State, "a state event", line)?;
+        let l = self.loc(c, ty);
+        let last = self.locs[l as usize].last;
+        self.check_order(last, t, "a state change", c, line);
+        self.locs[l as usize].last = t.max(last);
+        match def.kind {
+            Kind::PushState | Kind::SetState => {
+                if def.kind == Kind::SetState {
+                    self.leave_all(l, t);
+                }
+                let v = self.value(ty, f[def.at(Role::Value)]);
+                let r = self.region_of_value(v, ty);
+                let loc = &mut self.locs[l as usize];
+                loc.stack.push(r);
+                loc.events.push_region(t, EventKind::Enter, r);
+                loc.enters = loc.enters.wrapping_add(1);
+                self.counts.states += 1;
+            }
+            Kind::PopState => {
+                if self.locs[l as usize].stack.is_empty() {
+                    return Err(self.err(
+                        line,
+                        format!(
+                            "PajePopState on container '{}' whose state stack is empty",
+                            self.containers[c as usize].name
+                        ),
+                    ));
+                }
+                self.leave_top(l, t);
+            }
+            _ => self.leave_all(l, t),
+        }
+        Ok(())
+    }
+
+    /// PajeSetVariable, PajeAddVariable, PajeSubVariable: counted as pj_dump counts pieces.
+    #[inline]
+    fn variable(&mut self, def: &EventDef, f: &[&[u8]], t: u64, line: u64) -> Result<()> {
+        let (ty, c) =
+            self.type_and_container(def, f, Nature::Variable, "a variable event", line)?;
+        let last = replace(&mut self.containers[c as usize].last, ty, t).unwrap_or(0);
+        self.check_order(last, t, "a variable change", c, line);
+        // a change at the start time of the current piece modifies it (formats.md §C.4)
+        match replace(&mut self.containers[c as usize].pieces, ty, t) {
+            Some(start) if start == t => {}
+            Some(_) => self.counts.variables += 1,
+            None => {
+                if def.kind != Kind::SetVariable {
+                    return Err(self.err(
+                        line,
+                        format!(
+                            "{} on container '{}' before any PajeSetVariable of that variable",
+                            def.kind, self.containers[c as usize].name
+                        ),
+                    ));
+                }
+                self.counts.variables += 1;
+            }
+        }
+        Ok(())
     }
 
     fn link(&mut self, def: &EventDef, f: &[&[u8]], t: u64, line: u64) -> Result<()> {
@@ -928,156 +951,20 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    /// The common model from what the simulation built; states still open close at the end.
     fn finish(mut self) -> Trace {
         let end = self.end_time;
         // states still open close at the end of the trace (as PajeNG closes containers)
         for l in 0..self.locs.len() as u32 {
-            while !self.locs[l as usize].stack.is_empty() {
-                self.leave_top(l, end);
-            }
+            self.leave_all(l, end);
         }
-        let file = self.path.display().to_string();
-        if self.order_warnings > 0 {
-            self.warnings.push(Warning {
-                file: file.clone(),
-                message: format!(
-                    "{} event(s) are not time-ordered within their container and type (PajeNG rejects this; perfexpert keeps the file order); first at {}",
-                    self.order_warnings,
-                    self.first_order_warning.as_deref().unwrap_or("?")
-                ),
-            });
-        }
-        if !self.pending.is_empty() {
-            self.warnings.push(Warning {
-                file: file.clone(),
-                message: format!(
-                    "{} link half/halves without the other half (not counted as links)",
-                    self.pending.len()
-                ),
-            });
-        }
-        // system tree: every container but the root and the leaves that carry events (those
-        // are processes, location groups below their parent container, as an SMPI rank is a
-        // process, not a node of its own)
-        let mut has_child = vec![false; self.containers.len()];
-        for c in &self.containers {
-            if let Some(p) = c.parent {
-                has_child[p as usize] = true;
-            }
-        }
-        let mut node_of = vec![None; self.containers.len()];
-        let mut system_tree = Vec::new();
-        for (i, c) in self.containers.iter().enumerate().skip(1) {
-            if !c.locs.is_empty() && !has_child[i] {
-                continue;
-            }
-            node_of[i] = Some(system_tree.len());
-            system_tree.push(SystemTreeNode {
-                id: i as u64,
-                name: c.name.clone(),
-                class: self.types[c.ty as usize].name.clone(),
-                parent: c.parent.and_then(|p| node_of[p as usize]),
-            });
-        }
-        let mut location_groups = Vec::new();
-        let mut locations = Vec::new();
-        let mut events = Vec::new();
-        for (l, loc) in self.locs.into_iter().enumerate() {
-            let c = &self.containers[loc.container as usize];
-            let name = if c.locs.len() > 1 {
-                let st = c
-                    .locs
-                    .iter()
-                    .find(|x| x.1 == l as u32)
-                    .map_or(u32::MAX, |x| x.0);
-                match self.types.get(st as usize) {
-                    Some(t) => format!("{}/{}", c.name, t.name),
-                    None => c.name.clone(),
-                }
-            } else {
-                c.name.clone()
-            };
-            location_groups.push(LocationGroup {
-                id: l as u64,
-                name: c.name.clone(),
-                kind: LocationGroupKind::Process,
-                system_tree_parent: node_of[loc.container as usize]
-                    .or_else(|| c.parent.and_then(|p| node_of[p as usize])),
-                creating_group: None,
-            });
-            let rank = c
-                .name
-                .strip_prefix("rank-")
-                .and_then(|r| r.parse::<u32>().ok());
-            locations.push(Location {
-                id: l as u64,
-                name,
-                kind: LocationKind::CpuThread,
-                group: Some(l),
-                declared_events: None,
-                rank,
-            });
-            events.push(loc.events);
-        }
-        // communicators: one for the messages (rank = location index), one reconstructed
-        // per collective region (patterns.md §5.4)
-        let mut comms = Vec::new();
-        comms.push(Comm {
-            id: 0,
-            name: "point-to-point (Paje links)".into(),
-            paradigm: Paradigm::MPI,
-            group: None,
-            parent: None,
-            flags: 0,
-            ranks: CommRanks::Locations((0..locations.len() as u32).map(Some).collect()),
-        });
-        let mut comm_of_region: Vec<u32> = vec![u32::MAX; self.regions.len()];
-        let mut members: Vec<Vec<u32>> = vec![Vec::new(); self.regions.len()];
-        for (l, ev) in events.iter().enumerate() {
-            for &r in &ev.coll.comm {
-                let m = &mut members[r as usize];
-                if m.last() != Some(&(l as u32)) {
-                    m.push(l as u32);
-                }
-            }
-        }
-        for (r, m) in members.iter_mut().enumerate() {
-            if m.is_empty() {
-                continue;
-            }
-            m.sort_by_key(|&l| (locations[l as usize].rank.unwrap_or(u32::MAX), l));
-            comm_of_region[r] = comms.len() as u32;
-            comms.push(Comm {
-                id: comms.len() as u64,
-                name: format!("{} (reconstructed)", self.regions[r].name),
-                paradigm: Paradigm::MPI,
-                group: None,
-                parent: None,
-                flags: COMM_FLAG_RECONSTRUCTED,
-                ranks: CommRanks::Locations(m.iter().map(|&l| Some(l)).collect()),
-            });
-        }
-        for ev in &mut events {
-            for c in &mut ev.coll.comm {
-                *c = comm_of_region[*c as usize];
-            }
-        }
-        // definitions per kind (for `info`)
-        let mut record_counts = std::collections::BTreeMap::new();
-        for t in self.types.iter().skip(1) {
-            let k = match t.nature {
-                Nature::Container => "PajeDefineContainerType",
-                Nature::State => "PajeDefineStateType",
-                Nature::Event => "PajeDefineEventType",
-                Nature::Variable => "PajeDefineVariableType",
-                Nature::Link => "PajeDefineLinkType",
-            };
-            *record_counts.entry(k.to_string()).or_insert(0) += 1;
-        }
-        let declared_values = self.types.iter().map(|t| t.declared).sum::<u64>();
-        if declared_values > 0 {
-            record_counts.insert("PajeDefineEntityValue".to_string(), declared_values);
-        }
+        self.end_warnings();
+        let (system_tree, node_of) = system_tree(&self.containers, &self.types);
+        let locs = std::mem::take(&mut self.locs);
+        let (location_groups, locations, mut events) =
+            locations(locs, &self.containers, &self.types, &node_of);
+        let comms = communicators(&self.regions, &locations, &mut events);
+        let record_counts = record_counts(&self.types);
         Trace {
             path: self.path.to_path_buf(),
             origin: Origin {
@@ -1107,4 +994,177 @@ impl<'a> Reader<'a> {
             native_event_kinds: Default::default(),
         }
     }
+
+    /// Events out of time order, link halves without the other half.
+    fn end_warnings(&mut self) {
+        let file = self.path.display().to_string();
+        if self.order_warnings > 0 {
+            self.warnings.push(Warning {
+                file: file.clone(),
+                message: format!(
+                    "{} event(s) are not time-ordered within their container and type (PajeNG rejects this; perfexpert keeps the file order); first at {}",
+                    self.order_warnings,
+                    self.first_order_warning.as_deref().unwrap_or("?")
+                ),
+            });
+        }
+        if !self.pending.is_empty() {
+            self.warnings.push(Warning {
+                file: file.clone(),
+                message: format!(
+                    "{} link half/halves without the other half (not counted as links)",
+                    self.pending.len()
+                ),
+            });
+        }
+    }
+}
+
+/// The system tree: every container but the root and the leaves that carry events (those
+/// are processes, location groups below their parent container, as an SMPI rank is a
+/// process, not a node of its own); and the node of each container.
+fn system_tree(
+    containers: &[Container],
+    types: &[Type],
+) -> (Vec<SystemTreeNode>, Vec<Option<usize>>) {
+    let mut has_child = vec![false; containers.len()];
+    for c in containers {
+        if let Some(p) = c.parent {
+            has_child[p as usize] = true;
+        }
+    }
+    let mut node_of = vec![None; containers.len()];
+    let mut system_tree = Vec::new();
+    for (i, c) in containers.iter().enumerate().skip(1) {
+        if !c.locs.is_empty() && !has_child[i] {
+            continue;
+        }
+        node_of[i] = Some(system_tree.len());
+        system_tree.push(SystemTreeNode {
+            id: i as u64,
+            name: c.name.clone(),
+            class: types[c.ty as usize].name.clone(),
+            parent: c.parent.and_then(|p| node_of[p as usize]),
+        });
+    }
+    (system_tree, node_of)
+}
+
+/// One location group and location per location (named container/state type when its
+/// container has several; the rank from an SMPI `rank-N` name), and its events.
+fn locations(
+    locs: Vec<Loc>,
+    containers: &[Container],
+    types: &[Type],
+    node_of: &[Option<usize>],
+) -> (Vec<LocationGroup>, Vec<Location>, Vec<Events>) {
+    let mut location_groups = Vec::new();
+    let mut locations = Vec::new();
+    let mut events = Vec::new();
+    for (l, loc) in locs.into_iter().enumerate() {
+        let c = &containers[loc.container as usize];
+        let name = if c.locs.len() > 1 {
+            let st = c
+                .locs
+                .iter()
+                .find(|x| x.1 == l as u32)
+                .map_or(u32::MAX, |x| x.0);
+            match types.get(st as usize) {
+                Some(t) => format!("{}/{}", c.name, t.name),
+                None => c.name.clone(),
+            }
+        } else {
+            c.name.clone()
+        };
+        location_groups.push(LocationGroup {
+            id: l as u64,
+            name: c.name.clone(),
+            kind: LocationGroupKind::Process,
+            system_tree_parent: node_of[loc.container as usize]
+                .or_else(|| c.parent.and_then(|p| node_of[p as usize])),
+            creating_group: None,
+        });
+        let rank = c
+            .name
+            .strip_prefix("rank-")
+            .and_then(|r| r.parse::<u32>().ok());
+        locations.push(Location {
+            id: l as u64,
+            name,
+            kind: LocationKind::CpuThread,
+            group: Some(l),
+            declared_events: None,
+            rank,
+        });
+        events.push(loc.events);
+    }
+    (location_groups, locations, events)
+}
+
+/// Communicators: one for the messages (rank = location index), one reconstructed per
+/// collective region (patterns.md §5.4), which the collective ends (holding their region
+/// until now) then name.
+fn communicators(regions: &[Region], locations: &[Location], events: &mut [Events]) -> Vec<Comm> {
+    let mut comms = Vec::new();
+    comms.push(Comm {
+        id: 0,
+        name: "point-to-point (Paje links)".into(),
+        paradigm: Paradigm::MPI,
+        group: None,
+        parent: None,
+        flags: 0,
+        ranks: CommRanks::Locations((0..locations.len() as u32).map(Some).collect()),
+    });
+    let mut comm_of_region: Vec<u32> = vec![u32::MAX; regions.len()];
+    let mut members: Vec<Vec<u32>> = vec![Vec::new(); regions.len()];
+    for (l, ev) in events.iter().enumerate() {
+        for &r in &ev.coll.comm {
+            let m = &mut members[r as usize];
+            if m.last() != Some(&(l as u32)) {
+                m.push(l as u32);
+            }
+        }
+    }
+    for (r, m) in members.iter_mut().enumerate() {
+        if m.is_empty() {
+            continue;
+        }
+        m.sort_by_key(|&l| (locations[l as usize].rank.unwrap_or(u32::MAX), l));
+        comm_of_region[r] = comms.len() as u32;
+        comms.push(Comm {
+            id: comms.len() as u64,
+            name: format!("{} (reconstructed)", regions[r].name),
+            paradigm: Paradigm::MPI,
+            group: None,
+            parent: None,
+            flags: COMM_FLAG_RECONSTRUCTED,
+            ranks: CommRanks::Locations(m.iter().map(|&l| Some(l)).collect()),
+        });
+    }
+    for ev in events.iter_mut() {
+        for c in &mut ev.coll.comm {
+            *c = comm_of_region[*c as usize];
+        }
+    }
+    comms
+}
+
+/// Definitions per kind (for `info`).
+fn record_counts(types: &[Type]) -> std::collections::BTreeMap<String, u64> {
+    let mut record_counts = std::collections::BTreeMap::new();
+    for t in types.iter().skip(1) {
+        let k = match t.nature {
+            Nature::Container => "PajeDefineContainerType",
+            Nature::State => "PajeDefineStateType",
+            Nature::Event => "PajeDefineEventType",
+            Nature::Variable => "PajeDefineVariableType",
+            Nature::Link => "PajeDefineLinkType",
+        };
+        *record_counts.entry(k.to_string()).or_insert(0) += 1;
+    }
+    let declared_values = types.iter().map(|t| t.declared).sum::<u64>();
+    if declared_values > 0 {
+        record_counts.insert("PajeDefineEntityValue".to_string(), declared_values);
+    }
+    record_counts
 }
