@@ -7,6 +7,7 @@ pub mod eval;
 pub mod matrices;
 pub mod overheads;
 pub mod phases;
+pub mod pipeline;
 pub mod scores;
 
 use crate::model::{classify, EventKind, Paradigm, Trace};
