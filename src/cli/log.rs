@@ -62,13 +62,14 @@ pub fn install(verbose: u8, timings: bool, progress: &Progress) -> Guard {
             .without_time()
             .with_ansi(false)
             .with_writer(std::io::stderr);
-        Stages
+        Stages(Say(progress.0.clone()))
             .and_then(events)
             .with_filter(tracing_subscriber::EnvFilter::new(d))
     });
     let timings = timings.then(|| {
         Timings {
             start: Instant::now(),
+            say: Say(progress.0.clone()),
         }
         .with_filter(tracing_subscriber::filter::filter_fn(|m| {
             is_stage(m) || m.fields().field(SPILL_FIELD).is_some()
@@ -118,9 +119,21 @@ impl Visit for Fields {
     }
 }
 
+/// A line on stderr, above the spinner while it turns.
+struct Say(Option<indicatif::ProgressBar>);
+
+impl Say {
+    fn line(&self, s: std::fmt::Arguments<'_>) {
+        match &self.0 {
+            Some(pb) if !pb.is_finished() => pb.suspend(|| eprintln!("{s}")),
+            _ => eprintln!("{s}"),
+        }
+    }
+}
+
 /// `-v`: a line per span as it closes (its wall time and the sizes recorded on it),
 /// indented by its depth.
-struct Stages;
+struct Stages(Say);
 
 struct Open {
     start: Instant,
@@ -154,7 +167,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Stages {
         let Some(open) = ext.get::<Open>() else {
             return;
         };
-        eprintln!(
+        self.0.line(format_args!(
             "perfexpert: {:indent$}{:<w$} {:>8.3} s{}{}",
             "",
             span.name(),
@@ -163,7 +176,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Stages {
             open.fields.0,
             indent = 2 * depth,
             w = 24usize.saturating_sub(2 * depth),
-        );
+        ));
     }
 }
 
@@ -172,6 +185,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Stages {
 /// file's size at the end.
 struct Timings {
     start: Instant,
+    say: Say,
 }
 
 struct Started(Instant);
@@ -189,12 +203,12 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Timings {
             return;
         };
         let peak = peak_rss_kb().map_or_else(|| "n/a".to_string(), |k| format!("{} MB", k / 1024));
-        eprintln!(
+        self.say.line(format_args!(
             "timings: {:<28} {:>8.3} s  (total {:>8.3} s)  peak RSS {peak}",
             span.name(),
             t.elapsed().as_secs_f64(),
             self.start.elapsed().as_secs_f64()
-        );
+        ));
     }
 
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
@@ -212,10 +226,10 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Timings {
         }
         let mut s = Spill::default();
         event.record(&mut s);
-        eprintln!(
+        self.say.line(format_args!(
             "timings: spill file: {} MB written, mapped columns dropped from memory {} times",
             s.0, s.1
-        );
+        ));
     }
 }
 
