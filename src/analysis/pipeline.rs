@@ -102,6 +102,26 @@ pub enum Refusal {
 /// are not kept, so that the phase summaries can take the trace's memory (when the trace is
 /// not one phase, each phase is analysed alone after the whole analysis is dropped, and the
 /// trace is cut into the phases location by location).
+///
+/// ```
+/// use perfexpert::analysis::pipeline::Options;
+/// let trace = perfexpert::open("testdata/scorep/ls/traces.otf2".as_ref())?;
+/// let opts = Options {
+///     structure: true,
+///     ..Options::new(perfexpert::rules::RuleSet::load(&[])?)
+/// };
+/// // keep the metrics of the findings that are wait states
+/// let outcome = perfexpert::analyse_trace(trace, opts, |whole| {
+///     (whole.findings.iter())
+///         .filter(|f| f.wait_state)
+///         .map(|f| f.metric.clone())
+///         .collect::<Vec<_>>()
+/// })
+/// .expect("no phase or what-if region asked for");
+/// assert!(outcome.view.iter().any(|m| m == "mpi_latesender"));
+/// assert!(outcome.extras.critical_path.is_some() && outcome.extras.phases.is_none());
+/// # Ok::<(), perfexpert::Error>(())
+/// ```
 pub fn analyse_trace<V>(
     trace: Trace,
     opts: Options,
