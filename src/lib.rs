@@ -21,6 +21,7 @@ pub mod replay;
 pub mod report;
 pub mod rules;
 
+pub use analysis::pipeline::analyse_trace;
 pub use error::{Error, Result};
 pub use formats::open;
 pub use model::Trace;

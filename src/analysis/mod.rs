@@ -18,6 +18,7 @@ pub mod eval;
 pub mod matrices;
 pub mod overheads;
 pub mod phases;
+pub mod pipeline;
 pub mod scores;
 
 mod cube;

@@ -338,6 +338,7 @@ pub fn summarise(
             out.push(describe(trace, t0, k, ph, whole.0, whole.1));
             continue;
         }
+        let _s = tracing::debug_span!("phase", k = k + 1).entered();
         let part = slice(trace, ph, k + 1 == phases.len());
         let replay = crate::replay::Replay::new(&part);
         let a = crate::analysis::analyse(&part, &replay, rules()?);
@@ -366,6 +367,7 @@ pub fn summarise_owned(
     let mut parts = slice_all(trace, phases).into_iter();
     for (k, ph) in phases.iter().enumerate() {
         let Some(part) = parts.next() else { break };
+        let _s = tracing::debug_span!("phase", k = k + 1, events = part.event_count()).entered();
         let replay = crate::replay::Replay::new(&part);
         let a = crate::analysis::analyse(&part, &replay, rules()?);
         out.push(describe(&part, t0, k, ph, &replay, &a));

@@ -2,6 +2,7 @@
 
 pub mod diff;
 pub mod info;
+pub mod log;
 pub mod rules;
 pub mod run;
 
@@ -12,9 +13,15 @@ use std::path::PathBuf;
 #[command(
     name = "perfexpert",
     version,
-    about = "Finds why a parallel program is slow, from its event trace (OTF2)"
+    about = "Finds why a parallel program is slow, from its event trace (OTF2)",
+    // the usage line as it was before the global -v (listed under Options)
+    override_usage = "perfexpert <COMMAND>"
 )]
 pub struct Cli {
+    /// Print the stages on stderr with their wall time and sizes (-vv: and the details);
+    /// RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -42,9 +49,14 @@ pub enum Command {
 
 /// Run a parsed command, writing to `out`.
 pub fn run(cli: Cli, out: &mut dyn std::io::Write) -> crate::Result<()> {
+    let (timings, progress) = match &cli.command {
+        Command::Run(args) => (args.timings, log::Progress::new(args.quiet)),
+        _ => (false, log::Progress::default()),
+    };
+    let _log = log::install(cli.verbose, timings, &progress);
     match cli.command {
         Command::Info { trace, json } => info::run(&trace, json, out),
-        Command::Run(args) => run::run(&args, out),
+        Command::Run(args) => run::run(&args, &progress, out),
         Command::Rules(cmd) => rules::run(&cmd, out),
         Command::Diff(args) => diff::run(&args, out),
     }

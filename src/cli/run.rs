@@ -1,13 +1,17 @@
-//! `perfexpert run TRACE`: read, replay, evaluate every rule, score, report.
+//! `perfexpert run TRACE`: read the trace, analyse it (`analysis::pipeline`), write the
+//! reports.
 
-use crate::analysis::scores::{score, ScoreParams};
+use super::log::Progress;
+use crate::analysis::pipeline::{analyse_trace, Options, Refusal};
 use crate::error::{Error, Result};
-use crate::replay::Replay;
+use crate::model::Trace;
+use crate::report::cubex::Cube;
 use crate::report::text::TextOptions;
 use crate::report::Report;
 use crate::rules::RuleSet;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use tracing::field::Empty;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -67,77 +71,39 @@ pub struct RunArgs {
     pub memory_limit: Option<u64>,
 }
 
-/// `--timings`: one stderr line per finished stage (wall seconds since the previous stage,
-/// peak resident set so far from `/proc/self/status` where there is one).
-struct Timings {
-    on: bool,
-    last: std::time::Instant,
-    start: std::time::Instant,
-}
-
-impl Timings {
-    fn new(on: bool) -> Timings {
-        let now = std::time::Instant::now();
-        Timings {
-            on,
-            last: now,
-            start: now,
+pub fn run(args: &RunArgs, progress: &Progress, out: &mut dyn Write) -> Result<()> {
+    let rules = {
+        let s = tracing::info_span!("rules", rules = Empty).entered();
+        let rules = RuleSet::load(&args.rules)?;
+        s.record("rules", rules.rules.len());
+        rules
+    };
+    check(args, &rules)?;
+    let spill = spill_for(args)?;
+    let trace = crate::formats::open_with(&args.trace, spill.as_ref())?;
+    let (report, cube) = analyse(args, trace, rules)?;
+    if let Some(dir) = &args.matrices_csv {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "cannot create directory", e))?;
+        if let (Some(w), Some(t)) = (&report.wait_matrix, &report.traffic_matrix) {
+            crate::analysis::matrices::write_csv(dir, w, t)
+                .map_err(|e| Error::io(dir, "cannot write the matrices into", e))?;
         }
     }
-    fn stage(&mut self, name: &str) {
-        if !self.on {
-            return;
-        }
-        let now = std::time::Instant::now();
-        let peak = peak_rss_kb().map_or_else(|| "n/a".to_string(), |k| format!("{} MB", k / 1024));
-        eprintln!(
-            "timings: {name:<28} {:>8.3} s  (total {:>8.3} s)  peak RSS {peak}",
-            (now - self.last).as_secs_f64(),
-            (now - self.start).as_secs_f64()
+    progress.finish();
+    tracing::info_span!("written").in_scope(|| write(args, &report, cube.as_ref(), out))?;
+    if let Some(s) = &spill {
+        // `--timings` shows it as its last line
+        tracing::info!(
+            spill_written_mb = s.bytes() >> 20,
+            trims = s.trims(),
+            "spill file"
         );
-        self.last = now;
     }
+    Ok(())
 }
 
-/// VmHWM of this process in KiB (Linux), `None` elsewhere.
-fn peak_rss_kb() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
-struct Progress(Option<indicatif::ProgressBar>);
-
-impl Progress {
-    fn new(quiet: bool) -> Progress {
-        if quiet || !std::io::stderr().is_terminal() {
-            return Progress(None);
-        }
-        let pb = indicatif::ProgressBar::new_spinner();
-        pb.enable_steady_tick(std::time::Duration::from_millis(120));
-        Progress(Some(pb))
-    }
-    fn stage(&self, s: &str) {
-        if let Some(pb) = &self.0 {
-            pb.set_message(s.to_string());
-        }
-    }
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        if let Some(pb) = &self.0 {
-            pb.finish_and_clear();
-        }
-    }
-}
-
-pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
-    let progress = Progress::new(args.quiet);
-    let mut timings = Timings::new(args.timings);
-    progress.stage("loading rules");
-    let rules = RuleSet::load(&args.rules)?;
-    timings.stage("rules");
+/// The options that cannot work together, before the trace is read.
+fn check(args: &RunArgs, rules: &RuleSet) -> Result<()> {
     if let Some(m) = &args.metric {
         if rules.index_of(m).is_none() {
             return Err(Error::Usage(format!(
@@ -152,49 +118,12 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
                 .to_string(),
         ));
     }
-    progress.stage("reading the trace");
-    let spill = spill_for(args)?;
-    let trace = crate::formats::open_with(&args.trace, spill.as_ref())?;
-    timings.stage("read");
-    // --phase K: the rest runs on that phase's slice of the trace
-    let mut phase_note = None;
-    let trace = match args.phase {
-        None => trace,
-        Some(k) => {
-            let all = crate::analysis::phases::detect(&trace);
-            let Some(p) = k.checked_sub(1).and_then(|i| all.get(i)) else {
-                return Err(Error::Usage(format!(
-                    "--phase {k}: {} has {} phase(s), numbered from 1",
-                    args.trace.display(),
-                    all.len()
-                )));
-            };
-            let t0 = trace.time_span().map_or(0, |s| s.0);
-            let res = trace.timer_resolution.max(1) as f64;
-            phase_note = Some(format!(
-                "phase {k} of {} only ({:.6} s to {:.6} s): messages and collectives crossing \
-                 its bounds are unmatched or incomplete",
-                all.len(),
-                (p.start - t0) as f64 / res,
-                (p.end - t0) as f64 / res
-            ));
-            crate::analysis::phases::slice(&trace, p, k == all.len())
-        }
-    };
-    progress.stage("replaying");
-    let replay = Replay::new(&trace);
-    timings.stage("replay");
-    progress.stage("evaluating the rules");
-    let analysis = crate::analysis::analyse(&trace, &replay, rules);
-    timings.stage("rules evaluated");
-    let params = ScoreParams::default();
-    let findings = score(&trace, &replay, &analysis, params);
-    let cube = args
-        .format
-        .contains(&Format::Cubex)
-        .then(|| crate::report::cubex::Cube::from_analysis(&trace, &replay, &analysis));
-    let mut report = Report::build(&trace, &replay, &analysis, findings, params);
-    timings.stage("scores and report");
+    Ok(())
+}
+
+/// The analysis the report and options ask for, as the report (and the Cube archive when
+/// one is written).
+fn analyse(args: &RunArgs, trace: Trace, rules: RuleSet) -> Result<(Report, Option<Cube>)> {
     // the critical path and matrices cost about a quarter of a text-only run: only when a
     // report shows them or an option asks for them
     let structure = args.format.contains(&Format::Json)
@@ -202,43 +131,37 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
         || args.critical_path
         || !args.what_if.is_empty()
         || args.matrices_csv.is_some();
-    if structure {
-        progress.stage("critical path and matrices");
-        report
-            .add_structure(&trace, &replay, &analysis, &args.what_if)
-            .map_err(|r| {
-                Error::Usage(format!(
-                    "--what-if {r}: no region of that name in {}",
-                    args.trace.display()
-                ))
-            })?;
-        timings.stage("critical path, matrices");
-    }
-    if structure && args.phase.is_none() {
-        progress.stage("phases");
-        let phases = crate::analysis::phases::detect(&trace);
-        let rules = || RuleSet::load(&args.rules);
-        report.phases = Some(if crate::analysis::phases::is_whole(&trace, &phases) {
-            crate::analysis::phases::summarise(&trace, &phases, &rules, (&replay, &analysis))?
-        } else {
-            // each phase is analysed alone: the whole analysis is no longer needed, and the
-            // trace is cut into the phases' slices location by location
-            drop((replay, analysis));
-            crate::analysis::phases::summarise_owned(trace, &phases, &rules)?
-        });
-        timings.stage("phases");
-    }
-    if let Some(note) = phase_note {
-        report.diagnostics.warnings.insert(0, note);
-    }
-    if let Some(dir) = &args.matrices_csv {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "cannot create directory", e))?;
-        if let (Some(w), Some(t)) = (&report.wait_matrix, &report.traffic_matrix) {
-            crate::analysis::matrices::write_csv(dir, w, t)
-                .map_err(|e| Error::io(dir, "cannot write the matrices into", e))?;
-        }
-    }
-    drop(progress);
+    let opts = Options {
+        phase: args.phase,
+        structure,
+        what_if: args.what_if.clone(),
+        phases: structure,
+        ..Options::new(rules)
+    };
+    let cubex = args.format.contains(&Format::Cubex);
+    let outcome = analyse_trace(trace, opts, |w| {
+        let cube = cubex.then(|| Cube::from_analysis(w.trace, w.replay, w.analysis));
+        (Report::of(w), cube)
+    })
+    .map_err(|e| match e {
+        Refusal::NoSuchPhase { k, phases } => Error::Usage(format!(
+            "--phase {k}: {} has {phases} phase(s), numbered from 1",
+            args.trace.display(),
+        )),
+        Refusal::NoSuchRegion(r) => Error::Usage(format!(
+            "--what-if {r}: no region of that name in {}",
+            args.trace.display()
+        )),
+        Refusal::Error(e) => e,
+    })?;
+    let (mut report, cube) = outcome.view;
+    report.add_extras(outcome.extras);
+    Ok((report, cube))
+}
+
+/// Write the reports: to `out`, or to the file `-o` names (one format), or into the
+/// directory it names (several: report.txt, ...; the text also to `out`).
+fn write(args: &RunArgs, report: &Report, cube: Option<&Cube>, out: &mut dyn Write) -> Result<()> {
     let mtime = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -260,15 +183,15 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let write = |f: Format, w: &mut dyn Write| -> std::io::Result<()> {
         match f {
             Format::Text => {
-                crate::report::text::write(&report, &text_opts, w)?;
+                crate::report::text::write(report, &text_opts, w)?;
                 if args.critical_path || !args.what_if.is_empty() {
-                    crate::report::text::write_critical_path(&report, w)?;
+                    crate::report::text::write_critical_path(report, w)?;
                 }
                 Ok(())
             }
             Format::Json => report.write_json(w),
-            Format::Html => crate::report::html::write(&report, w),
-            Format::Cubex => match &cube {
+            Format::Html => crate::report::html::write(report, w),
+            Format::Cubex => match cube {
                 Some(c) => c.write(w, mtime),
                 None => Err(std::io::Error::other("no Cube report was built")),
             },
@@ -309,14 +232,6 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
             }
         }
     }
-    timings.stage("written");
-    if let (Some(s), true) = (&spill, args.timings) {
-        eprintln!(
-            "timings: spill file: {} MB written, mapped columns dropped from memory {} times",
-            s.bytes() >> 20,
-            s.trims()
-        );
-    }
     Ok(())
 }
 
@@ -329,6 +244,13 @@ fn spill_for(args: &RunArgs) -> Result<Option<crate::model::spill::Spill>> {
     };
     let events = crate::formats::estimate_events(&args.trace)?;
     let need = events.saturating_mul(RESIDENT_BYTES_PER_EVENT);
+    tracing::info!(
+        estimated_events = events,
+        need_bytes = need,
+        limit_bytes = limit,
+        spill = need > limit,
+        "memory limit"
+    );
     if need <= limit {
         return Ok(None);
     }

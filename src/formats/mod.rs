@@ -9,6 +9,7 @@ use crate::model::spill::Spill;
 use crate::model::Trace;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use tracing::field::Empty;
 
 /// The formats perfexpert reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,6 +100,21 @@ pub fn open(path: &Path) -> Result<Trace> {
 /// there, for OTF2 as soon as each location is decoded, for OTF 1 and Paje once the whole
 /// trace is read.
 pub fn open_with(path: &Path, spill: Option<&Spill>) -> Result<Trace> {
+    let s =
+        tracing::info_span!("read", format = Empty, locations = Empty, events = Empty).entered();
+    let trace = read_with(path, spill)?;
+    let o = &trace.origin;
+    s.record(
+        "format",
+        tracing::field::display(format_args!("{} {}", o.format, o.format_version)),
+    );
+    s.record("locations", trace.defs.locations.len());
+    s.record("events", trace.event_count());
+    Ok(trace)
+}
+
+/// `open_with` without its stage span.
+fn read_with(path: &Path, spill: Option<&Spill>) -> Result<Trace> {
     let path = resolve(path)?;
     let mut trace = match detect(&path)? {
         Format::Otf2 => return otf2::read_with(&path, spill),

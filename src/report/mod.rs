@@ -6,6 +6,7 @@ pub mod diff;
 pub mod html;
 pub mod text;
 
+use crate::analysis::pipeline::{Extras, Whole};
 use crate::analysis::scores::{Finding, ScoreParams};
 use crate::analysis::Analysis;
 use crate::model::Trace;
@@ -86,7 +87,7 @@ pub struct Report {
     pub findings: Vec<Finding>,
     pub score_parameters: ScoreParams,
     pub diagnostics: Diagnostics,
-    /// The sections of issue 14, filled by `Report::add_structure` (absent otherwise).
+    /// The sections of issue 14, filled by `Report::add_extras` (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub critical_path: Option<crate::analysis::critical_path::CriticalPath>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -246,23 +247,27 @@ impl Report {
         }
     }
 
-    /// Add the critical path (with a what-if length per region of `what_if`), the wait and
-    /// traffic matrices and the overhead classes. An unknown what-if region is returned as
-    /// the error.
-    pub fn add_structure(
-        &mut self,
-        trace: &Trace,
-        replay: &Replay,
-        a: &Analysis,
-        what_if: &[String],
-    ) -> Result<(), String> {
-        use crate::analysis::{critical_path, matrices, overheads};
-        let g = critical_path::Graph::new(trace, replay);
-        self.critical_path = Some(critical_path::critical_path_of(&g, trace, replay, what_if)?);
-        self.wait_matrix = Some(matrices::wait_matrix(trace, &g));
-        self.traffic_matrix = Some(matrices::traffic_matrix(trace, replay));
-        self.overheads = Some(overheads::overheads(a));
-        Ok(())
+    /// The report of the whole analysis (`analysis::pipeline`'s view of it).
+    pub fn of(w: Whole<'_>) -> Report {
+        Report::build(w.trace, w.replay, w.analysis, w.findings, w.params)
+    }
+
+    /// Add the extras of the analysis: the critical path, the matrices, the overhead classes,
+    /// the phases, and a warning first when only one phase was analysed.
+    pub fn add_extras(&mut self, e: Extras) {
+        self.critical_path = e.critical_path;
+        self.wait_matrix = e.wait_matrix;
+        self.traffic_matrix = e.traffic_matrix;
+        self.overheads = e.overheads;
+        self.phases = e.phases;
+        if let Some(p) = e.selected {
+            let note = format!(
+                "phase {} of {} only ({:.6} s to {:.6} s): messages and collectives crossing \
+                 its bounds are unmatched or incomplete",
+                p.k, p.of, p.start_s, p.end_s
+            );
+            self.diagnostics.warnings.insert(0, note);
+        }
     }
 
     /// The call path as region names joined by `/`.

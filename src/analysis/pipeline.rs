@@ -1,0 +1,255 @@
+//! One call from a read trace to everything a report shows: the phase slice asked for, the
+//! replay, the rules, the scores, and the extras the options ask for (critical path with its
+//! what-ifs, matrices, overheads, phase summaries). Each stage is an info `tracing` span.
+
+use super::critical_path::{self, CriticalPath};
+use super::matrices::{self, TrafficMatrix, WaitMatrix};
+use super::overheads::{self, Overheads};
+use super::phases::{self, PhaseEntry};
+use super::scores::{score, Finding, ScoreParams};
+use super::Analysis;
+use crate::model::Trace;
+use crate::replay::Replay;
+use crate::rules::RuleSet;
+use tracing::field::Empty;
+
+/// What to analyse and which extras to compute.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The rules to evaluate (built-ins and the user's).
+    pub rules: RuleSet,
+    pub params: ScoreParams,
+    /// Analyse only phase K (1-based) of the detected phases (`--phase K`).
+    pub phase: Option<usize>,
+    /// The critical path, the wait and traffic matrices and the overhead classes.
+    pub structure: bool,
+    /// Regions whose time is set to zero in a what-if critical path each (implies
+    /// `structure`).
+    pub what_if: Vec<String>,
+    /// Detect the phases and analyse each alone (not with `phase`).
+    pub phases: bool,
+}
+
+impl Options {
+    /// The rules alone: no phase slice, no extras, the default score parameters.
+    pub fn new(rules: RuleSet) -> Options {
+        Options {
+            rules,
+            params: ScoreParams::default(),
+            phase: None,
+            structure: false,
+            what_if: Vec::new(),
+            phases: false,
+        }
+    }
+}
+
+/// The whole analysis while it exists, handed to the caller's view (the reports copy what
+/// they show from it): the trace (or the phase slice analysed), its replay, the rules'
+/// values and the scored findings.
+pub struct Whole<'a> {
+    pub trace: &'a Trace,
+    pub replay: &'a Replay,
+    pub analysis: &'a Analysis,
+    pub findings: Vec<Finding>,
+    pub params: ScoreParams,
+}
+
+/// The phase analysed with `Options::phase`.
+#[derive(Clone, Copy, Debug)]
+pub struct Selected {
+    /// 1-based, as asked.
+    pub k: usize,
+    /// How many phases the trace has.
+    pub of: usize,
+    /// Its bounds, in seconds from the start of the run.
+    pub start_s: f64,
+    pub end_s: f64,
+}
+
+/// The extras the options asked for (`None` where not asked).
+#[derive(Debug, Default)]
+pub struct Extras {
+    pub selected: Option<Selected>,
+    pub critical_path: Option<CriticalPath>,
+    pub wait_matrix: Option<WaitMatrix>,
+    pub traffic_matrix: Option<TrafficMatrix>,
+    pub overheads: Option<Overheads>,
+    pub phases: Option<Vec<PhaseEntry>>,
+}
+
+/// The analysis: what the caller's view made of the whole analysis, and the extras.
+pub struct Outcome<V> {
+    pub view: V,
+    pub extras: Extras,
+}
+
+/// Why an analysis was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    /// `Options::phase` names no phase.
+    #[error("--phase {k}: the trace has {phases} phase(s), numbered from 1")]
+    NoSuchPhase { k: usize, phases: usize },
+    /// A what-if region is not in the trace.
+    #[error("--what-if {0}: no region of that name")]
+    NoSuchRegion(String),
+    #[error(transparent)]
+    Error(#[from] crate::Error),
+}
+
+/// Analyse `trace` as `opts` asks. `view` is given the whole analysis once it is scored and
+/// returns what the caller keeps of it (a report, a Cube): the replay and the rules' values
+/// are not kept, so that the phase summaries can take the trace's memory (when the trace is
+/// not one phase, each phase is analysed alone after the whole analysis is dropped, and the
+/// trace is cut into the phases location by location).
+///
+/// ```
+/// use perfexpert::analysis::pipeline::Options;
+/// let trace = perfexpert::open("testdata/scorep/ls/traces.otf2".as_ref())?;
+/// let opts = Options {
+///     structure: true,
+///     ..Options::new(perfexpert::rules::RuleSet::load(&[])?)
+/// };
+/// // keep the metrics of the findings that are wait states
+/// let outcome = perfexpert::analyse_trace(trace, opts, |whole| {
+///     (whole.findings.iter())
+///         .filter(|f| f.wait_state)
+///         .map(|f| f.metric.clone())
+///         .collect::<Vec<_>>()
+/// })
+/// .expect("no phase or what-if region asked for");
+/// assert!(outcome.view.iter().any(|m| m == "mpi_latesender"));
+/// assert!(outcome.extras.critical_path.is_some() && outcome.extras.phases.is_none());
+/// # Ok::<(), perfexpert::Error>(())
+/// ```
+pub fn analyse_trace<V>(
+    trace: Trace,
+    opts: Options,
+    view: impl FnOnce(Whole<'_>) -> V,
+) -> Result<Outcome<V>, Refusal> {
+    let mut extras = Extras::default();
+    let trace = match opts.phase {
+        None => trace,
+        Some(k) => {
+            let (part, selected) = select_phase(trace, k)?;
+            extras.selected = Some(selected);
+            part
+        }
+    };
+    let phase_rules = (opts.phases && opts.phase.is_none()).then(|| opts.rules.clone());
+    let replay = replay(&trace);
+    let analysis = {
+        let s = tracing::info_span!("rules evaluated", metrics = Empty).entered();
+        let a = super::analyse(&trace, &replay, opts.rules);
+        s.record("metrics", a.order.len());
+        a
+    };
+    let view = {
+        let s = tracing::info_span!("scores and report", findings = Empty).entered();
+        let findings = score(&trace, &replay, &analysis, opts.params);
+        s.record("findings", findings.len());
+        view(Whole {
+            trace: &trace,
+            replay: &replay,
+            analysis: &analysis,
+            findings,
+            params: opts.params,
+        })
+    };
+    if opts.structure || !opts.what_if.is_empty() {
+        structure(&trace, &replay, &analysis, &opts.what_if, &mut extras)?;
+    }
+    if let Some(rules) = phase_rules {
+        extras.phases = Some(summarise_phases(trace, (replay, analysis), &rules)?);
+    }
+    Ok(Outcome { view, extras })
+}
+
+/// The replay, with the sizes `-v` shows.
+fn replay(trace: &Trace) -> Replay {
+    let s = tracing::info_span!(
+        "replay",
+        call_paths = Empty,
+        messages_matched = Empty,
+        unmatched_sends = Empty,
+        unmatched_receives = Empty,
+        collectives = Empty
+    )
+    .entered();
+    let replay = Replay::new(trace);
+    let m = &replay.matching;
+    s.record("call_paths", replay.tree.nodes.len());
+    s.record("messages_matched", m.messages);
+    s.record("unmatched_sends", m.unmatched_sends);
+    s.record("unmatched_receives", m.unmatched_receives);
+    s.record("collectives", replay.instances.len());
+    replay
+}
+
+/// Phase `k` (1-based) of the trace's phases, alone; the whole trace is dropped.
+fn select_phase(trace: Trace, k: usize) -> Result<(Trace, Selected), Refusal> {
+    let all = phases::detect(&trace);
+    let Some(p) = k.checked_sub(1).and_then(|i| all.get(i)) else {
+        return Err(Refusal::NoSuchPhase {
+            k,
+            phases: all.len(),
+        });
+    };
+    tracing::debug!(phases = all.len(), k, "phase slice");
+    let t0 = trace.time_span().map_or(0, |s| s.0);
+    let res = trace.timer_resolution.max(1) as f64;
+    let selected = Selected {
+        k,
+        of: all.len(),
+        start_s: (p.start - t0) as f64 / res,
+        end_s: (p.end - t0) as f64 / res,
+    };
+    Ok((phases::slice(&trace, p, k == all.len()), selected))
+}
+
+/// The critical path (with a what-if length per region of `what_if`), the wait and traffic
+/// matrices and the overhead classes.
+fn structure(
+    trace: &Trace,
+    replay: &Replay,
+    a: &Analysis,
+    what_if: &[String],
+    extras: &mut Extras,
+) -> Result<(), Refusal> {
+    let s = tracing::info_span!(
+        "critical path, matrices",
+        length_s = Empty,
+        segments = Empty
+    )
+    .entered();
+    let g = critical_path::Graph::new(trace, replay);
+    let cp = critical_path::critical_path_of(&g, trace, replay, what_if)
+        .map_err(Refusal::NoSuchRegion)?;
+    s.record("length_s", cp.length_s);
+    s.record("segments", cp.segments.len());
+    extras.critical_path = Some(cp);
+    extras.wait_matrix = Some(matrices::wait_matrix(trace, &g));
+    extras.traffic_matrix = Some(matrices::traffic_matrix(trace, replay));
+    extras.overheads = Some(overheads::overheads(a));
+    Ok(())
+}
+
+/// The phases of the trace, each analysed alone. When the only phase is the whole run, its
+/// analysis is `whole`; otherwise `whole` is dropped first and the trace is cut into the
+/// phases' slices location by location, so the memory never exceeds about one analysis.
+fn summarise_phases(
+    trace: Trace,
+    whole: (Replay, Analysis),
+    rules: &RuleSet,
+) -> Result<Vec<PhaseEntry>, Refusal> {
+    let s = tracing::info_span!("phases", found = Empty).entered();
+    let found = phases::detect(&trace);
+    s.record("found", found.len());
+    let rules = || Ok(rules.clone());
+    Ok(if phases::is_whole(&trace, &found) {
+        phases::summarise(&trace, &found, &rules, (&whole.0, &whole.1))?
+    } else {
+        drop(whole);
+        phases::summarise_owned(trace, &found, &rules)?
+    })
+}
