@@ -402,9 +402,12 @@ impl Instances {
     }
 }
 
+/// (ENTER, LEAVE) of a location's MPI_Init* calls and of its MPI_Finalize calls.
+type InitFinalizeCalls = [Vec<(u32, u32)>; 2];
+
 /// Per location, (ENTER, LEAVE) of every MPI_Init* call and of every MPI_Finalize call;
 /// `None` if the trace defines neither region.
-fn init_finalize_calls(trace: &Trace, replay: &Replay) -> Option<Vec<[Vec<(u32, u32)>; 2]>> {
+fn init_finalize_calls(trace: &Trace, replay: &Replay) -> Option<Vec<InitFinalizeCalls>> {
     use rayon::prelude::*;
     let init_fin: Vec<u8> = trace
         .defs
