@@ -226,6 +226,496 @@ fn find_from(v: &[u32], hint: &mut usize, x: u32) -> Option<usize> {
     Some(k)
 }
 
+/// Per location, non-decreasing timestamps: the trace's own unless some went backwards.
+fn clamped_times(trace: &Trace) -> Vec<Cow<'_, [u64]>> {
+    use rayon::prelude::*;
+    trace
+        .events
+        .par_iter()
+        .map(|ev| {
+            if ev.time.windows(2).all(|w| w[0] <= w[1]) {
+                return Cow::Borrowed(&ev.time[..]);
+            }
+            let mut last = ev.time.first().copied().unwrap_or(0);
+            Cow::Owned(
+                ev.time
+                    .iter()
+                    .map(|&t| {
+                        last = last.max(t);
+                        last
+                    })
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// The events other locations' targets read distances from, per location, sorted.
+fn source_events(
+    nloc: usize,
+    deps: &[Vec<Dep>],
+    recv_enters: &[Vec<EventRef>],
+    inst_enter: &[Vec<EventRef>],
+) -> Vec<Vec<u32>> {
+    use rayon::prelude::*;
+    let mut src_events: Vec<Vec<u32>> = vec![Vec::new(); nloc];
+    for (l, ds) in deps.iter().enumerate() {
+        for d in ds {
+            if let Source::Msg(s) = d.source {
+                src_events[s.loc as usize].push(s.event);
+            }
+        }
+        for s in &recv_enters[l] {
+            src_events[s.loc as usize].push(s.event);
+        }
+    }
+    for enters in inst_enter {
+        for s in enters {
+            src_events[s.loc as usize].push(s.event);
+        }
+    }
+    src_events.par_iter_mut().for_each(|s| {
+        s.sort_unstable();
+        s.dedup();
+    });
+    src_events
+}
+
+/// The instances of the graph as they are collected (collectives, MPI initialisation and
+/// finalisation, OpenMP barriers); their members' targets go to the locations' dependencies.
+#[derive(Default)]
+struct Instances {
+    /// Per instance: the ENTER of each member's call (or its COLL_END if it has none).
+    enter: Vec<Vec<EventRef>>,
+    /// Per instance: its shape and root position.
+    shape: Vec<(Shape, u32)>,
+    /// Which instances are of MPI_Init* (as far as any is).
+    startup: Vec<bool>,
+}
+
+impl Instances {
+    /// The collective instances of the replay.
+    fn add_collectives(&mut self, trace: &Trace, replay: &Replay, deps: &mut [Vec<Dep>]) {
+        self.enter.reserve_exact(replay.instances.len());
+        self.shape.reserve_exact(replay.instances.len());
+        for (n, inst) in replay.instances.iter().enumerate() {
+            let enters: Vec<EventRef> = inst
+                .members
+                .iter()
+                .map(|m| EventRef {
+                    loc: m.loc,
+                    event: enter_of(replay, *m),
+                })
+                .collect();
+            let (op, root) = inst
+                .members
+                .first()
+                .and_then(|m| trace.events[m.loc as usize].coll(m.event as usize))
+                .map_or((0, u32::MAX), |c| (c.op, c.root));
+            let shape = op_shape(op);
+            // a rooted collective without a valid root is treated as all-to-all
+            let shape = match shape {
+                Shape::OneToN | Shape::NToOne if root as usize >= inst.members.len() => Shape::All,
+                s => s,
+            };
+            for (k, m) in inst.members.iter().enumerate() {
+                deps[m.loc as usize].push(Dep {
+                    event: m.event,
+                    source: Source::Coll {
+                        inst: n as u32,
+                        k: k as u32,
+                    },
+                });
+            }
+            self.enter.push(enters);
+            self.shape.push((shape, root));
+        }
+    }
+
+    /// MPI initialisation and finalisation synchronise every process (§4.8): the k-th
+    /// MPI_Init* (MPI_Finalize) of every location that calls one forms an instance, each
+    /// member's LEAVE waits for every member's ENTER.
+    fn add_init_finalize(&mut self, trace: &Trace, replay: &Replay, deps: &mut [Vec<Dep>]) {
+        let Some(calls) = init_finalize_calls(trace, replay) else {
+            return;
+        };
+        for which in [1u8, 2] {
+            let w = which as usize - 1;
+            let most = calls.iter().map(|c| c[w].len()).max().unwrap_or(0);
+            for k in 0..most {
+                let members: Vec<(u32, u32, u32)> = calls
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(l, c)| c[w].get(k).map(|&(e, x)| (l as u32, e, x)))
+                    .collect();
+                if members.len() < 2 {
+                    continue;
+                }
+                let n = self.enter.len() as u32;
+                for (j, &(l, _, x)) in members.iter().enumerate() {
+                    deps[l as usize].push(Dep {
+                        event: x,
+                        source: Source::Coll {
+                            inst: n,
+                            k: j as u32,
+                        },
+                    });
+                }
+                self.enter.push(
+                    members
+                        .iter()
+                        .map(|&(l, e, _)| EventRef { loc: l, event: e })
+                        .collect(),
+                );
+                self.shape.push((Shape::All, u32::MAX));
+                self.startup.resize(self.enter.len() - 1, false);
+                self.startup.push(which == 1);
+            }
+        }
+    }
+
+    /// OpenMP barrier instances (§5.6): every thread leaves the barrier after the last one
+    /// entered it.
+    fn add_omp_barriers(&mut self, replay: &Replay, deps: &mut [Vec<Dep>]) {
+        for b in &replay.omp.barriers {
+            let n = self.enter.len() as u32;
+            let mut enters = Vec::with_capacity(b.members.len());
+            for (k, m) in b.members.iter().enumerate() {
+                enters.push(EventRef {
+                    loc: m.loc,
+                    event: m.enter,
+                });
+                let leave = exitptr(replay, m.loc as usize, m.enter as usize);
+                if leave != NONE {
+                    deps[m.loc as usize].push(Dep {
+                        event: leave,
+                        source: Source::Coll {
+                            inst: n,
+                            k: k as u32,
+                        },
+                    });
+                }
+            }
+            self.enter.push(enters);
+            self.shape.push((Shape::All, u32::MAX));
+        }
+    }
+}
+
+/// (ENTER, LEAVE) of a location's MPI_Init* calls and of its MPI_Finalize calls.
+type InitFinalizeCalls = [Vec<(u32, u32)>; 2];
+
+/// Per location, (ENTER, LEAVE) of every MPI_Init* call and of every MPI_Finalize call;
+/// `None` if the trace defines neither region.
+fn init_finalize_calls(trace: &Trace, replay: &Replay) -> Option<Vec<InitFinalizeCalls>> {
+    use rayon::prelude::*;
+    let init_fin: Vec<u8> = trace
+        .defs
+        .regions
+        .iter()
+        .map(|r| match crate::model::classify::classify(r).0 {
+            "MPI_INIT" => 1,
+            "MPI_FINALIZE" => 2,
+            _ => 0,
+        })
+        .collect();
+    if !init_fin.iter().any(|&x| x != 0) {
+        return None;
+    }
+    let calls = (0..trace.events.len())
+        .into_par_iter()
+        .map(|l| {
+            let ev = &trace.events[l];
+            let mut c: [Vec<(u32, u32)>; 2] = Default::default();
+            for i in 0..ev.len() {
+                if ev.kind[i] != EventKind::Enter {
+                    continue;
+                }
+                let which = init_fin.get(ev.arg[i] as usize).copied().unwrap_or(0);
+                if which == 0 {
+                    continue;
+                }
+                let x = exitptr(replay, l, i);
+                if x != NONE {
+                    c[which as usize - 1].push((i as u32, x));
+                }
+            }
+            c
+        })
+        .collect();
+    Some(calls)
+}
+
+/// The best way into a dependency target from another location: (distance, cross-location
+/// edges, source, whether it is a collective's, weight of the dependency edge).
+type Remote = (u64, u32, EventRef, bool, u64);
+
+/// The state of one longest-path computation (`Graph::longest_path`): per location its
+/// cursors, the distances at its dependency sources and the jumps onto it, and which
+/// locations can go on and which wait for another.
+struct Walk<'g> {
+    /// Distances and cross-location edges on the best path (among equally long paths the
+    /// one with the fewest wins: the path stays where the work is) at the sources.
+    sdist: Vec<Vec<u64>>,
+    shops: Vec<Vec<u32>>,
+    /// The dependency targets where the path came from another location.
+    jumps: Vec<Vec<Jump>>,
+    cur: Vec<Cursor>,
+    wcs: Vec<WindowCursor<'g>>,
+    waiters: Vec<Vec<usize>>,
+    runnable: Vec<usize>,
+    queued: Vec<bool>,
+    broken: u64,
+    /// Scratch: the sources of the dependency at hand.
+    src: Vec<EventRef>,
+    /// Per location: where the last source was found (targets read them mostly in order).
+    hint: Vec<usize>,
+}
+
+impl<'g> Walk<'g> {
+    /// Every location at its first event, and the start of the run: the earliest first
+    /// event (a location that starts later is reached from it by an edge of its start-up
+    /// delay).
+    fn new(g: &'g Graph) -> (Walk<'g>, u64) {
+        let nloc = g.trace.events.len();
+        let mut cur: Vec<Cursor> = vec![Cursor::default(); nloc];
+        let t0 = g
+            .time
+            .iter()
+            .filter_map(|t| t.first())
+            .min()
+            .copied()
+            .unwrap_or(0);
+        for (c, t) in cur.iter_mut().zip(&g.time) {
+            if let Some(&first) = t.first() {
+                c.dist = first - t0;
+            }
+        }
+        let walk = Walk {
+            sdist: g.src_events.iter().map(|s| vec![0; s.len()]).collect(),
+            shops: g.src_events.iter().map(|s| vec![0; s.len()]).collect(),
+            jumps: vec![Vec::new(); nloc],
+            cur,
+            wcs: g.windows.iter().map(|w| WindowCursor::new(w)).collect(),
+            waiters: vec![Vec::new(); nloc],
+            runnable: (0..nloc).rev().collect(),
+            queued: vec![true; nloc],
+            broken: 0,
+            src: Vec::new(),
+            hint: vec![0usize; nloc],
+        };
+        (walk, t0)
+    }
+
+    /// Every remaining location waits for another: a dependency cycle (only in a corrupt
+    /// trace). Drops the dependency of the first blocked location; `false` if none is left.
+    fn break_cycle(&mut self, g: &Graph) -> bool {
+        let nloc = g.trace.events.len();
+        match (0..nloc).find(|&l| self.cur[l].pos < g.trace.events[l].len()) {
+            Some(l) => {
+                self.cur[l].dpos += 1;
+                self.broken += 1;
+                for w in &mut self.waiters {
+                    w.retain(|&x| x != l);
+                }
+                self.queued[l] = true;
+                self.runnable.push(l);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Location `l` as far as it goes: up to its end, or to a dependency target with a
+    /// source not reached yet (then `l` waits for that source's location).
+    fn advance(
+        &mut self,
+        g: &Graph,
+        l: usize,
+        zero: Option<&dyn Fn(CnodeIdx) -> bool>,
+        trace_back: bool,
+    ) {
+        let t = &g.time[l];
+        let n = t.len();
+        let deps = &g.deps[l];
+        let srcs = &g.src_events[l];
+        let mut c = self.cur[l];
+        while c.pos < n {
+            let i = c.pos;
+            // the dependency of event i, if its sources are all done
+            let mut remote: Option<Remote> = None;
+            if c.dpos < deps.len() && deps[c.dpos].event as usize == i {
+                match self.dependency(g, l, i, deps[c.dpos], zero) {
+                    Some(r) => remote = r,
+                    None => break,
+                }
+                c.dpos += 1;
+            }
+            if i > 0 {
+                let mut w = g.local_weight(l, i, &mut self.wcs[l]);
+                if let Some(zero) = zero {
+                    let cn = g.active(l, i - 1);
+                    if cn != NO_CNODE && zero(cn) {
+                        w = 0;
+                    }
+                }
+                c.dist += w;
+            }
+            // a tie keeps the local edge: the location was not waiting
+            if let Some((v, h, s, coll, w)) = remote {
+                if v > c.dist || (v == c.dist && h < c.hops) {
+                    c.dist = v;
+                    c.hops = h;
+                    if trace_back {
+                        self.jumps[l].push(Jump {
+                            event: i as u32,
+                            from: s,
+                            weight: w,
+                            coll,
+                        });
+                    }
+                }
+            }
+            while c.spos < srcs.len() && (srcs[c.spos] as usize) <= i {
+                if srcs[c.spos] as usize == i {
+                    self.sdist[l][c.spos] = c.dist;
+                    self.shops[l][c.spos] = c.hops;
+                }
+                c.spos += 1;
+            }
+            c.pos += 1;
+            if zero.is_none() && c.pos < n {
+                // events up to the next one that matters: their local edges are their
+                // elapsed time
+                let next = [
+                    deps.get(c.dpos).map_or(n, |d| d.event as usize),
+                    srcs.get(c.spos).map_or(n, |&s| s as usize),
+                    self.wcs[l].covered_from(c.pos as u32) as usize,
+                    n,
+                ]
+                .into_iter()
+                .min()
+                .unwrap_or(n);
+                if next > c.pos {
+                    c.dist += t[next - 1] - t[c.pos - 1];
+                    c.pos = next;
+                }
+            }
+        }
+        self.cur[l] = c;
+    }
+
+    /// Dependency `d` of event `i` of location `l`: `None` if a source is not reached yet
+    /// (`l` then waits for its location), else the best way in from a source, if any.
+    #[inline(always)]
+    fn dependency(
+        &mut self,
+        g: &Graph,
+        l: usize,
+        i: usize,
+        d: Dep,
+        zero: Option<&dyn Fn(CnodeIdx) -> bool>,
+    ) -> Option<Option<Remote>> {
+        let t = &g.time[l];
+        let mut remote: Option<Remote> = None;
+        g.sources(l, &d, &mut self.src);
+        // (sources are on other locations)
+        if let Some(s) = self
+            .src
+            .iter()
+            .find(|s| self.cur[s.loc as usize].pos <= s.event as usize)
+        {
+            self.waiters[s.loc as usize].push(l);
+            return None;
+        }
+        let z = zero.is_some_and(|zero| {
+            let cn = cnode(g.replay, l, i);
+            cn != NO_CNODE && zero(cn)
+        });
+        // the dependency takes from the latest source to the target, whichever source the
+        // path comes from
+        let ready = self
+            .src
+            .iter()
+            .map(|s| g.time[s.loc as usize][s.event as usize])
+            .max()
+            .unwrap_or(t[i]);
+        // the part of the target's last edge after it and its sources were ready: the same
+        // on the local edge (the wait window) and from any source
+        let after = if i > 0 { ready.max(t[i - 1]) } else { ready };
+        let lat = t[i].saturating_sub(after);
+        let w = if z { 0 } else { lat };
+        for s in &self.src {
+            let sl = s.loc as usize;
+            let Some(k) = find_from(&g.src_events[sl], &mut self.hint[sl], s.event) else {
+                continue;
+            };
+            let v = self.sdist[sl][k] + w;
+            let h = self.shops[sl][k] + 1;
+            if remote.is_none_or(|(bv, bh, _, _, _)| v > bv || (v == bv && h < bh)) {
+                remote = Some((v, h, *s, matches!(d.source, Source::Coll { .. }), w));
+            }
+        }
+        Some(remote)
+    }
+
+    /// The end of the path: the largest distance over every location's last event, as
+    /// (distance, hops, time, location).
+    fn end(&self, g: &Graph) -> Option<(u64, u32, u64, u32)> {
+        let mut end: Option<(u64, u32, u64, u32)> = None;
+        for (l, (c, time)) in self.cur.iter().zip(&g.time).enumerate() {
+            if let Some(&t) = time.last() {
+                let (d, h) = (c.dist, c.hops);
+                let better = match end {
+                    None => true,
+                    Some((bd, bh, bt, _)) => {
+                        (d, std::cmp::Reverse(h), t) > (bd, std::cmp::Reverse(bh), bt)
+                    }
+                };
+                if better {
+                    end = Some((d, h, t, l as u32));
+                }
+            }
+        }
+        end
+    }
+
+    /// Back from the last event of location `l`: a stretch of local edges on one location
+    /// per jump, last stretch first.
+    fn stretches_to(&self, g: &Graph, l: u32) -> Vec<Stretch> {
+        let mut stretches = Vec::new();
+        let mut at = EventRef {
+            loc: l,
+            event: (g.time[l as usize].len() - 1) as u32,
+        };
+        loop {
+            let js = &self.jumps[at.loc as usize];
+            let k = js.partition_point(|j| j.event <= at.event);
+            match k.checked_sub(1).map(|k| js[k]) {
+                Some(j) => {
+                    stretches.push(Stretch {
+                        loc: at.loc,
+                        first: j.event,
+                        last: at.event,
+                        entry: Some((j.from, j.weight, j.coll)),
+                    });
+                    at = j.from;
+                }
+                None => {
+                    stretches.push(Stretch {
+                        loc: at.loc,
+                        first: 0,
+                        last: at.event,
+                        entry: None,
+                    });
+                    break;
+                }
+            }
+        }
+        stretches
+    }
+}
+
 /// A dependency target where the path came from another location.
 #[derive(Clone, Copy, Debug)]
 struct Jump {
@@ -249,37 +739,52 @@ impl<'a> Graph<'a> {
     pub fn new(trace: &'a Trace, replay: &'a Replay) -> Graph<'a> {
         use rayon::prelude::*;
         let nloc = trace.events.len();
-        let time: Vec<Cow<'a, [u64]>> = trace
-            .events
-            .par_iter()
-            .map(|ev| {
-                if ev.time.windows(2).all(|w| w[0] <= w[1]) {
-                    return Cow::Borrowed(&ev.time[..]);
-                }
-                let mut last = ev.time.first().copied().unwrap_or(0);
-                Cow::Owned(
-                    ev.time
-                        .iter()
-                        .map(|&t| {
-                            last = last.max(t);
-                            last
-                        })
-                        .collect(),
-                )
-            })
-            .collect();
-        // receives, and blocking sends that waited for their receive to be posted (a
-        // synchronous or rendezvous protocol): the LEAVE of the call completing the send
-        // depends on the ENTER of the call that posted the receive. The trace shows it
-        // (patterns.md §4.3) when the completing call is a standard or synchronous send, or
-        // a wait, and was entered before the receive was posted and left after
+        let time = clamped_times(trace);
+        let (mut deps, recv_enters) = Self::message_dependencies(trace, replay);
+        let mut inst = Instances::default();
+        inst.add_collectives(trace, replay, &mut deps);
+        inst.add_init_finalize(trace, replay, &mut deps);
+        inst.add_omp_barriers(replay, &mut deps);
+        deps.par_iter_mut().for_each(|d| {
+            // stable: among targets of one event the first added stays
+            d.sort_by_key(|d| d.event);
+            // one dependency per target event (a COLL_END is never also a barrier's LEAVE)
+            d.dedup_by_key(|d| d.event);
+        });
+        let src_events = source_events(nloc, &deps, &recv_enters, &inst.enter);
+        let mut g = Graph {
+            trace,
+            replay,
+            time,
+            deps,
+            windows: Vec::new(),
+            inst_enter: inst.enter,
+            inst_shape: inst.shape,
+            inst_startup: inst.startup,
+            waits: Vec::new(),
+            recv_enters,
+            src_events,
+        };
+        g.compute_windows();
+        g
+    }
+
+    /// Per location, the targets of its receives and of its blocking sends that waited for
+    /// their receive to be posted (a synchronous or rendezvous protocol), and the sources of
+    /// its `Source::Recvs` targets. The LEAVE of the call completing such a send depends on
+    /// the ENTER of the call that posted the receive. The trace shows it (patterns.md §4.3)
+    /// when the completing call is a standard or synchronous send, or a wait, and was entered
+    /// before the receive was posted and left after.
+    #[allow(clippy::type_complexity)]
+    fn message_dependencies(trace: &Trace, replay: &Replay) -> (Vec<Vec<Dep>>, Vec<Vec<EventRef>>) {
+        use rayon::prelude::*;
         let blocking: Vec<bool> = (trace.defs.regions.iter())
             .map(|r| match crate::model::classify::classify(r) {
                 ("P2P_SEND", mode) => mode == "STANDARD" || mode == "SYNCHRONOUS",
                 (class, _) => class == "P2P_WAIT_SINGLE" || class == "P2P_WAIT_MULTI",
             })
             .collect();
-        let (mut deps, recv_enters): (Vec<Vec<Dep>>, Vec<Vec<EventRef>>) = (0..nloc)
+        (0..trace.events.len())
             .into_par_iter()
             .map(|l| {
                 let ev = &trace.events[l];
@@ -313,182 +818,11 @@ impl<'a> Graph<'a> {
                 );
                 (deps, recv_enters)
             })
-            .unzip();
-        // collective instances
-        let mut inst_enter = Vec::with_capacity(replay.instances.len());
-        let mut inst_shape = Vec::with_capacity(replay.instances.len());
-        for (n, inst) in replay.instances.iter().enumerate() {
-            let enters: Vec<EventRef> = inst
-                .members
-                .iter()
-                .map(|m| EventRef {
-                    loc: m.loc,
-                    event: enter_of(replay, *m),
-                })
-                .collect();
-            let (op, root) = inst
-                .members
-                .first()
-                .and_then(|m| trace.events[m.loc as usize].coll(m.event as usize))
-                .map_or((0, u32::MAX), |c| (c.op, c.root));
-            let shape = op_shape(op);
-            // a rooted collective without a valid root is treated as all-to-all
-            let shape = match shape {
-                Shape::OneToN | Shape::NToOne if root as usize >= inst.members.len() => Shape::All,
-                s => s,
-            };
-            for (k, m) in inst.members.iter().enumerate() {
-                deps[m.loc as usize].push(Dep {
-                    event: m.event,
-                    source: Source::Coll {
-                        inst: n as u32,
-                        k: k as u32,
-                    },
-                });
-            }
-            inst_enter.push(enters);
-            inst_shape.push((shape, root));
-        }
-        // MPI initialisation and finalisation synchronise every process (§4.8): the k-th
-        // MPI_Init* (MPI_Finalize) of every location that calls one forms an instance, each
-        // member's LEAVE waits for every member's ENTER
-        let mut startup: Vec<bool> = Vec::new();
-        let init_fin: Vec<u8> = trace
-            .defs
-            .regions
-            .iter()
-            .map(|r| match crate::model::classify::classify(r).0 {
-                "MPI_INIT" => 1,
-                "MPI_FINALIZE" => 2,
-                _ => 0,
-            })
-            .collect();
-        if init_fin.iter().any(|&x| x != 0) {
-            // (ENTER, LEAVE) of every MPI_Init* call, of every MPI_Finalize call, per location
-            let calls: Vec<[Vec<(u32, u32)>; 2]> = (0..nloc)
-                .into_par_iter()
-                .map(|l| {
-                    let ev = &trace.events[l];
-                    let mut c: [Vec<(u32, u32)>; 2] = Default::default();
-                    for i in 0..ev.len() {
-                        if ev.kind[i] != EventKind::Enter {
-                            continue;
-                        }
-                        let which = init_fin.get(ev.arg[i] as usize).copied().unwrap_or(0);
-                        if which == 0 {
-                            continue;
-                        }
-                        let x = exitptr(replay, l, i);
-                        if x != NONE {
-                            c[which as usize - 1].push((i as u32, x));
-                        }
-                    }
-                    c
-                })
-                .collect();
-            for which in [1u8, 2] {
-                let w = which as usize - 1;
-                let most = calls.iter().map(|c| c[w].len()).max().unwrap_or(0);
-                for k in 0..most {
-                    let members: Vec<(u32, u32, u32)> = calls
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(l, c)| c[w].get(k).map(|&(e, x)| (l as u32, e, x)))
-                        .collect();
-                    if members.len() < 2 {
-                        continue;
-                    }
-                    let n = inst_enter.len() as u32;
-                    for (j, &(l, _, x)) in members.iter().enumerate() {
-                        deps[l as usize].push(Dep {
-                            event: x,
-                            source: Source::Coll {
-                                inst: n,
-                                k: j as u32,
-                            },
-                        });
-                    }
-                    inst_enter.push(
-                        members
-                            .iter()
-                            .map(|&(l, e, _)| EventRef { loc: l, event: e })
-                            .collect(),
-                    );
-                    inst_shape.push((Shape::All, u32::MAX));
-                    startup.resize(inst_enter.len() - 1, false);
-                    startup.push(which == 1);
-                }
-            }
-        }
-        // OpenMP barrier instances (§5.6): every thread leaves the barrier after the last
-        // one entered it
-        for b in &replay.omp.barriers {
-            let n = inst_enter.len() as u32;
-            let mut enters = Vec::with_capacity(b.members.len());
-            for (k, m) in b.members.iter().enumerate() {
-                enters.push(EventRef {
-                    loc: m.loc,
-                    event: m.enter,
-                });
-                let leave = exitptr(replay, m.loc as usize, m.enter as usize);
-                if leave != NONE {
-                    deps[m.loc as usize].push(Dep {
-                        event: leave,
-                        source: Source::Coll {
-                            inst: n,
-                            k: k as u32,
-                        },
-                    });
-                }
-            }
-            inst_enter.push(enters);
-            inst_shape.push((Shape::All, u32::MAX));
-        }
-        deps.par_iter_mut().for_each(|d| {
-            // stable: among targets of one event the first added stays
-            d.sort_by_key(|d| d.event);
-            // one dependency per target event (a COLL_END is never also a barrier's LEAVE)
-            d.dedup_by_key(|d| d.event);
-        });
-        // the events other locations' targets read distances from
-        let mut src_events: Vec<Vec<u32>> = vec![Vec::new(); nloc];
-        for (l, ds) in deps.iter().enumerate() {
-            for d in ds {
-                if let Source::Msg(s) = d.source {
-                    src_events[s.loc as usize].push(s.event);
-                }
-            }
-            for s in &recv_enters[l] {
-                src_events[s.loc as usize].push(s.event);
-            }
-        }
-        for enters in &inst_enter {
-            for s in enters {
-                src_events[s.loc as usize].push(s.event);
-            }
-        }
-        src_events.par_iter_mut().for_each(|s| {
-            s.sort_unstable();
-            s.dedup();
-        });
-        let mut g = Graph {
-            trace,
-            replay,
-            time,
-            deps,
-            windows: Vec::new(),
-            inst_enter,
-            inst_shape,
-            inst_startup: startup,
-            waits: Vec::new(),
-            recv_enters,
-            src_events,
-        };
-        g.compute_windows();
-        g
+            .unzip()
     }
 
-    /// Adds the send completion → receive posting dependencies of location `l` (see `new`).
+    /// Adds the send completion → receive posting dependencies of location `l` (see
+    /// `message_dependencies`).
     fn receive_dependencies(
         trace: &Trace,
         replay: &Replay,
@@ -740,221 +1074,37 @@ impl<'a> Graph<'a> {
     /// a run of events with no dependency target, no source and no wait window adds its
     /// elapsed time at once (the sum of its local edges).
     fn longest_path(&self, zero: Option<&dyn Fn(CnodeIdx) -> bool>, trace_back: bool) -> Path {
-        let nloc = self.trace.events.len();
-        // distances and cross-location edges on the best path (among equally long paths
-        // the one with the fewest wins: the path stays where the work is) at the sources
-        let mut sdist: Vec<Vec<u64>> = self.src_events.iter().map(|s| vec![0; s.len()]).collect();
-        let mut shops: Vec<Vec<u32>> = self.src_events.iter().map(|s| vec![0; s.len()]).collect();
-        // the dependency targets where the path came from another location
-        let mut jumps: Vec<Vec<Jump>> = vec![Vec::new(); nloc];
-        let mut cur: Vec<Cursor> = vec![Cursor::default(); nloc];
-        let mut wcs: Vec<WindowCursor> =
-            self.windows.iter().map(|w| WindowCursor::new(w)).collect();
-        let mut waiters: Vec<Vec<usize>> = vec![Vec::new(); nloc];
-        let mut runnable: Vec<usize> = (0..nloc).rev().collect();
-        let mut queued = vec![true; nloc];
-        let mut broken = 0u64;
-        let mut src = Vec::new();
-        // the run starts at the earliest first event: a location that starts later is
-        // reached from that start by an edge of its start-up delay
-        let t0 = self
-            .time
-            .iter()
-            .filter_map(|t| t.first())
-            .min()
-            .copied()
-            .unwrap_or(0);
-        for (c, t) in cur.iter_mut().zip(&self.time) {
-            if let Some(&first) = t.first() {
-                c.dist = first - t0;
-            }
-        }
-        // per location: where the last source was found (targets read them mostly in order)
-        let mut hint = vec![0usize; nloc];
+        let (mut walk, t0) = Walk::new(self);
         loop {
-            let Some(l) = runnable.pop() else {
-                // every remaining location waits for another: a dependency cycle (only in a
-                // corrupt trace). Drop the dependency of the first blocked location.
-                match (0..nloc).find(|&l| cur[l].pos < self.trace.events[l].len()) {
-                    Some(l) => {
-                        cur[l].dpos += 1;
-                        broken += 1;
-                        for w in &mut waiters {
-                            w.retain(|&x| x != l);
-                        }
-                        queued[l] = true;
-                        runnable.push(l);
-                        continue;
-                    }
-                    None => break,
+            let Some(l) = walk.runnable.pop() else {
+                if walk.break_cycle(self) {
+                    continue;
                 }
+                break;
             };
-            queued[l] = false;
-            let t = &self.time[l];
-            let n = t.len();
-            let deps = &self.deps[l];
-            let srcs = &self.src_events[l];
-            let mut c = cur[l];
-            let before = c.pos;
-            while c.pos < n {
-                let i = c.pos;
-                // the dependency of event i, if its sources are all done
-                let mut remote: Option<(u64, u32, EventRef, bool, u64)> = None;
-                if c.dpos < deps.len() && deps[c.dpos].event as usize == i {
-                    let d = deps[c.dpos];
-                    self.sources(l, &d, &mut src);
-                    // (sources are on other locations)
-                    if let Some(s) = src
-                        .iter()
-                        .find(|s| cur[s.loc as usize].pos <= s.event as usize)
-                    {
-                        waiters[s.loc as usize].push(l);
-                        break;
-                    }
-                    let z = zero.is_some_and(|zero| {
-                        let cn = cnode(self.replay, l, i);
-                        cn != NO_CNODE && zero(cn)
-                    });
-                    // the dependency takes from the latest source to the target, whichever
-                    // source the path comes from
-                    let ready = src
-                        .iter()
-                        .map(|s| self.time[s.loc as usize][s.event as usize])
-                        .max()
-                        .unwrap_or(t[i]);
-                    // the part of the target's last edge after it and its sources were
-                    // ready: the same on the local edge (the wait window) and from any source
-                    let after = if i > 0 { ready.max(t[i - 1]) } else { ready };
-                    let lat = t[i].saturating_sub(after);
-                    let w = if z { 0 } else { lat };
-                    for s in &src {
-                        let sl = s.loc as usize;
-                        let Some(k) = find_from(&self.src_events[sl], &mut hint[sl], s.event)
-                        else {
-                            continue;
-                        };
-                        let v = sdist[sl][k] + w;
-                        let h = shops[sl][k] + 1;
-                        if remote.is_none_or(|(bv, bh, _, _, _)| v > bv || (v == bv && h < bh)) {
-                            remote = Some((v, h, *s, matches!(d.source, Source::Coll { .. }), w));
-                        }
-                    }
-                    c.dpos += 1;
-                }
-                if i > 0 {
-                    let mut w = self.local_weight(l, i, &mut wcs[l]);
-                    if let Some(zero) = zero {
-                        let cn = self.active(l, i - 1);
-                        if cn != NO_CNODE && zero(cn) {
-                            w = 0;
-                        }
-                    }
-                    c.dist += w;
-                }
-                // a tie keeps the local edge: the location was not waiting
-                if let Some((v, h, s, coll, w)) = remote {
-                    if v > c.dist || (v == c.dist && h < c.hops) {
-                        c.dist = v;
-                        c.hops = h;
-                        if trace_back {
-                            jumps[l].push(Jump {
-                                event: i as u32,
-                                from: s,
-                                weight: w,
-                                coll,
-                            });
-                        }
-                    }
-                }
-                while c.spos < srcs.len() && (srcs[c.spos] as usize) <= i {
-                    if srcs[c.spos] as usize == i {
-                        sdist[l][c.spos] = c.dist;
-                        shops[l][c.spos] = c.hops;
-                    }
-                    c.spos += 1;
-                }
-                c.pos += 1;
-                if zero.is_none() && c.pos < n {
-                    // events up to the next one that matters: their local edges are their
-                    // elapsed time
-                    let next = [
-                        deps.get(c.dpos).map_or(n, |d| d.event as usize),
-                        srcs.get(c.spos).map_or(n, |&s| s as usize),
-                        wcs[l].covered_from(c.pos as u32) as usize,
-                        n,
-                    ]
-                    .into_iter()
-                    .min()
-                    .unwrap_or(n);
-                    if next > c.pos {
-                        c.dist += t[next - 1] - t[c.pos - 1];
-                        c.pos = next;
-                    }
-                }
-            }
-            cur[l] = c;
-            if c.pos > before {
-                for w in std::mem::take(&mut waiters[l]) {
-                    if !queued[w] {
-                        queued[w] = true;
-                        runnable.push(w);
+            walk.queued[l] = false;
+            let before = walk.cur[l].pos;
+            walk.advance(self, l, zero, trace_back);
+            if walk.cur[l].pos > before {
+                for w in std::mem::take(&mut walk.waiters[l]) {
+                    if !walk.queued[w] {
+                        walk.queued[w] = true;
+                        walk.runnable.push(w);
                     }
                 }
             }
         }
-        // the end of the path: the largest distance over every location's last event
-        let mut end: Option<(u64, u32, u64, u32)> = None; // (dist, hops, time, loc)
-        for (l, (c, time)) in cur.iter().zip(&self.time).enumerate() {
-            if let Some(&t) = time.last() {
-                let (d, h) = (c.dist, c.hops);
-                let better = match end {
-                    None => true,
-                    Some((bd, bh, bt, _)) => {
-                        (d, std::cmp::Reverse(h), t) > (bd, std::cmp::Reverse(bh), bt)
-                    }
-                };
-                if better {
-                    end = Some((d, h, t, l as u32));
-                }
-            }
-        }
+        let end = walk.end(self);
         // back from the end: a stretch of local edges on one location per jump
-        let mut stretches = Vec::new();
-        if let (Some((_, _, _, l)), true) = (end, trace_back) {
-            let mut at = EventRef {
-                loc: l,
-                event: (self.time[l as usize].len() - 1) as u32,
-            };
-            loop {
-                let js = &jumps[at.loc as usize];
-                let k = js.partition_point(|j| j.event <= at.event);
-                match k.checked_sub(1).map(|k| js[k]) {
-                    Some(j) => {
-                        stretches.push(Stretch {
-                            loc: at.loc,
-                            first: j.event,
-                            last: at.event,
-                            entry: Some((j.from, j.weight, j.coll)),
-                        });
-                        at = j.from;
-                    }
-                    None => {
-                        stretches.push(Stretch {
-                            loc: at.loc,
-                            first: 0,
-                            last: at.event,
-                            entry: None,
-                        });
-                        break;
-                    }
-                }
-            }
-        }
+        let mut stretches = match (end, trace_back) {
+            (Some((_, _, _, l)), true) => walk.stretches_to(self, l),
+            _ => Vec::new(),
+        };
         stretches.reverse();
         Path {
             length: end.map_or(0, |e| e.0),
             ends: stretches,
-            broken_dependencies: broken,
+            broken_dependencies: walk.broken,
             t0,
         }
     }
@@ -1167,7 +1317,6 @@ pub fn critical_path_of(
     let res = trace.timer_resolution.max(1) as f64;
     let sec = |t: u64| t as f64 / res;
     let path = g.path();
-    let t0 = trace.time_span().map_or(0, |s| s.0);
     let duration = trace.time_span().map_or(0, |(a, b)| b.saturating_sub(a));
     let pct = |t: u64| {
         if path.length == 0 {
@@ -1176,8 +1325,44 @@ pub fn critical_path_of(
             100.0 * t as f64 / path.length as f64
         }
     };
-    // per call path (and `NO_CNODE`, `STARTUP` after them), per location
     let ncnode = replay.tree.nodes.len();
+    let (by_cnode, by_loc, segments) = steps_by_place(g, trace, &path, ncnode, &sec);
+    let (callpaths, regions) = callpath_shares(trace, replay, &by_cnode, &sec, &pct);
+    let locations = location_shares(trace, by_loc, &sec, &pct);
+    let what_if = what_if
+        .iter()
+        .zip(&matchers)
+        .map(|(r, m)| {
+            let p = g.longest_length(&|c| m.get(c as usize).copied().unwrap_or(false));
+            WhatIf {
+                region: r.clone(),
+                length_s: sec(p.length),
+                saved_s: sec(path.length.saturating_sub(p.length)),
+            }
+        })
+        .collect();
+    Ok(CriticalPath {
+        length_s: sec(path.length),
+        duration_s: sec(duration),
+        regions,
+        locations,
+        callpaths,
+        segments,
+        what_if,
+        broken_dependencies: path.broken_dependencies,
+    })
+}
+
+/// The path's time per call path (`NO_CNODE`, `STARTUP` after them) and per location, and
+/// its segments (a stretch of local edges on one location each).
+fn steps_by_place(
+    g: &Graph,
+    trace: &Trace,
+    path: &Path,
+    ncnode: usize,
+    sec: &dyn Fn(u64) -> f64,
+) -> (Vec<u64>, Vec<u64>, Vec<Segment>) {
+    let t0 = trace.time_span().map_or(0, |s| s.0);
     let slot = |c: CnodeIdx| match c {
         NO_CNODE => ncnode,
         STARTUP => ncnode + 1,
@@ -1187,7 +1372,7 @@ pub fn critical_path_of(
     let mut by_loc: Vec<u64> = vec![0; trace.events.len()];
     let mut segments: Vec<Segment> = Vec::new();
     let mut cur: Option<(u32, u64, u64, u64, &'static str)> = None; // loc, start, end, len, via
-    g.for_each_step(&path, &|_| false, &mut |s: Step| {
+    g.for_each_step(path, &|_| false, &mut |s: Step| {
         if let Some(x) = by_cnode.get_mut(slot(s.cnode)) {
             *x += s.weight;
         }
@@ -1199,7 +1384,7 @@ pub fn critical_path_of(
             }
             _ => {
                 if let Some(c) = cur.take() {
-                    segments.push(seg(trace, c, t0, &sec));
+                    segments.push(seg(trace, c, t0, sec));
                 }
                 let via = match s.via {
                     Via::Local if s.cnode == STARTUP => "start-up",
@@ -1212,8 +1397,20 @@ pub fn critical_path_of(
         }
     });
     if let Some(c) = cur.take() {
-        segments.push(seg(trace, c, t0, &sec));
+        segments.push(seg(trace, c, t0, sec));
     }
+    (by_cnode, by_loc, segments)
+}
+
+/// The shares of the path per call path (longest first) and per region name.
+fn callpath_shares(
+    trace: &Trace,
+    replay: &Replay,
+    by_cnode: &[u64],
+    sec: &dyn Fn(u64) -> f64,
+    pct: &dyn Fn(u64) -> f64,
+) -> (Vec<CallpathShare>, Vec<Share>) {
+    let ncnode = replay.tree.nodes.len();
     let mut by_region: HashMap<String, u64> = HashMap::new();
     let mut callpaths: Vec<CallpathShare> = Vec::new();
     for (k, &t) in by_cnode.iter().enumerate() {
@@ -1259,6 +1456,16 @@ pub fn critical_path_of(
         })
         .collect();
     regions.sort_by(|a, b| b.time_s.total_cmp(&a.time_s).then(a.name.cmp(&b.name)));
+    (callpaths, regions)
+}
+
+/// The shares of the path per location, longest first.
+fn location_shares(
+    trace: &Trace,
+    by_loc: Vec<u64>,
+    sec: &dyn Fn(u64) -> f64,
+    pct: &dyn Fn(u64) -> f64,
+) -> Vec<LocationShare> {
     let mut locations: Vec<LocationShare> = by_loc
         .into_iter()
         .enumerate()
@@ -1278,28 +1485,7 @@ pub fn critical_path_of(
             .total_cmp(&a.time_s)
             .then(a.location.cmp(&b.location))
     });
-    let what_if = what_if
-        .iter()
-        .zip(&matchers)
-        .map(|(r, m)| {
-            let p = g.longest_length(&|c| m.get(c as usize).copied().unwrap_or(false));
-            WhatIf {
-                region: r.clone(),
-                length_s: sec(p.length),
-                saved_s: sec(path.length.saturating_sub(p.length)),
-            }
-        })
-        .collect();
-    Ok(CriticalPath {
-        length_s: sec(path.length),
-        duration_s: sec(duration),
-        regions,
-        locations,
-        callpaths,
-        segments,
-        what_if,
-        broken_dependencies: path.broken_dependencies,
-    })
+    locations
 }
 
 fn seg(

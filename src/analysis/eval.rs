@@ -541,28 +541,6 @@ pub fn compile(e: &Expr) -> Code {
 
 /// `compile` of a node as one closure.
 fn compile_fn(e: &Expr) -> Dyn {
-    macro_rules! bin {
-        ($op:expr, $a:expr, $b:expr) => {{
-            let (a, b) = ($a, $b);
-            match (a, b) {
-                (Expr::Const(x), y) => {
-                    let (x, y) = (*x, compile_fn(y));
-                    Box::new(move |c: &Ctx, env: &mut [Value]| apply($op, x, y(c, env))) as Dyn
-                }
-                (x, Expr::Const(y)) => {
-                    let (x, y) = (compile_fn(x), *y);
-                    Box::new(move |c: &Ctx, env: &mut [Value]| apply($op, x(c, env), y))
-                }
-                (x, y) => {
-                    let (x, y) = (compile_fn(x), compile_fn(y));
-                    Box::new(move |c: &Ctx, env: &mut [Value]| {
-                        let x = x(c, env);
-                        apply($op, x, y(c, env))
-                    })
-                }
-            }
-        }};
-    }
     match e {
         Expr::Const(v) => {
             let v = *v;
@@ -572,110 +550,7 @@ fn compile_fn(e: &Expr) -> Dyn {
             let s = *s as usize;
             Box::new(move |_, env| env[s])
         }
-        // the most frequent paths read the columns directly (as `event_field` does)
-        Expr::Path(s, Field::Time, None) => {
-            let s = *s as usize;
-            Box::new(move |c, env| match env[s] {
-                Value::Event(l, i) => Value::Num(c.seconds(l, i)),
-                v => c.field(v, Field::Time),
-            })
-        }
-        // a queued instance's event's time (`B.S.time` in a queue's `take`)
-        Expr::Path(s, Field::ItemSlot(k), Some(Field::Time)) => {
-            let (s, k) = (*s as usize, *k as usize);
-            let e = e.clone();
-            Box::new(move |c, env| match env[s] {
-                Value::Item(j) => match c.items[j as usize][k] {
-                    Value::Event(l, i) => Value::Num(c.seconds(l, i)),
-                    v => c.field(v, Field::Time),
-                },
-                _ => c.eval(&e, env),
-            })
-        }
-        Expr::Path(s, Field::Enter, Some(Field::Time)) => {
-            let s = *s as usize;
-            Box::new(move |c, env| match env[s] {
-                Value::Event(l, i) => match ptr(c.replay, Ptr::Enter, l, i) {
-                    NONE => Value::None,
-                    e => Value::Num(c.seconds(l, e)),
-                },
-                v => {
-                    let v = c.field(v, Field::Enter);
-                    c.field(v, Field::Time)
-                }
-            })
-        }
-        Expr::Path(s, Field::Leave, Some(Field::Time)) => {
-            let s = *s as usize;
-            Box::new(move |c, env| match env[s] {
-                Value::Event(l, i) => match ptr(c.replay, Ptr::Enter, l, i) {
-                    NONE => Value::None,
-                    e => match ptr(c.replay, Ptr::Exit, l, e) {
-                        NONE => Value::None,
-                        x => Value::Num(c.seconds(l, x)),
-                    },
-                },
-                v => {
-                    let v = c.field(v, Field::Leave);
-                    c.field(v, Field::Time)
-                }
-            })
-        }
-        // the fields of the point-to-point rules get a closure each, their reading inlined
-        Expr::Path(s, f, None) => {
-            let (s, f) = (*s as usize, *f);
-            macro_rules! field {
-                ($f:expr) => {
-                    Box::new(move |c: &Ctx, env: &mut [Value]| match env[s] {
-                        Value::Event(l, i) => c.event_field_of(l, i, $f),
-                        v => c.field(v, $f),
-                    }) as Dyn
-                };
-            }
-            match f {
-                Field::Bytes => field!(Field::Bytes),
-                Field::Tag => field!(Field::Tag),
-                Field::Send => field!(Field::Send),
-                Field::Recv => field!(Field::Recv),
-                Field::Cancelled => field!(Field::Cancelled),
-                Field::Enter => field!(Field::Enter),
-                _ => Box::new(move |c, env| match env[s] {
-                    Value::Event(l, i) => c.event_field(l, i, f),
-                    v => c.field(v, f),
-                }),
-            }
-        }
-        Expr::Path(s, f, Some(g)) => {
-            let (s, f, g) = (*s as usize, *f, *g);
-            macro_rules! fields {
-                ($f:expr, $g:expr) => {
-                    Box::new(move |c: &Ctx, env: &mut [Value]| {
-                        let v = match env[s] {
-                            Value::Event(l, i) => c.event_field_of(l, i, $f),
-                            v => c.field(v, $f),
-                        };
-                        match v {
-                            Value::Event(l, i) => c.event_field_of(l, i, $g),
-                            v => c.field(v, $g),
-                        }
-                    }) as Dyn
-                };
-            }
-            match (f, g) {
-                (Field::Send, Field::Bytes) => fields!(Field::Send, Field::Bytes),
-                (Field::Recv, Field::Bytes) => fields!(Field::Recv, Field::Bytes),
-                _ => Box::new(move |c, env| {
-                    let v = match env[s] {
-                        Value::Event(l, i) => c.event_field(l, i, f),
-                        v => c.field(v, f),
-                    };
-                    match v {
-                        Value::Event(l, i) => c.event_field(l, i, g),
-                        v => c.field(v, g),
-                    }
-                }),
-            }
-        }
+        Expr::Path(s, f, g) => compile_path(e, *s as usize, *f, *g),
         Expr::Shared(j, x) => {
             let (j, x) = (*j as usize, compile_fn(x));
             Box::new(move |c, env| match c.shared.get(j) {
@@ -739,25 +614,7 @@ fn compile_fn(e: &Expr) -> Dyn {
                 Value::Bool(list.contains(&v))
             })
         }
-        Expr::Bin(op, a, b) => match op {
-            BinOp::And | BinOp::Or => {
-                let (and, a, b) = (*op == BinOp::And, compile_fn(a), compile_fn(b));
-                Box::new(move |c, env| {
-                    let x = a(c, env);
-                    logic(and, x, || b(c, env))
-                })
-            }
-            BinOp::Add => bin!(BinOp::Add, &**a, &**b),
-            BinOp::Sub => bin!(BinOp::Sub, &**a, &**b),
-            BinOp::Mul => bin!(BinOp::Mul, &**a, &**b),
-            BinOp::Div => bin!(BinOp::Div, &**a, &**b),
-            BinOp::Lt => bin!(BinOp::Lt, &**a, &**b),
-            BinOp::Le => bin!(BinOp::Le, &**a, &**b),
-            BinOp::Gt => bin!(BinOp::Gt, &**a, &**b),
-            BinOp::Ge => bin!(BinOp::Ge, &**a, &**b),
-            BinOp::Eq => bin!(BinOp::Eq, &**a, &**b),
-            BinOp::Ne => bin!(BinOp::Ne, &**a, &**b),
-        },
+        Expr::Bin(op, a, b) => compile_bin(*op, a, b),
         Expr::Call(Func::Exists, args) if args.len() == 1 => {
             let x = compile_fn(&args[0]);
             Box::new(move |c, env| Value::Bool(x(c, env) != Value::None))
@@ -778,5 +635,159 @@ fn compile_fn(e: &Expr) -> Dyn {
             let e = e.clone();
             Box::new(move |c, env| c.eval(&e, env))
         }
+    }
+}
+
+/// A path of fields from slot `s` (`e`): the most frequent ones read the columns directly,
+/// as `event_field` does.
+fn compile_path(e: &Expr, s: usize, f: Field, g: Option<Field>) -> Dyn {
+    match (f, g) {
+        (Field::Time, None) => Box::new(move |c, env| match env[s] {
+            Value::Event(l, i) => Value::Num(c.seconds(l, i)),
+            v => c.field(v, Field::Time),
+        }),
+        // a queued instance's event's time (`B.S.time` in a queue's `take`)
+        (Field::ItemSlot(k), Some(Field::Time)) => {
+            let k = k as usize;
+            let e = e.clone();
+            Box::new(move |c, env| match env[s] {
+                Value::Item(j) => match c.items[j as usize][k] {
+                    Value::Event(l, i) => Value::Num(c.seconds(l, i)),
+                    v => c.field(v, Field::Time),
+                },
+                _ => c.eval(&e, env),
+            })
+        }
+        (Field::Enter, Some(Field::Time)) => Box::new(move |c, env| match env[s] {
+            Value::Event(l, i) => match ptr(c.replay, Ptr::Enter, l, i) {
+                NONE => Value::None,
+                e => Value::Num(c.seconds(l, e)),
+            },
+            v => {
+                let v = c.field(v, Field::Enter);
+                c.field(v, Field::Time)
+            }
+        }),
+        (Field::Leave, Some(Field::Time)) => Box::new(move |c, env| match env[s] {
+            Value::Event(l, i) => match ptr(c.replay, Ptr::Enter, l, i) {
+                NONE => Value::None,
+                e => match ptr(c.replay, Ptr::Exit, l, e) {
+                    NONE => Value::None,
+                    x => Value::Num(c.seconds(l, x)),
+                },
+            },
+            v => {
+                let v = c.field(v, Field::Leave);
+                c.field(v, Field::Time)
+            }
+        }),
+        // the fields of the point-to-point rules get a closure each, their reading inlined
+        (f, None) => compile_field(s, f),
+        (f, Some(g)) => compile_fields(s, f, g),
+    }
+}
+
+/// Field `f` of the event in slot `s`.
+fn compile_field(s: usize, f: Field) -> Dyn {
+    macro_rules! field {
+        ($f:expr) => {
+            Box::new(move |c: &Ctx, env: &mut [Value]| match env[s] {
+                Value::Event(l, i) => c.event_field_of(l, i, $f),
+                v => c.field(v, $f),
+            }) as Dyn
+        };
+    }
+    match f {
+        Field::Bytes => field!(Field::Bytes),
+        Field::Tag => field!(Field::Tag),
+        Field::Send => field!(Field::Send),
+        Field::Recv => field!(Field::Recv),
+        Field::Cancelled => field!(Field::Cancelled),
+        Field::Enter => field!(Field::Enter),
+        _ => Box::new(move |c, env| match env[s] {
+            Value::Event(l, i) => c.event_field(l, i, f),
+            v => c.field(v, f),
+        }),
+    }
+}
+
+/// Field `g` of field `f` of the event in slot `s`.
+fn compile_fields(s: usize, f: Field, g: Field) -> Dyn {
+    macro_rules! fields {
+        ($f:expr, $g:expr) => {
+            Box::new(move |c: &Ctx, env: &mut [Value]| {
+                let v = match env[s] {
+                    Value::Event(l, i) => c.event_field_of(l, i, $f),
+                    v => c.field(v, $f),
+                };
+                match v {
+                    Value::Event(l, i) => c.event_field_of(l, i, $g),
+                    v => c.field(v, $g),
+                }
+            }) as Dyn
+        };
+    }
+    match (f, g) {
+        (Field::Send, Field::Bytes) => fields!(Field::Send, Field::Bytes),
+        (Field::Recv, Field::Bytes) => fields!(Field::Recv, Field::Bytes),
+        _ => Box::new(move |c, env| {
+            let v = match env[s] {
+                Value::Event(l, i) => c.event_field(l, i, f),
+                v => c.field(v, f),
+            };
+            match v {
+                Value::Event(l, i) => c.event_field(l, i, g),
+                v => c.field(v, g),
+            }
+        }),
+    }
+}
+
+/// The closures of binary operator `$op` on `$a` and `$b`: one for a constant left operand,
+/// one for a constant right operand, one for two computed operands.
+macro_rules! bin {
+    ($op:expr, $a:expr, $b:expr) => {{
+        let (a, b) = ($a, $b);
+        match (a, b) {
+            (Expr::Const(x), y) => {
+                let (x, y) = (*x, compile_fn(y));
+                Box::new(move |c: &Ctx, env: &mut [Value]| apply($op, x, y(c, env))) as Dyn
+            }
+            (x, Expr::Const(y)) => {
+                let (x, y) = (compile_fn(x), *y);
+                Box::new(move |c: &Ctx, env: &mut [Value]| apply($op, x(c, env), y))
+            }
+            (x, y) => {
+                let (x, y) = (compile_fn(x), compile_fn(y));
+                Box::new(move |c: &Ctx, env: &mut [Value]| {
+                    let x = x(c, env);
+                    apply($op, x, y(c, env))
+                })
+            }
+        }
+    }};
+}
+
+/// `compile_fn` of a binary operator: `bin!` gives each operator its closures, the
+/// operator a constant in them.
+fn compile_bin(op: BinOp, a: &Expr, b: &Expr) -> Dyn {
+    match op {
+        BinOp::And | BinOp::Or => {
+            let (and, a, b) = (op == BinOp::And, compile_fn(a), compile_fn(b));
+            Box::new(move |c, env| {
+                let x = a(c, env);
+                logic(and, x, || b(c, env))
+            })
+        }
+        BinOp::Add => bin!(BinOp::Add, a, b),
+        BinOp::Sub => bin!(BinOp::Sub, a, b),
+        BinOp::Mul => bin!(BinOp::Mul, a, b),
+        BinOp::Div => bin!(BinOp::Div, a, b),
+        BinOp::Lt => bin!(BinOp::Lt, a, b),
+        BinOp::Le => bin!(BinOp::Le, a, b),
+        BinOp::Gt => bin!(BinOp::Gt, a, b),
+        BinOp::Ge => bin!(BinOp::Ge, a, b),
+        BinOp::Eq => bin!(BinOp::Eq, a, b),
+        BinOp::Ne => bin!(BinOp::Ne, a, b),
     }
 }

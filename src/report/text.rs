@@ -85,6 +85,64 @@ fn wrap(text: &str, width: usize, indent: &str) -> String {
 
 pub fn write(r: &Report, opt: &TextOptions, out: &mut dyn Write) -> std::io::Result<()> {
     let st = Style { on: opt.color };
+    write_header(r, &st, out)?;
+    let c = Lookups::of(r);
+    writeln!(out)?;
+    write_findings(r, &c, opt.top, &st, out)?;
+    writeln!(out)?;
+    write_metric_tree(r, c.time_total, &st, out)?;
+    if opt.call_tree {
+        writeln!(out)?;
+        write_call_tree(r, &st, out)?;
+    }
+    if let Some(id) = &opt.metric {
+        writeln!(out)?;
+        write_metric_rows(r, &c, id, &st, out)?;
+    }
+    Ok(())
+}
+
+/// What the sections of the report look up: metrics by id, who each location is, and the
+/// total time.
+struct Lookups<'a> {
+    metric_of: HashMap<&'a str, &'a super::MetricEntry>,
+    loc_rank: HashMap<u64, String>,
+    time_total: f64,
+}
+
+impl<'a> Lookups<'a> {
+    fn of(r: &'a Report) -> Lookups<'a> {
+        let metric_of: HashMap<&str, &super::MetricEntry> =
+            r.metrics.iter().map(|m| (m.id.as_str(), m)).collect();
+        let loc_rank: HashMap<u64, String> = r
+            .locations
+            .iter()
+            .map(|l| {
+                let who = match l.rank {
+                    Some(rank) if l.thread == 0 => format!("rank {rank}"),
+                    Some(rank) => format!("rank {rank}.{}", l.thread),
+                    None if l.process.is_some() => format!("thread {}", l.thread),
+                    None => format!("location {}", l.id),
+                };
+                (l.id, who)
+            })
+            .collect();
+        let time_total: f64 = r
+            .values
+            .iter()
+            .filter(|v| v.metric == "time")
+            .map(|v| v.value)
+            .sum();
+        Lookups {
+            metric_of,
+            loc_rank,
+            time_total,
+        }
+    }
+}
+
+/// The trace in one line, then the diagnostics line and the warnings.
+fn write_header(r: &Report, st: &Style, out: &mut dyn Write) -> std::io::Result<()> {
     let t = &r.trace;
     writeln!(
         out,
@@ -134,36 +192,24 @@ pub fn write(r: &Report, opt: &TextOptions, out: &mut dyn Write) -> std::io::Res
     for w in &dg.warnings {
         writeln!(out, "{}", st.warn(&format!("warning: {w}")))?;
     }
+    Ok(())
+}
 
-    let metric_of: HashMap<&str, &super::MetricEntry> =
-        r.metrics.iter().map(|m| (m.id.as_str(), m)).collect();
-    let loc_rank: HashMap<u64, String> = r
-        .locations
-        .iter()
-        .map(|l| {
-            let who = match l.rank {
-                Some(rank) if l.thread == 0 => format!("rank {rank}"),
-                Some(rank) => format!("rank {rank}.{}", l.thread),
-                None if l.process.is_some() => format!("thread {}", l.thread),
-                None => format!("location {}", l.id),
-            };
-            (l.id, who)
-        })
-        .collect();
-    let time_total: f64 = r
-        .values
-        .iter()
-        .filter(|v| v.metric == "time")
-        .map(|v| v.value)
-        .sum();
-
-    writeln!(out)?;
+/// The wait states ranked by significance, each with its share of time, call path, most
+/// affected ranks and diagnosis.
+fn write_findings(
+    r: &Report,
+    c: &Lookups,
+    top: usize,
+    st: &Style,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     // wait states ranked by significance; those below 1 % significance are noise here
     let all_waits: Vec<_> = r.findings.iter().filter(|f| f.wait_state).collect();
     let waits: Vec<_> = all_waits
         .iter()
         .filter(|f| f.significance >= 0.01)
-        .take(opt.top)
+        .take(top)
         .collect();
     if waits.is_empty() {
         writeln!(out, "{}", st.bold("No wait states found."))?;
@@ -179,11 +225,11 @@ pub fn write(r: &Report, opt: &TextOptions, out: &mut dyn Write) -> std::io::Res
         )?;
     }
     for (i, f) in waits.iter().enumerate() {
-        let Some(m) = metric_of.get(f.metric.as_str()) else {
+        let Some(m) = c.metric_of.get(f.metric.as_str()) else {
             continue;
         };
-        let share = if time_total > 0.0 {
-            100.0 * f.severity / time_total
+        let share = if c.time_total > 0.0 {
+            100.0 * f.severity / c.time_total
         } else {
             0.0
         };
@@ -208,7 +254,7 @@ pub fn write(r: &Report, opt: &TextOptions, out: &mut dyn Write) -> std::io::Res
         let shown: Vec<String> = per
             .iter()
             .take(4)
-            .map(|(v, l)| format!("{} {}", loc_rank[l], fmt_value(*v, m.unit)))
+            .map(|(v, l)| format!("{} {}", c.loc_rank[l], fmt_value(*v, m.unit)))
             .collect();
         let more = if per.len() > 4 {
             format!(" and {} more", per.len() - 4)
@@ -228,8 +274,16 @@ pub fn write(r: &Report, opt: &TextOptions, out: &mut dyn Write) -> std::io::Res
             ))
         )?;
     }
+    Ok(())
+}
 
-    writeln!(out)?;
+/// The non-zero metrics as a tree, with their totals and share of time.
+fn write_metric_tree(
+    r: &Report,
+    time_total: f64,
+    st: &Style,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     writeln!(
         out,
         "{:<52} {:>16} {:>9}",
@@ -261,56 +315,64 @@ pub fn write(r: &Report, opt: &TextOptions, out: &mut dyn Write) -> std::io::Res
         let label = format!("{:w$}{}", "", m.name, w = d * 2);
         writeln!(out, "{label:<52} {:>16} {pct}", fmt_value(total, m.unit))?;
     }
+    Ok(())
+}
 
-    if opt.call_tree {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "{:<60} {:>16}",
-            st.bold("Call tree (inclusive time)"),
-            "time"
-        )?;
-        let mut excl = vec![0.0; r.callpaths.len()];
-        for v in r.values.iter().filter(|v| v.metric == "time") {
-            excl[v.callpath as usize] += v.value;
-        }
-        let mut incl = excl.clone();
-        for c in (0..r.callpaths.len()).rev() {
-            if let Some(p) = r.callpaths[c].parent {
-                incl[p as usize] += incl[c];
-            }
-        }
-        for (c, cp) in r.callpaths.iter().enumerate() {
-            let mut d = 0;
-            let mut cur = cp.parent;
-            while let Some(p) = cur {
-                d += 1;
-                cur = r.callpaths[p as usize].parent;
-            }
-            let label = format!("{:w$}{}", "", cp.region, w = d * 2);
-            writeln!(out, "{label:<60} {:>16}", seconds(incl[c]))?;
+/// Every call path with its inclusive time, indented by depth.
+fn write_call_tree(r: &Report, st: &Style, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:<60} {:>16}",
+        st.bold("Call tree (inclusive time)"),
+        "time"
+    )?;
+    let mut excl = vec![0.0; r.callpaths.len()];
+    for v in r.values.iter().filter(|v| v.metric == "time") {
+        excl[v.callpath as usize] += v.value;
+    }
+    let mut incl = excl.clone();
+    for c in (0..r.callpaths.len()).rev() {
+        if let Some(p) = r.callpaths[c].parent {
+            incl[p as usize] += incl[c];
         }
     }
-
-    if let Some(id) = &opt.metric {
-        writeln!(out)?;
-        let unit = metric_of.get(id.as_str()).map(|m| m.unit);
-        writeln!(out, "{}", st.bold(&format!("{id} per call path and rank")))?;
-        let mut rows: Vec<_> = r.values.iter().filter(|v| &v.metric == id).collect();
-        rows.sort_by(|a, b| {
-            a.callpath
-                .cmp(&b.callpath)
-                .then(a.location.cmp(&b.location))
-        });
-        for v in rows {
-            writeln!(
-                out,
-                "  {:<60} {:<12} {:>16}",
-                r.path(v.callpath),
-                loc_rank[&v.location],
-                unit.map_or(v.value.to_string(), |u| fmt_value(v.value, u))
-            )?;
+    for (c, cp) in r.callpaths.iter().enumerate() {
+        let mut d = 0;
+        let mut cur = cp.parent;
+        while let Some(p) = cur {
+            d += 1;
+            cur = r.callpaths[p as usize].parent;
         }
+        let label = format!("{:w$}{}", "", cp.region, w = d * 2);
+        writeln!(out, "{label:<60} {:>16}", seconds(incl[c]))?;
+    }
+    Ok(())
+}
+
+/// The values of metric `id` per call path and rank (`--metric`).
+fn write_metric_rows(
+    r: &Report,
+    c: &Lookups,
+    id: &str,
+    st: &Style,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let unit = c.metric_of.get(id).map(|m| m.unit);
+    writeln!(out, "{}", st.bold(&format!("{id} per call path and rank")))?;
+    let mut rows: Vec<_> = r.values.iter().filter(|v| v.metric == id).collect();
+    rows.sort_by(|a, b| {
+        a.callpath
+            .cmp(&b.callpath)
+            .then(a.location.cmp(&b.location))
+    });
+    for v in rows {
+        writeln!(
+            out,
+            "  {:<60} {:<12} {:>16}",
+            r.path(v.callpath),
+            c.loc_rank[&v.location],
+            unit.map_or(v.value.to_string(), |u| fmt_value(v.value, u))
+        )?;
     }
     Ok(())
 }

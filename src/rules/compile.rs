@@ -351,28 +351,14 @@ pub fn compile(
     Ok((e, t))
 }
 
+/// Compile an expression, whatever its type.
 fn compile_any(ast: &Ast, scope: &mut Scope) -> Result<(Expr, Type), LangError> {
     Ok(match ast {
         Ast::Num(v, _) => (Expr::Const(Value::Num(*v)), Type::Num),
         Ast::Bool(v, _) => (Expr::Const(Value::Bool(*v)), Type::Bool),
         Ast::Str(s, _) => (Expr::Const(Value::Str(scope.interner.intern(s))), Type::Str),
         Ast::List(_, p) => return err(*p, "a list can only stand after `in`"),
-        Ast::Var(name, p) => match scope.vars.iter().rev().find(|(n, _, _)| n == name) {
-            Some((_, t, s)) => (Expr::Slot(*s), *t),
-            None => {
-                let known: Vec<&str> = scope.vars.iter().map(|v| v.0.as_str()).collect();
-                if known.is_empty() {
-                    return err(
-                        *p,
-                        format!("unknown name `{name}`; no names are bound here"),
-                    );
-                }
-                return err(
-                    *p,
-                    format!("unknown name `{name}`; known here: {}", known.join(", ")),
-                );
-            }
-        },
+        Ast::Var(name, p) => compile_var(name, *p, scope)?,
         Ast::Field(base, f, p) => {
             let (e, t) = compile_any(base, scope)?;
             match field_of(t, f, scope) {
@@ -418,75 +404,8 @@ fn compile_any(ast: &Ast, scope: &mut Scope) -> Result<(Expr, Type), LangError> 
             }
             (Expr::If(Box::new(ce), Box::new(ae), Box::new(be)), at)
         }
-        Ast::Binary("in", x, list, p) => {
-            let (xe, xt) = compile_any(x, scope)?;
-            if !matches!(xt, Type::Str | Type::Num) {
-                return err(
-                    *p,
-                    format!(
-                        "`in` needs a string or a number on its left, found {}",
-                        xt.a()
-                    ),
-                );
-            }
-            let Ast::List(items, _) = &**list else {
-                return err(
-                    *p,
-                    "`in` needs a list literal on its right, like ['a', 'b']",
-                );
-            };
-            let mut vals = Vec::new();
-            for it in items {
-                let v = match (it, xt) {
-                    (Ast::Str(s, _), Type::Str) => Value::Str(scope.interner.intern(s)),
-                    (Ast::Num(n, _), Type::Num) => Value::Num(*n),
-                    _ => {
-                        return err(
-                            it.start(),
-                            format!("list items must be {} literals", xt.name()),
-                        )
-                    }
-                };
-                vals.push(v);
-            }
-            (Expr::In(Box::new(xe), vals), Type::Bool)
-        }
-        Ast::Binary(op, a, b, p) => {
-            let (ae, at) = compile_any(a, scope)?;
-            let (be, bt) = compile_any(b, scope)?;
-            let (bop, operand, result) = match *op {
-                "+" => (BinOp::Add, Some(Type::Num), Type::Num),
-                "-" => (BinOp::Sub, Some(Type::Num), Type::Num),
-                "*" => (BinOp::Mul, Some(Type::Num), Type::Num),
-                "/" => (BinOp::Div, Some(Type::Num), Type::Num),
-                "<" => (BinOp::Lt, Some(Type::Num), Type::Bool),
-                "<=" => (BinOp::Le, Some(Type::Num), Type::Bool),
-                ">" => (BinOp::Gt, Some(Type::Num), Type::Bool),
-                ">=" => (BinOp::Ge, Some(Type::Num), Type::Bool),
-                "&&" => (BinOp::And, Some(Type::Bool), Type::Bool),
-                "||" => (BinOp::Or, Some(Type::Bool), Type::Bool),
-                "==" => (BinOp::Eq, None, Type::Bool),
-                _ => (BinOp::Ne, None, Type::Bool),
-            };
-            match operand {
-                Some(o) if at != o || bt != o => {
-                    return err(
-                        *p,
-                        format!(
-                            "`{op}` needs two {}s, found {} and {}",
-                            o.name(),
-                            at.a(),
-                            bt.a()
-                        ),
-                    )
-                }
-                None if at != bt => {
-                    return err(*p, format!("`{op}` compares {} with {}", at.a(), bt.a()))
-                }
-                _ => {}
-            }
-            (Expr::Bin(bop, Box::new(ae), Box::new(be)), result)
-        }
+        Ast::Binary("in", x, list, p) => compile_in(x, list, *p, scope)?,
+        Ast::Binary(op, a, b, p) => compile_binary(op, a, b, *p, scope)?,
         Ast::Call(name, args, p) => compile_call(name, args, *p, scope)?,
         Ast::Aggregate {
             op,
@@ -495,53 +414,160 @@ fn compile_any(ast: &Ast, scope: &mut Scope) -> Result<(Expr, Type), LangError> 
             cond,
             body,
             pos,
-        } => {
-            if coll != "members" || !scope.has_members {
-                return err(*pos, format!("`{coll}` is not a collection here (only `members` of a collective instance is)"));
+        } => compile_aggregate(op, var, coll, cond.as_deref(), body, *pos, scope)?,
+    })
+}
+
+/// A bound name: the innermost binding wins.
+fn compile_var(name: &str, p: Pos, scope: &Scope) -> Result<(Expr, Type), LangError> {
+    match scope.vars.iter().rev().find(|(n, _, _)| n == name) {
+        Some((_, t, s)) => Ok((Expr::Slot(*s), *t)),
+        None => {
+            let known: Vec<&str> = scope.vars.iter().map(|v| v.0.as_str()).collect();
+            if known.is_empty() {
+                return err(p, format!("unknown name `{name}`; no names are bound here"));
             }
-            let agg = match op.as_str() {
-                "max" => Agg::Max,
-                "min" => Agg::Min,
-                "sum" => Agg::Sum,
-                "count" => Agg::Count,
-                "any" => Agg::Any,
-                "all" => Agg::All,
-                "argmax" => Agg::ArgMax,
-                _ => {
-                    return err(
-                        *pos,
-                        format!(
-                        "unknown aggregate `{op}`; known: max, min, sum, count, any, all, argmax"
-                    ),
-                    )
-                }
-            };
-            let slot = scope.declare(var, Type::Member);
-            let c = match cond {
-                Some(c) => Some(Box::new(compile(c, scope, Some(Type::Bool))?.0)),
-                None => None,
-            };
-            let body_want = match agg {
-                Agg::Count | Agg::Any | Agg::All => Type::Bool,
-                _ => Type::Num,
-            };
-            let (b, _) = compile(body, scope, Some(body_want))?;
-            scope.vars.pop();
-            let t = match agg {
-                Agg::Any | Agg::All => Type::Bool,
-                _ => Type::Num,
-            };
-            (
-                Expr::Agg {
-                    op: agg,
-                    slot,
-                    cond: c,
-                    body: Box::new(b),
-                },
-                t,
+            err(
+                p,
+                format!("unknown name `{name}`; known here: {}", known.join(", ")),
             )
         }
-    })
+    }
+}
+
+/// `x in [...]`: a string or number against a list of literals of its type.
+fn compile_in(x: &Ast, list: &Ast, p: Pos, scope: &mut Scope) -> Result<(Expr, Type), LangError> {
+    let (xe, xt) = compile_any(x, scope)?;
+    if !matches!(xt, Type::Str | Type::Num) {
+        return err(
+            p,
+            format!(
+                "`in` needs a string or a number on its left, found {}",
+                xt.a()
+            ),
+        );
+    }
+    let Ast::List(items, _) = list else {
+        return err(p, "`in` needs a list literal on its right, like ['a', 'b']");
+    };
+    let mut vals = Vec::new();
+    for it in items {
+        let v = match (it, xt) {
+            (Ast::Str(s, _), Type::Str) => Value::Str(scope.interner.intern(s)),
+            (Ast::Num(n, _), Type::Num) => Value::Num(*n),
+            _ => {
+                return err(
+                    it.start(),
+                    format!("list items must be {} literals", xt.name()),
+                )
+            }
+        };
+        vals.push(v);
+    }
+    Ok((Expr::In(Box::new(xe), vals), Type::Bool))
+}
+
+/// A binary operator: arithmetic and comparisons on numbers, `&&` and `||` on booleans,
+/// `==` and `!=` on two values of one type.
+fn compile_binary(
+    op: &str,
+    a: &Ast,
+    b: &Ast,
+    p: Pos,
+    scope: &mut Scope,
+) -> Result<(Expr, Type), LangError> {
+    let (ae, at) = compile_any(a, scope)?;
+    let (be, bt) = compile_any(b, scope)?;
+    let (bop, operand, result) = match op {
+        "+" => (BinOp::Add, Some(Type::Num), Type::Num),
+        "-" => (BinOp::Sub, Some(Type::Num), Type::Num),
+        "*" => (BinOp::Mul, Some(Type::Num), Type::Num),
+        "/" => (BinOp::Div, Some(Type::Num), Type::Num),
+        "<" => (BinOp::Lt, Some(Type::Num), Type::Bool),
+        "<=" => (BinOp::Le, Some(Type::Num), Type::Bool),
+        ">" => (BinOp::Gt, Some(Type::Num), Type::Bool),
+        ">=" => (BinOp::Ge, Some(Type::Num), Type::Bool),
+        "&&" => (BinOp::And, Some(Type::Bool), Type::Bool),
+        "||" => (BinOp::Or, Some(Type::Bool), Type::Bool),
+        "==" => (BinOp::Eq, None, Type::Bool),
+        _ => (BinOp::Ne, None, Type::Bool),
+    };
+    match operand {
+        Some(o) if at != o || bt != o => {
+            return err(
+                p,
+                format!(
+                    "`{op}` needs two {}s, found {} and {}",
+                    o.name(),
+                    at.a(),
+                    bt.a()
+                ),
+            )
+        }
+        None if at != bt => return err(p, format!("`{op}` compares {} with {}", at.a(), bt.a())),
+        _ => {}
+    }
+    Ok((Expr::Bin(bop, Box::new(ae), Box::new(be)), result))
+}
+
+/// An aggregate over the members of a collective instance: `op(var in members [if cond]:
+/// body)`.
+fn compile_aggregate(
+    op: &str,
+    var: &str,
+    coll: &str,
+    cond: Option<&Ast>,
+    body: &Ast,
+    pos: Pos,
+    scope: &mut Scope,
+) -> Result<(Expr, Type), LangError> {
+    if coll != "members" || !scope.has_members {
+        return err(
+            pos,
+            format!(
+                "`{coll}` is not a collection here (only `members` of a collective instance is)"
+            ),
+        );
+    }
+    let agg = match op {
+        "max" => Agg::Max,
+        "min" => Agg::Min,
+        "sum" => Agg::Sum,
+        "count" => Agg::Count,
+        "any" => Agg::Any,
+        "all" => Agg::All,
+        "argmax" => Agg::ArgMax,
+        _ => {
+            return err(
+                pos,
+                format!("unknown aggregate `{op}`; known: max, min, sum, count, any, all, argmax"),
+            )
+        }
+    };
+    let slot = scope.declare(var, Type::Member);
+    let c = match cond {
+        Some(c) => Some(Box::new(compile(c, scope, Some(Type::Bool))?.0)),
+        None => None,
+    };
+    let body_want = match agg {
+        Agg::Count | Agg::Any | Agg::All => Type::Bool,
+        _ => Type::Num,
+    };
+    let (b, _) = compile(body, scope, Some(body_want))?;
+    scope.vars.pop();
+    let t = match agg {
+        Agg::Any | Agg::All => Type::Bool,
+        _ => Type::Num,
+    };
+    Ok((
+        Expr::Agg {
+            op: agg,
+            slot,
+            cond: c,
+            body: Box::new(b),
+        },
+        t,
+    ))
 }
 
 fn compile_call(

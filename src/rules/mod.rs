@@ -499,41 +499,100 @@ impl RuleSet {
     }
 
     fn from_sources(sources: Vec<Source>) -> Result<RuleSet> {
-        let mut parsed: Vec<(RuleFile, usize)> = Vec::new();
-        for (k, s) in sources.iter().enumerate() {
-            let rf: RuleFile = toml::from_str(&s.text).map_err(|e| {
-                let off = e.span().map_or(0, |r| r.start);
-                rule_error(s, off, e.message().trim())
-            })?;
-            let id = rf.id.get_ref();
-            if !id.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-                || !id
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-            {
+        let files = parse_files(&sources)?;
+        let p = Parsed::new(&sources, files);
+        p.check_references()?;
+        p.check_feed_cycles()?;
+        let metas = p.metas();
+        p.check_passes(&metas)?;
+        let mut interner = Interner::default();
+        let mut regexes = Vec::new();
+        let (rules, metric_calls) = p.compile(&metas, &mut interner, &mut regexes)?;
+        p.check_derived_cycles(&rules, &metric_calls)?;
+        Ok(RuleSet {
+            rules,
+            interner,
+            regexes,
+        })
+    }
+
+    pub fn index_of(&self, id: &str) -> Option<usize> {
+        self.rules.iter().position(|r| r.info.id == id)
+    }
+}
+
+/// Each source's rule file, parsed, with the index of its source; a user file with a
+/// built-in's id replaces the built-in.
+fn parse_files(sources: &[Source]) -> Result<Vec<(RuleFile, usize)>> {
+    let mut parsed: Vec<(RuleFile, usize)> = Vec::new();
+    for (k, s) in sources.iter().enumerate() {
+        let rf: RuleFile = toml::from_str(&s.text).map_err(|e| {
+            let off = e.span().map_or(0, |r| r.start);
+            rule_error(s, off, e.message().trim())
+        })?;
+        let id = rf.id.get_ref();
+        if !id.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+            || !id
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        {
+            return Err(rule_error(
+                s,
+                rf.id.span().start,
+                format!("rule id `{id}` must match [a-z][a-z0-9_]*"),
+            ));
+        }
+        // a user file with a built-in's id replaces the built-in
+        match parsed.iter().position(|(r, _)| r.id.get_ref() == id) {
+            Some(i) if sources[parsed[i].1].builtin && !s.builtin => parsed[i] = (rf, k),
+            Some(_) => {
                 return Err(rule_error(
                     s,
                     rf.id.span().start,
-                    format!("rule id `{id}` must match [a-z][a-z0-9_]*"),
-                ));
+                    format!("rule `{id}` is defined twice"),
+                ))
             }
-            // a user file with a built-in's id replaces the built-in
-            match parsed.iter().position(|(r, _)| r.id.get_ref() == id) {
-                Some(i) if sources[parsed[i].1].builtin && !s.builtin => parsed[i] = (rf, k),
-                Some(_) => {
-                    return Err(rule_error(
-                        s,
-                        rf.id.span().start,
-                        format!("rule `{id}` is defined twice"),
-                    ))
-                }
-                None => parsed.push((rf, k)),
-            }
+            None => parsed.push((rf, k)),
         }
-        let n = parsed.len();
+    }
+    Ok(parsed)
+}
+
+/// The rule files of a rule set, and what the checks and the compilation look up in them.
+struct Parsed<'a> {
+    sources: &'a [Source],
+    /// Each rule file with the index of its source.
+    parsed: Vec<(RuleFile, usize)>,
+    ids: Vec<String>,
+    /// The rules each rule is fed by (`of`, `[queue] of`), as far as they exist.
+    feeders: Vec<Vec<usize>>,
+}
+
+impl<'a> Parsed<'a> {
+    fn new(sources: &'a [Source], parsed: Vec<(RuleFile, usize)>) -> Parsed<'a> {
         let ids: Vec<String> = parsed.iter().map(|(r, _)| r.id.get_ref().clone()).collect();
         let index = |id: &str| ids.iter().position(|x| x == id);
-        for (r, k) in &parsed {
+        let feeders: Vec<Vec<usize>> = parsed
+            .iter()
+            .map(|(r, _)| r.feeders().filter_map(|f| index(f.get_ref())).collect())
+            .collect();
+        Parsed {
+            sources,
+            parsed,
+            ids,
+            feeders,
+        }
+    }
+
+    fn index(&self, id: &str) -> Option<usize> {
+        self.ids.iter().position(|x| x == id)
+    }
+
+    /// Parents and feeders must exist.
+    fn check_references(&self) -> Result<()> {
+        let (parsed, sources) = (&self.parsed, self.sources);
+        let index = |id: &str| self.index(id);
+        for (r, k) in parsed {
             if let Some(p) = &r.parent {
                 if index(p.get_ref()).is_none() {
                     return Err(rule_error(
@@ -553,11 +612,14 @@ impl RuleSet {
                 }
             }
         }
-        // the rules each rule is fed by (`of`, `[queue] of`): no cycles
-        let feeders: Vec<Vec<usize>> = parsed
-            .iter()
-            .map(|(r, _)| r.feeders().filter_map(|f| index(f.get_ref())).collect())
-            .collect();
+        Ok(())
+    }
+
+    /// Rules must not feed each other in a cycle.
+    fn check_feed_cycles(&self) -> Result<()> {
+        let (parsed, sources, ids, feeders) =
+            (&self.parsed, self.sources, &self.ids, &self.feeders);
+        let n = parsed.len();
         for (i, (r, k)) in parsed.iter().enumerate() {
             for (f, &fi) in r.feeders().zip(&feeders[i]) {
                 if let Some(path) = path_to(fi, i, &|x| feeders[x].clone(), n) {
@@ -573,7 +635,14 @@ impl RuleSet {
                 }
             }
         }
-        // the pass each rule runs in: an `on = "rule"` rule runs in its feeder's
+        Ok(())
+    }
+
+    /// The trigger of each rule and of the pass it runs in: an `on = "rule"` rule runs in
+    /// its feeder's.
+    fn metas(&self) -> Vec<Meta> {
+        let (parsed, feeders) = (&self.parsed, &self.feeders);
+        let n = parsed.len();
         fn root_of(i: usize, parsed: &[(RuleFile, usize)], feeders: &[Vec<usize>]) -> Trigger {
             match parsed[i].0.on {
                 Trigger::Rule if parsed[i].0.of.is_some() => {
@@ -582,13 +651,20 @@ impl RuleSet {
                 on => on,
             }
         }
-        let metas: Vec<Meta> = (0..n)
+        (0..n)
             .map(|i| Meta {
                 on: parsed[i].0.on,
-                root: root_of(i, &parsed, &feeders),
+                root: root_of(i, parsed, feeders),
                 has_group: parsed[i].0.group.is_some(),
             })
-            .collect();
+            .collect()
+    }
+
+    /// Keys that the rule's pass does not use, rules that cannot feed others, and queues
+    /// of instances from another pass are errors.
+    fn check_passes(&self, metas: &[Meta]) -> Result<()> {
+        let (parsed, sources, feeders) = (&self.parsed, self.sources, &self.feeders);
+        let index = |id: &str| self.index(id);
         for (i, (r, k)) in parsed.iter().enumerate() {
             let src = &sources[*k];
             if let Some((msg, off)) = r.unused_key(metas[i].root) {
@@ -627,8 +703,21 @@ impl RuleSet {
                 }
             }
         }
-        let mut interner = Interner::default();
-        let mut regexes = Vec::new();
+        Ok(())
+    }
+
+    /// Every rule compiled, feeders first (their bindings are the types of the rules they
+    /// feed), with the metrics each one's expressions call and where.
+    #[allow(clippy::type_complexity)]
+    fn compile(
+        &self,
+        metas: &[Meta],
+        interner: &mut Interner,
+        regexes: &mut Vec<regex::Regex>,
+    ) -> Result<(Vec<Rule>, Vec<Vec<(u16, usize)>>)> {
+        let (parsed, sources, ids, feeders) =
+            (&self.parsed, self.sources, &self.ids, &self.feeders);
+        let n = parsed.len();
         // rules whose instances feed others are compiled first (their bindings are types)
         let mut rules: Vec<Option<Rule>> = vec![None; n];
         let mut metric_calls: Vec<Vec<(u16, usize)>> = vec![Vec::new(); n];
@@ -645,15 +734,14 @@ impl RuleSet {
                 }
                 let (rf, k) = &parsed[i];
                 let env = Env {
-                    ids: &ids,
-                    metas: &metas,
+                    ids,
+                    metas,
                     me: i,
                     builtin: sources[*k].builtin,
                     item_vars: &item_vars,
                     member_vars: &member_vars,
                 };
-                let (rule, calls) =
-                    compile_rule(rf, &sources[*k], &env, &mut interner, &mut regexes)?;
+                let (rule, calls) = compile_rule(rf, &sources[*k], &env, interner, regexes)?;
                 item_vars[i] = rule.vars.clone();
                 member_vars[i] = rule.member_vars.clone();
                 metric_calls[i] = calls;
@@ -666,8 +754,17 @@ impl RuleSet {
             );
             pending = still;
         }
-        let rules: Vec<Rule> = rules.into_iter().flatten().collect();
-        // derived metrics (and the sums between them) must not read each other in a cycle
+        Ok((rules.into_iter().flatten().collect(), metric_calls))
+    }
+
+    /// Derived metrics (and the sums between them) must not read each other in a cycle.
+    fn check_derived_cycles(
+        &self,
+        rules: &[Rule],
+        metric_calls: &[Vec<(u16, usize)>],
+    ) -> Result<()> {
+        let (parsed, sources, ids) = (&self.parsed, self.sources, &self.ids);
+        let n = parsed.len();
         let reads = |x: usize| -> Vec<usize> {
             match rules[x].on {
                 Trigger::Derived => rules[x].uses_metrics.iter().map(|&m| m as usize).collect(),
@@ -695,15 +792,7 @@ impl RuleSet {
                 }
             }
         }
-        Ok(RuleSet {
-            rules,
-            interner,
-            regexes,
-        })
-    }
-
-    pub fn index_of(&self, id: &str) -> Option<usize> {
-        self.rules.iter().position(|r| r.info.id == id)
+        Ok(())
     }
 }
 
@@ -836,6 +925,39 @@ fn compile_expr(
     Ok(out)
 }
 
+/// One rule's expressions being compiled: the scope they share and, with their places in
+/// the file, the `metric()` calls they make.
+struct RuleExprs<'a, 's> {
+    src: &'s Source,
+    rf: &'s RuleFile,
+    scope: Scope<'a>,
+    calls: Vec<(u16, usize)>,
+}
+
+impl RuleExprs<'_, '_> {
+    /// Compile expression `s` of type `want`.
+    fn expr(&mut self, s: &Spanned<String>, want: Type) -> Result<Expr> {
+        Ok(compile_expr(self.src, s, &mut self.scope, Some(want), &mut self.calls)?.0)
+    }
+
+    /// Compile expression `s`, if the rule has it.
+    fn opt(&mut self, s: &Option<Spanned<String>>, want: Type) -> Result<Option<Expr>> {
+        s.as_ref().map(|s| self.expr(s, want)).transpose()
+    }
+
+    /// A rule with this trigger must have key `what`.
+    fn need(&self, present: bool, what: &str) -> Result<()> {
+        if !present {
+            return Err(rule_error(
+                self.src,
+                0,
+                format!("a rule with on = \"{}\" needs `{what}`", self.rf.on.name()),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Compile one rule; also returns its `metric()` calls with their places in the file.
 fn compile_rule(
     rf: &RuleFile,
@@ -848,286 +970,56 @@ fn compile_rule(
     let meta = env.metas[env.me];
     let collective = rf.on.has_members();
     let had_check = |t: u16| had_problem(env, t);
-    let mut scope = Scope {
-        vars: Vec::new(),
-        member_lets: Vec::new(),
-        // rules fed by collective instances see the instance's members too
-        has_members: meta.root.has_members(),
-        item_vars: env.item_vars,
-        interner,
-        regexes,
-        rule_ids: ids,
-        metric_ids: ids,
-        allow_metric: rf.on == Trigger::Derived,
-        had_check: &had_check,
-        uses_rules: Vec::new(),
-        uses_metrics: Vec::new(),
-        metric_refs: Vec::new(),
-        slots: 0,
+    let mut x = RuleExprs {
+        src,
+        rf,
+        scope: Scope {
+            vars: Vec::new(),
+            member_lets: Vec::new(),
+            // rules fed by collective instances see the instance's members too
+            has_members: meta.root.has_members(),
+            item_vars: env.item_vars,
+            interner,
+            regexes,
+            rule_ids: ids,
+            metric_ids: ids,
+            allow_metric: rf.on == Trigger::Derived,
+            had_check: &had_check,
+            uses_rules: Vec::new(),
+            uses_metrics: Vec::new(),
+            metric_refs: Vec::new(),
+            slots: 0,
+        },
+        calls: Vec::new(),
     };
-    let mut calls = Vec::new();
-    let need = |present: bool, what: &str| -> Result<()> {
-        if !present {
-            return Err(rule_error(
-                src,
-                0,
-                format!("a rule with on = \"{}\" needs `{what}`", rf.on.name()),
-            ));
-        }
-        Ok(())
-    };
-    let mut of = None;
-    // bindings of another location than the rule's: a `[group] by` cannot be one of them
-    let mut remote: Vec<u16> = Vec::new();
-    match rf.on {
-        Trigger::Receive => {
-            scope.declare("R", Type::Event);
-            remote.push(scope.declare("S", Type::Event));
-        }
-        Trigger::Send => {
-            for v in ["S", "R", "C", "Q"] {
-                let s = scope.declare(v, Type::Event);
-                if v == "R" || v == "Q" {
-                    remote.push(s);
-                }
-            }
-        }
-        Trigger::Collective => {
-            scope.declare("op", Type::Str);
-            scope.declare("size", Type::Num);
-            scope.declare("root", Type::Num);
-        }
-        Trigger::WorldCall => {
-            need(rf.class.is_some(), "class")?;
-            scope.declare("size", Type::Num);
-        }
-        Trigger::Team => {
-            scope.declare("size", Type::Num);
-            scope.declare("fork", Type::Num);
-            scope.declare("join", Type::Num);
-        }
-        Trigger::ThreadBarrier => {
-            scope.declare("size", Type::Num);
-        }
-        Trigger::Event => {
-            scope.declare("E", Type::Event);
-        }
-        Trigger::Callpath => {
-            scope.declare("time", Type::Num);
-            scope.declare("visits", Type::Num);
-            scope.declare("callee", Type::Region);
-            // §3.5: the process's master thread and the OpenMP subtrees
-            scope.declare("master", Type::Bool);
-            scope.declare("master_time", Type::Num);
-            scope.declare("incl", Type::Num);
-            scope.declare("master_incl", Type::Num);
-            scope.declare("omp_subtree", Type::Bool);
-            scope.declare("omp_root", Type::Bool);
-        }
-        Trigger::Rule => {
-            need(rf.of.is_some(), "of")?;
-            let fi = rf
-                .of
-                .as_ref()
-                .and_then(|f| ids.iter().position(|x| x == f.get_ref()))
-                .unwrap_or(0);
-            of = Some(fi as u16);
-            // the feeding rule's bindings, in the same slots, plus its value
-            for (n, t, s) in &env.item_vars[fi] {
-                scope.vars.push((n.clone(), *t, *s));
-                scope.slots = scope.slots.max(s + 1);
-            }
-            scope.member_lets = env.member_vars[fi].clone();
-            // the trigger's bindings keep their slots along a chain of fed rules
-            remote = match meta.root {
-                Trigger::Receive => vec![1],
-                Trigger::Send => vec![1, 3],
-                _ => Vec::new(),
-            };
-        }
-        Trigger::Sum | Trigger::Derived => {}
-    }
-    let queue = match &rf.queue {
-        Some(q) => {
-            let q = q.get_ref();
-            let qi = ids.iter().position(|x| x == q.of.get_ref()).unwrap_or(0);
-            let slot = scope.declare("B", Type::Item(qi as u16));
-            let (take, _) = compile_expr(src, &q.take, &mut scope, Some(Type::Bool), &mut calls)?;
-            Some(Queue {
-                of: qi as u16,
-                size: q.size,
-                take,
-                slot,
-            })
-        }
-        None => None,
-    };
-    let mut lets = Vec::new();
-    let mut member_slots = 0u16;
-    for l in rf.lets.iter().flat_map(|l| l.get_ref()) {
-        let (mscope, name, _, ast) =
-            parse::parse_binding(l.get_ref()).map_err(|e| expr_error(src, l, e))?;
-        let compiled = |scope: &mut Scope, calls: &mut Vec<(u16, usize)>| {
-            let r = compile::compile(&ast, scope, None).map_err(|e| expr_error(src, l, e));
-            for (m, p) in scope.metric_refs.drain(..) {
-                calls.push((m, expr_offset(src, l, p)));
-            }
-            r
-        };
-        if let Some(ms) = &mscope {
-            if !collective {
-                return Err(rule_error(
-                    src,
-                    expr_offset(src, l, 0),
-                    format!("`{ms}.{name}`: per-member bindings need a collective trigger"),
-                ));
-            }
-            let m = scope.declare(ms, Type::Member);
-            let (e, t) = compiled(&mut scope, &mut calls)?;
-            scope.vars.retain(|v| v.2 != m);
-            scope.member_lets.push((name, t, member_slots));
-            lets.push(Let::Member {
-                slot: member_slots,
-                var: m,
-                expr: e,
-            });
-            member_slots += 1;
-        } else {
-            let (e, t) = compiled(&mut scope, &mut calls)?;
-            let s = scope.declare(&name, t);
-            lets.push(Let::Inst(s, e));
-        }
-    }
-    let when = match &rf.when {
-        Some(w) => Some(compile_expr(src, w, &mut scope, Some(Type::Bool), &mut calls)?.0),
-        None => None,
-    };
-    let group = match &rf.group {
-        Some(g) => {
-            let g = g.get_ref();
-            if g.keep.get_ref() != "max" {
-                return Err(rule_error(
-                    src,
-                    g.keep.span().start,
-                    format!(
-                        "group keep = \"{}\": only \"max\" is supported",
-                        g.keep.get_ref()
-                    ),
-                ));
-            }
-            let by = compile_expr(src, &g.by, &mut scope, Some(Type::Event), &mut calls)?.0;
-            if remote_event(&by, &remote) {
-                let local = match meta.root {
-                    Trigger::Send => "C.enter",
-                    Trigger::Event => "E.enter",
-                    _ => "R.enter",
-                };
-                return Err(rule_error(
-                    src,
-                    expr_offset(src, &g.by, 0),
-                    format!(
-                        "`[group] by` is an event of another location: groups are kept per \
-                         location, so the key must be an event of the location the rule runs \
-                         on, like {local}"
-                    ),
-                ));
-            }
-            let when = match &g.when {
-                Some(w) => Some(compile_expr(src, w, &mut scope, Some(Type::Bool), &mut calls)?.0),
-                None => None,
-            };
-            Some(Group { by, when })
-        }
-        None => None,
-    };
+    let (of, remote) = declare_trigger(&mut x, env)?;
+    let queue = compile_queue(&mut x, ids)?;
+    let (lets, member_slots) = compile_lets(&mut x, collective)?;
+    let when = x.opt(&rf.when, Type::Bool)?;
+    let group = compile_group(&mut x, meta.root, &remote)?;
     // severity, `for`, `at` and `violation` see the member `m` in collective rules
     let member_slot = if collective {
-        Some(scope.declare("m", Type::Member))
+        Some(x.scope.declare("m", Type::Member))
     } else {
         None
     };
-    let for_members = match &rf.for_members {
-        Some(w) => Some(compile_expr(src, w, &mut scope, Some(Type::Bool), &mut calls)?.0),
-        None => None,
-    };
-    let mut severity = None;
-    let mut at = None;
-    let mut value = None;
-    match rf.on {
-        Trigger::Sum => {}
-        Trigger::Derived => {
-            need(rf.value.is_some(), "value")?;
-            if let Some(v) = &rf.value {
-                value = Some(compile_expr(src, v, &mut scope, Some(Type::Num), &mut calls)?.0);
-            }
-        }
-        _ => {
-            need(rf.severity.is_some(), "severity")?;
-            if let Some(s) = &rf.severity {
-                severity = Some(compile_expr(src, s, &mut scope, Some(Type::Num), &mut calls)?.0);
-            }
-            if rf.on != Trigger::Callpath {
-                need(rf.at.is_some(), "at")?;
-                if let Some(a) = &rf.at {
-                    at = Some(compile_expr(src, a, &mut scope, Some(Type::Event), &mut calls)?.0);
-                }
-            }
-        }
-    }
-    let violation = match &rf.violation {
-        Some(w) => Some(compile_expr(src, w, &mut scope, Some(Type::Bool), &mut calls)?.0),
-        None => None,
-    };
-    let kinds = match &rf.kinds {
-        Some(ks) => ks
-            .get_ref()
-            .iter()
-            .map(|k| {
-                crate::model::EventKind::ALL
-                    .iter()
-                    .copied()
-                    .find(|e| e.name() == k.get_ref())
-                    .ok_or_else(|| {
-                        rule_error(
-                            src,
-                            k.span().start,
-                            format!("unknown event kind `{}` in `kinds`", k.get_ref()),
-                        )
-                    })
-            })
-            .collect::<Result<Vec<_>>>()?,
-        None => Vec::new(),
-    };
+    let for_members = x.opt(&rf.for_members, Type::Bool)?;
+    let (severity, at, value) = compile_outputs(&mut x)?;
+    let violation = x.opt(&rf.violation, Type::Bool)?;
+    let kinds = event_kinds(rf, src)?;
     if rf.on == Trigger::Event {
-        need(!kinds.is_empty(), "kinds")?;
+        x.need(!kinds.is_empty(), "kinds")?;
     }
+    let RuleExprs {
+        mut scope, calls, ..
+    } = x;
     // what rules fed by this one see: where it attributed (`at`) and its `value`
     let at_slot = scope.declare("at", Type::Event);
     let value_slot = scope.declare("value", Type::Num);
     let vars = scope.vars.clone();
     let member_vars = scope.member_lets.clone();
     let rule = Rule {
-        info: MetricInfo {
-            id: rf.id.get_ref().clone(),
-            name: rf.name.clone(),
-            long_name: rf.long_name.clone().unwrap_or_else(|| rf.name.clone()),
-            parent: rf.parent.as_ref().map(|p| p.get_ref().clone()),
-            unit: rf.unit,
-            paradigm: rf.paradigm.clone(),
-            order: rf.order,
-            // one paragraph each, however the TOML file wraps its lines
-            description: rf
-                .description
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" "),
-            diagnosis: rf
-                .diagnosis
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" "),
-            source: src.path.clone(),
-        },
+        info: metric_info(rf, src),
         on: rf.on,
         of,
         root: meta.root,
@@ -1153,6 +1045,258 @@ fn compile_rule(
         uses_metrics: scope.uses_metrics,
     };
     Ok((rule, calls))
+}
+
+/// The bindings of the rule's trigger; for an `on = "rule"` rule, its feeder's. Returns the
+/// feeding rule and the bindings of another location than the rule's (a `[group] by` cannot
+/// be one of them).
+fn declare_trigger(x: &mut RuleExprs, env: &Env) -> Result<(Option<u16>, Vec<u16>)> {
+    let rf = x.rf;
+    let scope = &mut x.scope;
+    let mut of = None;
+    let mut remote: Vec<u16> = Vec::new();
+    match rf.on {
+        Trigger::Receive => {
+            scope.declare("R", Type::Event);
+            remote.push(scope.declare("S", Type::Event));
+        }
+        Trigger::Send => {
+            for v in ["S", "R", "C", "Q"] {
+                let s = scope.declare(v, Type::Event);
+                if v == "R" || v == "Q" {
+                    remote.push(s);
+                }
+            }
+        }
+        Trigger::Collective => {
+            scope.declare("op", Type::Str);
+            scope.declare("size", Type::Num);
+            scope.declare("root", Type::Num);
+        }
+        Trigger::WorldCall => {
+            x.need(rf.class.is_some(), "class")?;
+            x.scope.declare("size", Type::Num);
+        }
+        Trigger::Team => {
+            scope.declare("size", Type::Num);
+            scope.declare("fork", Type::Num);
+            scope.declare("join", Type::Num);
+        }
+        Trigger::ThreadBarrier => {
+            scope.declare("size", Type::Num);
+        }
+        Trigger::Event => {
+            scope.declare("E", Type::Event);
+        }
+        Trigger::Callpath => {
+            scope.declare("time", Type::Num);
+            scope.declare("visits", Type::Num);
+            scope.declare("callee", Type::Region);
+            // §3.5: the process's master thread and the OpenMP subtrees
+            scope.declare("master", Type::Bool);
+            scope.declare("master_time", Type::Num);
+            scope.declare("incl", Type::Num);
+            scope.declare("master_incl", Type::Num);
+            scope.declare("omp_subtree", Type::Bool);
+            scope.declare("omp_root", Type::Bool);
+        }
+        Trigger::Rule => {
+            x.need(rf.of.is_some(), "of")?;
+            let fi = rf
+                .of
+                .as_ref()
+                .and_then(|f| env.ids.iter().position(|x| x == f.get_ref()))
+                .unwrap_or(0);
+            of = Some(fi as u16);
+            let scope = &mut x.scope;
+            // the feeding rule's bindings, in the same slots, plus its value
+            for (n, t, s) in &env.item_vars[fi] {
+                scope.vars.push((n.clone(), *t, *s));
+                scope.slots = scope.slots.max(s + 1);
+            }
+            scope.member_lets = env.member_vars[fi].clone();
+            // the trigger's bindings keep their slots along a chain of fed rules
+            remote = match env.metas[env.me].root {
+                Trigger::Receive => vec![1],
+                Trigger::Send => vec![1, 3],
+                _ => Vec::new(),
+            };
+        }
+        Trigger::Sum | Trigger::Derived => {}
+    }
+    Ok((of, remote))
+}
+
+/// The rule's `[queue]`: the queued instance `B` and the `take` condition.
+fn compile_queue(x: &mut RuleExprs, ids: &[String]) -> Result<Option<Queue>> {
+    let Some(q) = &x.rf.queue else {
+        return Ok(None);
+    };
+    let q = q.get_ref();
+    let qi = ids.iter().position(|x| x == q.of.get_ref()).unwrap_or(0);
+    let slot = x.scope.declare("B", Type::Item(qi as u16));
+    let take = x.expr(&q.take, Type::Bool)?;
+    Ok(Some(Queue {
+        of: qi as u16,
+        size: q.size,
+        take,
+        slot,
+    }))
+}
+
+/// The rule's `let` bindings in order, and how many per-member bindings there are.
+fn compile_lets(x: &mut RuleExprs, collective: bool) -> Result<(Vec<Let>, u16)> {
+    let (rf, src) = (x.rf, x.src);
+    let mut lets = Vec::new();
+    let mut member_slots = 0u16;
+    for l in rf.lets.iter().flat_map(|l| l.get_ref()) {
+        let (mscope, name, _, ast) =
+            parse::parse_binding(l.get_ref()).map_err(|e| expr_error(src, l, e))?;
+        let compiled = |scope: &mut Scope, calls: &mut Vec<(u16, usize)>| {
+            let r = compile::compile(&ast, scope, None).map_err(|e| expr_error(src, l, e));
+            for (m, p) in scope.metric_refs.drain(..) {
+                calls.push((m, expr_offset(src, l, p)));
+            }
+            r
+        };
+        if let Some(ms) = &mscope {
+            if !collective {
+                return Err(rule_error(
+                    src,
+                    expr_offset(src, l, 0),
+                    format!("`{ms}.{name}`: per-member bindings need a collective trigger"),
+                ));
+            }
+            let m = x.scope.declare(ms, Type::Member);
+            let (e, t) = compiled(&mut x.scope, &mut x.calls)?;
+            x.scope.vars.retain(|v| v.2 != m);
+            x.scope.member_lets.push((name, t, member_slots));
+            lets.push(Let::Member {
+                slot: member_slots,
+                var: m,
+                expr: e,
+            });
+            member_slots += 1;
+        } else {
+            let (e, t) = compiled(&mut x.scope, &mut x.calls)?;
+            let s = x.scope.declare(&name, t);
+            lets.push(Let::Inst(s, e));
+        }
+    }
+    Ok((lets, member_slots))
+}
+
+/// The rule's `[group]`; its key must be an event of the location the rule runs on (`root`
+/// is the trigger of the rule's pass).
+fn compile_group(x: &mut RuleExprs, root: Trigger, remote: &[u16]) -> Result<Option<Group>> {
+    let (rf, src) = (x.rf, x.src);
+    let Some(g) = &rf.group else {
+        return Ok(None);
+    };
+    let g = g.get_ref();
+    if g.keep.get_ref() != "max" {
+        return Err(rule_error(
+            src,
+            g.keep.span().start,
+            format!(
+                "group keep = \"{}\": only \"max\" is supported",
+                g.keep.get_ref()
+            ),
+        ));
+    }
+    let by = x.expr(&g.by, Type::Event)?;
+    if remote_event(&by, remote) {
+        let local = match root {
+            Trigger::Send => "C.enter",
+            Trigger::Event => "E.enter",
+            _ => "R.enter",
+        };
+        return Err(rule_error(
+            src,
+            expr_offset(src, &g.by, 0),
+            format!(
+                "`[group] by` is an event of another location: groups are kept per \
+                 location, so the key must be an event of the location the rule runs \
+                 on, like {local}"
+            ),
+        ));
+    }
+    let when = x.opt(&g.when, Type::Bool)?;
+    Ok(Some(Group { by, when }))
+}
+
+/// What the rule finds: `severity` and `at` (`at` not for `on = "callpath"`), or the
+/// `value` of a derived metric; a sum has none of them.
+#[allow(clippy::type_complexity)]
+fn compile_outputs(x: &mut RuleExprs) -> Result<(Option<Expr>, Option<Expr>, Option<Expr>)> {
+    let rf = x.rf;
+    let mut severity = None;
+    let mut at = None;
+    let mut value = None;
+    match rf.on {
+        Trigger::Sum => {}
+        Trigger::Derived => {
+            x.need(rf.value.is_some(), "value")?;
+            value = x.opt(&rf.value, Type::Num)?;
+        }
+        _ => {
+            x.need(rf.severity.is_some(), "severity")?;
+            severity = x.opt(&rf.severity, Type::Num)?;
+            if rf.on != Trigger::Callpath {
+                x.need(rf.at.is_some(), "at")?;
+                at = x.opt(&rf.at, Type::Event)?;
+            }
+        }
+    }
+    Ok((severity, at, value))
+}
+
+/// The event kinds of the rule's `kinds`.
+fn event_kinds(rf: &RuleFile, src: &Source) -> Result<Vec<crate::model::EventKind>> {
+    let Some(ks) = &rf.kinds else {
+        return Ok(Vec::new());
+    };
+    ks.get_ref()
+        .iter()
+        .map(|k| {
+            crate::model::EventKind::ALL
+                .iter()
+                .copied()
+                .find(|e| e.name() == k.get_ref())
+                .ok_or_else(|| {
+                    rule_error(
+                        src,
+                        k.span().start,
+                        format!("unknown event kind `{}` in `kinds`", k.get_ref()),
+                    )
+                })
+        })
+        .collect()
+}
+
+/// The rule as a metric of the reports.
+fn metric_info(rf: &RuleFile, src: &Source) -> MetricInfo {
+    MetricInfo {
+        id: rf.id.get_ref().clone(),
+        name: rf.name.clone(),
+        long_name: rf.long_name.clone().unwrap_or_else(|| rf.name.clone()),
+        parent: rf.parent.as_ref().map(|p| p.get_ref().clone()),
+        unit: rf.unit,
+        paradigm: rf.paradigm.clone(),
+        order: rf.order,
+        // one paragraph each, however the TOML file wraps its lines
+        description: rf
+            .description
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" "),
+        diagnosis: rf
+            .diagnosis
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" "),
+        source: src.path.clone(),
+    }
 }
 
 #[cfg(test)]
