@@ -1,3 +1,6 @@
+//! The `perfexpert` binary: parses the command line, runs it through the library (`cli`),
+//! and turns an error into one line on stderr with exit status 2.
+
 use clap::Parser;
 use std::process::ExitCode;
 

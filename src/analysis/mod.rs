@@ -10,8 +10,10 @@
 //! * `pass`: one room per trigger family (call paths; events, receives and sends on each
 //!   location; collectives, world calls, teams, thread barriers; sums and derived);
 //! * `cube`: what the passes found, and the `Analysis` made of it;
-//! * `eval`: expressions evaluated and compiled; `critical_path`, `matrices`,
-//!   `overheads`, `phases`, `scores`: what the reports add to the analysis.
+//! * `eval`: expressions evaluated and compiled; `scores`: severity, significance and
+//!   precision of the findings; `critical_path`, `matrices`, `overheads`, `phases`: the
+//!   extras;
+//! * `pipeline`: the one library call from a read trace to everything a report shows.
 
 pub mod critical_path;
 pub mod eval;

@@ -168,15 +168,15 @@ pub enum Expr {
     If(Box<Expr>, Box<Expr>, Box<Expr>),
     In(Box<Expr>, Vec<Value>),
     /// `slot.f` or `slot.f.g` in one node (never written by the compiler: the analysis fuses
-    /// field chains on slots when it specialises a rule, `analysis::specialise`).
+    /// field chains on slots when it specialises a rule, `analysis::plan::specialise`).
     Path(u16, Field, Option<Field>),
     /// A subexpression that reads nothing but the region of the call around the event in
     /// `slot`, evaluated in advance: its value per region index, and last for "no enclosing
-    /// call" (never written by the compiler: `analysis::specialise` makes it per trace).
+    /// call" (never written by the compiler: `analysis::plan::specialise` makes it per trace).
     Table(u16, Box<[Value]>),
     /// A subexpression that reads nothing but the trigger events, met more than once among
     /// the rules tried on one kind of event: evaluated at most once per event, its value
-    /// kept in the context's cell `n` (never written by the compiler: `analysis::share`
+    /// kept in the context's cell `n` (never written by the compiler: `analysis::plan::share`
     /// makes it per pass and kind).
     Shared(u16, Box<Expr>),
 }
