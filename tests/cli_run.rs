@@ -221,3 +221,53 @@ fn timings_name_every_stage_on_stderr_and_leave_the_report_alone() {
     let (_, text, _) = perfexpert(&["run", "-q", "--timings", t]);
     assert_eq!(text, plain, "--timings does not change the text report");
 }
+
+#[test]
+fn reports_are_written_under_a_temporary_name_and_renamed_when_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("all");
+    let (code, _, err) = perfexpert(&[
+        "run",
+        "-q",
+        "--format",
+        "text,json,cubex,html",
+        "-o",
+        out.to_str().unwrap(),
+        LS,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["report.cubex", "report.html", "report.json", "report.txt"],
+        "no temporary file may be left behind"
+    );
+    // a report that cannot be put in place (its name is a directory) fails with one line
+    // and leaves neither the temporary file nor anything under the name
+    let blocked = dir.path().join("blocked.json");
+    std::fs::create_dir(&blocked).unwrap();
+    let (code, stdout, err) = perfexpert(&[
+        "run",
+        "-q",
+        "--format",
+        "json",
+        "-o",
+        blocked.to_str().unwrap(),
+        LS,
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(stdout.is_empty());
+    assert!(err.contains("blocked.json: cannot create"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("partial"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+    assert_eq!(std::fs::read_dir(&blocked).unwrap().count(), 0);
+}

@@ -273,13 +273,27 @@ fn spill_for(args: &RunArgs) -> Result<Option<crate::model::spill::Spill>> {
     Ok(Some(spill))
 }
 
+/// Writes a report to a temporary name beside `path` (`.NAME.partial-PID`) and renames it
+/// to `path` when it is complete, so that a run killed midway never leaves a half-written
+/// report under the report's name; on an error the temporary file is removed.
 fn write_file(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
-    let file = std::fs::File::create(path).map_err(|e| Error::io(path, "cannot create", e))?;
+    let name = path
+        .file_name()
+        .map_or_else(|| std::ffi::OsString::from("report"), |n| n.to_os_string());
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(&name);
+    tmp_name.push(format!(".partial-{}", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let file = std::fs::File::create(&tmp).map_err(|e| Error::io(path, "cannot create", e))?;
     let mut w = std::io::BufWriter::new(file);
-    f(&mut w).and_then(|_| w.flush()).map_err(|e| {
-        // never leave a partial report behind that looks complete
-        drop(w);
-        let _ = std::fs::remove_file(path);
-        Error::io(path, "cannot write", e)
-    })
+    let written = f(&mut w)
+        .and_then(|_| w.flush())
+        .map_err(|e| Error::io(path, "cannot write", e));
+    drop(w);
+    let done = written
+        .and_then(|_| std::fs::rename(&tmp, path).map_err(|e| Error::io(path, "cannot create", e)));
+    if done.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    done
 }
