@@ -85,8 +85,11 @@ pub fn run(args: &RunArgs, progress: &Progress, out: &mut dyn Write) -> Result<(
     if let Some(dir) = &args.matrices_csv {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "cannot create directory", e))?;
         if let (Some(w), Some(t)) = (&report.wait_matrix, &report.traffic_matrix) {
-            crate::analysis::matrices::write_csv(dir, w, t)
-                .map_err(|e| Error::io(dir, "cannot write the matrices into", e))?;
+            use crate::report::csv::{write_traffic_matrix, write_wait_matrix};
+            write_file(&dir.join("wait_matrix.csv"), |f| write_wait_matrix(w, f))?;
+            write_file(&dir.join("traffic_matrix.csv"), |f| {
+                write_traffic_matrix(t, f)
+            })?;
         }
     }
     progress.finish();

@@ -1,6 +1,7 @@
 //! Reports of an analysis: the JSON document (docs/report-json.md) and the terminal text.
 //! A report knows nothing of how a value was found.
 
+pub mod csv;
 pub mod cubex;
 pub mod diff;
 pub mod html;
