@@ -271,3 +271,32 @@ fn reports_are_written_under_a_temporary_name_and_renamed_when_complete() {
     assert!(left.is_empty(), "temporary files left: {left:?}");
     assert_eq!(std::fs::read_dir(&blocked).unwrap().count(), 0);
 }
+
+#[test]
+fn a_matrix_csv_that_cannot_be_put_in_place_is_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    // the name of the wait matrix is taken by a directory
+    std::fs::create_dir(dir.path().join("wait_matrix.csv")).unwrap();
+    let (code, out, err) = perfexpert(&[
+        "run",
+        "-q",
+        "--matrices-csv",
+        dir.path().to_str().unwrap(),
+        LS,
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty(), "partial output {out}");
+    assert!(err.contains("wait_matrix.csv: cannot create"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    let partial = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains("partial")
+        })
+        .count();
+    assert_eq!(partial, 0, "a temporary file was left behind");
+}
