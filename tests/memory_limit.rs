@@ -148,3 +148,44 @@ fn an_unusable_spill_directory_is_one_line_with_exit_2() {
         "{err}"
     );
 }
+
+/// A limit below the floor: the one line says so with the floor in MB, and the run goes on
+/// to the same report; `--memory-limit-strict` refuses before reading, one line, exit 2.
+#[test]
+fn a_limit_below_the_floor_says_so_or_refuses() {
+    let (c1, plain, _) = perfexpert(&["run", "-q", LS]);
+    let (c2, limited, err) = perfexpert(&["run", "-q", "--memory-limit", "1", LS]);
+    assert_eq!((c1, c2), (0, 0), "{err}");
+    assert_eq!(plain, limited);
+    assert_eq!(spill_lines(&err), 1, "{err}");
+    assert!(
+        err.contains("and about 48 MB even with the event columns in a temporary file"),
+        "{err}"
+    );
+    let (c3, out, err) = perfexpert(&[
+        "run",
+        "-q",
+        "--memory-limit",
+        "1",
+        "--memory-limit-strict",
+        LS,
+    ]);
+    assert_eq!(c3, 2, "{err}");
+    assert!(out.is_empty(), "no report: {out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(LS) && err.contains("below the about 48 MB"),
+        "{err}"
+    );
+    // strict with a limit the floor fits under runs as without it
+    let (c4, strict, err) = perfexpert(&[
+        "run",
+        "-q",
+        "--memory-limit",
+        "1G",
+        "--memory-limit-strict",
+        LS,
+    ]);
+    assert_eq!(c4, 0, "{err}");
+    assert_eq!(plain, strict);
+}

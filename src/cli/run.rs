@@ -69,6 +69,10 @@ pub struct RunArgs {
     /// used. Same results.
     #[arg(long, value_name = "SIZE", value_parser = crate::model::spill::parse_size)]
     pub memory_limit: Option<u64>,
+    /// With --memory-limit: refuse (exit 2) rather than run above the limit when the
+    /// trace needs more than it even with its event columns in the temporary file.
+    #[arg(long, requires = "memory_limit")]
+    pub memory_limit_strict: bool,
 }
 
 pub fn run(args: &RunArgs, progress: &Progress, out: &mut dyn Write) -> Result<()> {
@@ -239,17 +243,21 @@ fn write(args: &RunArgs, report: &Report, cube: Option<&Cube>, out: &mut dyn Wri
 }
 
 /// `--memory-limit`: a spill file when the trace's estimated resident size exceeds the
-/// limit (and one line on stderr saying so), none otherwise.
+/// limit (and one line on stderr saying so), none otherwise. When even the state that cannot
+/// be spilled (`spill::floor_bytes`) exceeds the limit, the line says so with that floor and
+/// the run goes on at it; `--memory-limit-strict` refuses instead, before reading.
 fn spill_for(args: &RunArgs) -> Result<Option<crate::model::spill::Spill>> {
-    use crate::model::spill::{Spill, RESIDENT_BYTES_PER_EVENT};
+    use crate::model::spill::{floor_bytes, Spill, RESIDENT_BYTES_PER_EVENT};
     let Some(limit) = args.memory_limit else {
         return Ok(None);
     };
     let events = crate::formats::estimate_events(&args.trace)?;
     let need = events.saturating_mul(RESIDENT_BYTES_PER_EVENT);
+    let floor = floor_bytes(events);
     tracing::info!(
         estimated_events = events,
         need_bytes = need,
+        floor_bytes = floor,
         limit_bytes = limit,
         spill = need > limit,
         "memory limit"
@@ -257,23 +265,50 @@ fn spill_for(args: &RunArgs) -> Result<Option<crate::model::spill::Spill>> {
     if need <= limit {
         return Ok(None);
     }
+    if floor > limit && args.memory_limit_strict {
+        return Err(Error::Usage(format!(
+            "{}: --memory-limit {} is below the about {} that the run needs even with the \
+             event columns in a temporary file (about {events} events; --memory-limit-strict)",
+            args.trace.display(),
+            mb(limit),
+            mb(floor)
+        )));
+    }
     let dir = std::env::temp_dir();
     let spill = Spill::new(&dir, Some(limit))
         .map_err(|e| Error::io(&dir, "cannot create a spill file in", e))?;
-    let mb = |b: u64| match b {
+    let head = format!(
+        "perfexpert: about {events} events need about {} in memory, more than --memory-limit {}",
+        mb(need),
+        mb(limit)
+    );
+    if floor > limit {
+        eprintln!(
+            "{head}, and about {} even with the event columns in a temporary file in {} (the \
+             replay's and the rules' state): the run goes on at about {} \
+             (--memory-limit-strict refuses instead)",
+            mb(floor),
+            dir.display(),
+            mb(floor)
+        );
+    } else {
+        eprintln!(
+            "{head}: the event columns go to a temporary file in {} and stay in memory only \
+             while used",
+            dir.display()
+        );
+    }
+    Ok(Some(spill))
+}
+
+/// A size as the memory messages give it.
+fn mb(b: u64) -> String {
+    match b {
         b if b >= 1 << 30 => format!("{:.1} GB", b as f64 / (1u64 << 30) as f64),
         b if b >= 1 << 20 => format!("{} MB", b >> 20),
         b if b >= 1 << 10 => format!("{} KB", b >> 10),
         b => format!("{b} bytes"),
-    };
-    eprintln!(
-        "perfexpert: about {events} events need about {} in memory, more than --memory-limit {}: \
-         the event columns go to a temporary file in {} and stay in memory only while used",
-        mb(need),
-        mb(limit),
-        dir.display()
-    );
-    Ok(Some(spill))
+    }
 }
 
 /// Writes a report to a temporary name beside `path` (`.NAME.partial-PID`) and renames it

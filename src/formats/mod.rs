@@ -103,6 +103,9 @@ pub fn open_with(path: &Path, spill: Option<&Spill>) -> Result<Trace> {
     let s =
         tracing::info_span!("read", format = Empty, locations = Empty, events = Empty).entered();
     let trace = read_with(path, spill)?;
+    if spill.is_some() {
+        crate::model::spill::return_free_heap();
+    }
     let o = &trace.origin;
     s.record(
         "format",

@@ -347,6 +347,12 @@ impl Events {
         spill.store(cols)
     }
 
+    /// Spilled columns: drop them from the resident set once a pass is done with this
+    /// location (`Column::release_resident`; they were stored as one region).
+    pub fn release_resident(&self) {
+        self.time.release_resident();
+    }
+
     /// Are the core columns in the spill file?
     pub fn is_spilled(&self) -> bool {
         self.time.is_spilled()

@@ -168,6 +168,17 @@ impl<T: Pod> Column<T> {
         matches!(self.store, Store::Mapped(_))
     }
 
+    /// A spilled column: drop its region of the spill file (all the columns stored with it)
+    /// from the resident set, once a pass is done with it; the next access faults it back.
+    /// Nothing for a column on the heap. The trimmer thread does the same for every region
+    /// when the resident set nears the limit; this keeps a streaming pass from filling
+    /// memory between two of the trimmer's readings, whatever the load of the machine.
+    pub fn release_resident(&self) {
+        if let Store::Mapped(m) = &self.store {
+            drop_resident(&m.map);
+        }
+    }
+
     #[inline(always)]
     pub fn push(&mut self, x: T) {
         if let Store::Heap(v) = &mut self.store {
@@ -305,6 +316,19 @@ impl<T: Pod + std::fmt::Debug> std::fmt::Debug for Column<T> {
 /// ping-pong traces, 25 at 100 M events); with `--memory-limit`, the columns spill when
 /// `events × this` exceeds the limit.
 pub const RESIDENT_BYTES_PER_EVENT: u64 = 28;
+
+/// What a run needs in memory even with every event column in the spill file: the replay's
+/// pointer, call-path and partner columns, the matching's sorted sides while it runs, the
+/// rules' state and the report (about 15 bytes per event), and the program, its rules and
+/// buffers (48 MB). Measured as the peak RSS under `--memory-limit 1`, where the trimmer
+/// drops every mapped column it can: at most 57, 114 and 174 MB for the 4, 6.4 and 12 M
+/// event ping-pongs with the text report, 93, 122 and 160 MB with JSON (2026-11-26,
+/// `/usr/bin/time -f %M`, highest of 3 runs); the estimate stays above each of them.
+pub fn floor_bytes(events: u64) -> u64 {
+    const PER_EVENT: u64 = 15;
+    const FIXED: u64 = 48 << 20;
+    events.saturating_mul(PER_EVENT).saturating_add(FIXED)
+}
 
 /// The spill file and, with a limit, the trimmer that keeps its mapped pages out of the
 /// resident set.
@@ -492,9 +516,13 @@ fn resident() -> Option<(u64, u64)> {
     Some((rss * page, shared * page))
 }
 
-/// Every 10 ms: when the resident set is within 10 % of `limit` and file-backed pages make
-/// up more than 16 MB of it, drop the mapped columns from it (their content stays in the
-/// file and the page cache; the next access faults them back).
+/// Keeps the resident set under `limit`: it reads the resident set every 5 ms, every
+/// millisecond once it is above half the limit (reading `/proc/self/statm` costs a few
+/// microseconds), and when it is above 90 % of the limit and file-backed pages make up more
+/// than 4 MB of it, drops the mapped columns from it (their content stays in the file and
+/// the page cache; the next access faults them back). A pass streams at most a few MB of
+/// columns into memory between two readings, so the peak stays within the limit + 10 %
+/// whenever the state that cannot be spilled fits under it (`floor_bytes`).
 fn trim_loop(
     limit: u64,
     maps: &Mutex<Vec<Arc<memmap2::Mmap>>>,
@@ -502,12 +530,14 @@ fn trim_loop(
     trims: &AtomicU64,
 ) {
     let high = limit - limit / 10;
+    let mut wait = std::time::Duration::from_millis(5);
     while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(std::time::Duration::from_millis(10));
+        std::thread::sleep(wait);
         let Some((rss, file)) = resident() else {
             return; // no /proc: leave it to the kernel
         };
-        if rss <= high || file <= 16 << 20 {
+        wait = std::time::Duration::from_millis(if rss > limit / 2 { 1 } else { 5 });
+        if rss <= high || file <= 4 << 20 {
             continue;
         }
         let maps: Vec<Arc<memmap2::Mmap>> = match maps.lock() {
@@ -518,6 +548,19 @@ fn trim_loop(
             drop_resident(m);
         }
         trims.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Gives the heap memory that is free but still resident back to the system (glibc keeps
+/// freed blocks in its per-thread arenas: after a read whose decoded columns went to the
+/// spill file, tens of MB of them). Called when the columns are spilled, where the
+/// resident set must stay under a limit; elsewhere the memory is reused as it is.
+pub fn return_free_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory of the allocator's own arenas; it has
+    // no preconditions and changes no allocated block.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 

@@ -36,10 +36,12 @@ pub fn instances(trace: &Trace, master: &[u32]) -> (Vec<Instance>, CollStats) {
         .events
         .par_iter()
         .map(|ev| {
-            (0..ev.len())
+            let f = (0..ev.len())
                 .filter(|&i| ev.kind[i] == EventKind::MpiCollectiveEnd)
                 .map(|i| (ev.coll.comm[ev.arg[i] as usize], i as u32))
-                .collect()
+                .collect();
+            ev.release_resident();
+            f
         })
         .collect();
     for (l, f) in found.into_iter().enumerate() {

@@ -266,6 +266,7 @@ fn collect(
             send_loc.truncate(kept);
         }
         p.links.push(links);
+        ev.release_resident();
     }
     p.sends.loc = send_loc;
     p.recvs.loc = recv_loc;

@@ -504,7 +504,9 @@ impl Replay {
                     forks: &forks[m],
                     kinds: &kinds,
                 });
-                pass_a(ev, worker)
+                let p = pass_a(ev, worker);
+                ev.release_resident();
+                p
             })
             .collect();
         let locals: Vec<LocalTree> = parts.iter().map(|p| p.local.clone()).collect();

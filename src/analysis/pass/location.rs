@@ -181,7 +181,11 @@ fn run_locs(
 ) -> Vec<LocPass> {
     locs.into_par_iter()
         .zip(outs)
-        .map(|(l, out)| walk(eng, pr, had, l, out, accumulate))
+        .map(|(l, out)| {
+            let pass = walk(eng, pr, had, l, out, accumulate);
+            eng.trace.events[l].release_resident();
+            pass
+        })
         .collect()
 }
 
