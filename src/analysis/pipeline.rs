@@ -156,11 +156,20 @@ pub fn analyse_trace<V>(
             params: opts.params,
         })
     };
-    if opts.structure || !opts.what_if.is_empty() {
-        structure(&trace, &replay, &analysis, &opts.what_if, &mut extras)?;
-    }
-    if let Some(rules) = phase_rules {
-        extras.phases = Some(summarise_phases(trace, (replay, analysis), &rules)?);
+    // The critical path and matrices, and the phases' detection, read the same trace and
+    // replay and nothing of each other: they run side by side (the detection is one
+    // sequential walk, which leaves the other core to the critical path).
+    let want_structure = opts.structure || !opts.what_if.is_empty();
+    let (structured, found) = rayon::join(
+        || {
+            want_structure
+                .then(|| structure(&trace, &replay, &analysis, &opts.what_if, &mut extras))
+        },
+        || phase_rules.as_ref().map(|_| detect_phases(&trace)),
+    );
+    structured.transpose()?;
+    if let (Some(rules), Some(found)) = (phase_rules, found) {
+        extras.phases = Some(summarise_phases(trace, (replay, analysis), &rules, found)?);
     }
     Ok(Outcome { view, extras })
 }
@@ -234,6 +243,14 @@ fn structure(
     Ok(())
 }
 
+/// The phases of the trace (`phases::detect`), with its stage span.
+fn detect_phases(trace: &Trace) -> Vec<phases::Phase> {
+    let s = tracing::info_span!("phase detection", found = Empty).entered();
+    let found = phases::detect(trace);
+    s.record("found", found.len());
+    found
+}
+
 /// The phases of the trace, each analysed alone. When the only phase is the whole run, its
 /// analysis is `whole`; otherwise `whole` is dropped first and the trace is cut into the
 /// phases' slices location by location, so the memory never exceeds about one analysis.
@@ -241,10 +258,9 @@ fn summarise_phases(
     trace: Trace,
     whole: (Replay, Analysis),
     rules: &RuleSet,
+    found: Vec<phases::Phase>,
 ) -> Result<Vec<PhaseEntry>, Refusal> {
-    let s = tracing::info_span!("phases", found = Empty).entered();
-    let found = phases::detect(&trace);
-    s.record("found", found.len());
+    let _s = tracing::info_span!("phases", analysed = found.len()).entered();
     let rules = || Ok(rules.clone());
     Ok(if phases::is_whole(&trace, &found) {
         phases::summarise(&trace, &found, &rules, (&whole.0, &whole.1))?
