@@ -349,6 +349,7 @@ impl Events {
 
     /// Spilled columns: drop them from the resident set once a pass is done with this
     /// location (`Column::release_resident`; they were stored as one region).
+    #[inline(never)]
     pub fn release_resident(&self) {
         self.time.release_resident();
     }

@@ -173,6 +173,7 @@ impl<T: Pod> Column<T> {
     /// Nothing for a column on the heap. The trimmer thread does the same for every region
     /// when the resident set nears the limit; this keeps a streaming pass from filling
     /// memory between two of the trimmer's readings, whatever the load of the machine.
+    #[inline(never)]
     pub fn release_resident(&self) {
         if let Store::Mapped(m) = &self.store {
             drop_resident(&m.map);
@@ -555,6 +556,7 @@ fn trim_loop(
 /// freed blocks in its per-thread arenas: after a read whose decoded columns went to the
 /// spill file, tens of MB of them). Called when the columns are spilled, where the
 /// resident set must stay under a limit; elsewhere the memory is reused as it is.
+#[cold]
 pub fn return_free_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only releases free memory of the allocator's own arenas; it has
