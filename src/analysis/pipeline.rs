@@ -28,6 +28,8 @@ pub struct Options {
     pub what_if: Vec<String>,
     /// Detect the phases and analyse each alone (not with `phase`).
     pub phases: bool,
+    /// The views of the run over time for the HTML report (`analysis::views`).
+    pub views: bool,
 }
 
 impl Options {
@@ -40,6 +42,7 @@ impl Options {
             structure: false,
             what_if: Vec::new(),
             phases: false,
+            views: false,
         }
     }
 }
@@ -76,6 +79,7 @@ pub struct Extras {
     pub traffic_matrix: Option<TrafficMatrix>,
     pub overheads: Option<Overheads>,
     pub phases: Option<Vec<PhaseEntry>>,
+    pub views: Option<super::views::Views>,
 }
 
 /// The analysis: what the caller's view made of the whole analysis, and the extras.
@@ -158,6 +162,10 @@ pub fn analyse_trace<V>(
     };
     if opts.structure || !opts.what_if.is_empty() {
         structure(&trace, &replay, &analysis, &opts.what_if, &mut extras)?;
+    }
+    if opts.views {
+        let _s = tracing::info_span!("views of the run").entered();
+        extras.views = Some(super::views::views(&trace, &replay, &analysis));
     }
     if let Some(rules) = phase_rules {
         extras.phases = Some(summarise_phases(trace, (replay, analysis), &rules)?);
