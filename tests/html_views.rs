@@ -311,6 +311,30 @@ fn the_views_play_and_mark_a_finding_in_chromium() {
             dom.contains("<p>Processes: "),
             "{trace}: no text alternative"
         );
+        // hovering the timeline says what is there: a script added to the page moves the
+        // mouse onto rank 1's row and copies the tooltip into an attribute
+        let hover = dir.path().join("hover.html");
+        let probe = "<script>var cv=document.getElementById('tl-canvas'),rc=cv.getBoundingClientRect();\
+            cv.dispatchEvent(new MouseEvent('mousemove',{clientX:rc.left+600,clientY:rc.top+25,bubbles:true}));\
+            document.body.setAttribute('data-tip',document.getElementById('tip').textContent);</script></body>";
+        let h = std::fs::read_to_string(&page).unwrap();
+        std::fs::write(&hover, h.replace("</body>", probe)).unwrap();
+        let (dom, console) = open(
+            &chrome,
+            &format!("file://{}", hover.display()),
+            &["--dump-dom"],
+        );
+        assert!(console.is_empty(), "{trace}: {console:?}");
+        let tip = dom.split("data-tip=\"").nth(1).unwrap_or_default();
+        for needle in [
+            "rank 1",
+            "region",
+            "call path: main/",
+            "start ",
+            "duration ",
+        ] {
+            assert!(tip.contains(needle), "{trace}: tooltip {tip}");
+        }
         // and a screenshot of it, not blank
         let shot = dir.path().join("r.png");
         let _ = std::fs::remove_file(&shot);

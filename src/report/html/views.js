@@ -159,6 +159,7 @@
     a = Math.max(0, Math.min(a, (D.dur || 1) - span));
     v0 = a; v1 = a + span; draw();
   }
+  function region(path) { return path ? path.split('/').pop() : '?'; }
   function hover(ev) {
     var rc = cv.getBoundingClientRect(), x = ev.clientX - rc.left, y = ev.clientY - rc.top;
     var i = Math.floor(y / G.rh);
@@ -173,14 +174,16 @@
       if (!p) { tip.style.display = 'none'; return; }
       var cls = p[5].map(function (w) { return esc(D.classes[w[0]].name) + ' ' + (100 * w[1]).toFixed(0) + ' %'; });
       cls.push(esc(D.classes[p[4]].name));
-      html += cls.join(', ') + '<br>call path: ' + esc(D.cp[p[3]] || '?') + '<br>start ' + fmt(p[1]) + ', duration ' + fmt(p[2] - p[1]);
+      html += cls.join(', ') + '<br>region: ' + esc(region(D.cp[p[3]])) + '<br>call path: ' + esc(D.cp[p[3]] || '?') +
+        '<br>start ' + fmt(p[1]) + ', duration ' + fmt(p[2] - p[1]);
     } else {
       var L = D.levels[lev], cw = D.dur / L.cols, col = Math.floor(t / cw), rs = runs(lev, r), hit = -1;
       for (var k = 0; k < rs.length; k += 4) { if (rs[k] <= col && col < rs[k] + rs[k + 1]) { hit = k; break; } }
       if (hit < 0 || rs[hit + 2] === 0xF0) { tip.style.display = 'none'; return; }
       var cell = rs[hit + 2], cn = rs[hit + 3];
       html += esc(D.classes[cell >> 4].name) + ' dominant (' + Math.round(100 * (cell & 15) / 15) + ' % of the column)' +
-        '<br>call path (longest piece): ' + esc(cn ? D.cp[cn - 1] || '?' : '—') +
+        '<br>region (longest piece): ' + esc(cn ? region(D.cp[cn - 1]) : '—') +
+        '<br>call path: ' + esc(cn ? D.cp[cn - 1] || '?' : '—') +
         '<br>start ' + fmt(rs[hit] * cw) + ', duration ' + fmt(rs[hit + 1] * cw) +
         (rs[hit + 1] > 1 ? ' (' + rs[hit + 1] + ' columns alike)' : '');
     }
