@@ -22,6 +22,7 @@ pub mod overheads;
 pub mod phases;
 pub mod pipeline;
 pub mod scores;
+pub mod views;
 
 mod cube;
 mod fed;

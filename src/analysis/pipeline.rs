@@ -28,6 +28,8 @@ pub struct Options {
     pub what_if: Vec<String>,
     /// Detect the phases and analyse each alone (not with `phase`).
     pub phases: bool,
+    /// The views of the run over time for the HTML report (`analysis::views`).
+    pub views: bool,
 }
 
 impl Options {
@@ -40,6 +42,7 @@ impl Options {
             structure: false,
             what_if: Vec::new(),
             phases: false,
+            views: false,
         }
     }
 }
@@ -76,6 +79,7 @@ pub struct Extras {
     pub traffic_matrix: Option<TrafficMatrix>,
     pub overheads: Option<Overheads>,
     pub phases: Option<Vec<PhaseEntry>>,
+    pub views: Option<super::views::Views>,
 }
 
 /// The analysis: what the caller's view made of the whole analysis, and the extras.
@@ -165,9 +169,14 @@ pub fn analyse_trace<V>(
             want_structure
                 .then(|| structure(&trace, &replay, &analysis, &opts.what_if, &mut extras))
         },
-        || phase_rules.as_ref().map(|_| detect_phases(&trace)),
+        || (phase_rules.is_some() || opts.views).then(|| detect_phases(&trace)),
     );
     structured.transpose()?;
+    if opts.views {
+        let _s = tracing::info_span!("views of the run").entered();
+        let found = found.as_deref().unwrap_or_default();
+        extras.views = Some(super::views::views(&trace, &replay, &analysis, found));
+    }
     if let (Some(rules), Some(found)) = (phase_rules, found) {
         extras.phases = Some(summarise_phases(trace, (replay, analysis), &rules, found)?);
     }

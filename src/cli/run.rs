@@ -143,6 +143,7 @@ fn analyse(args: &RunArgs, trace: Trace, rules: RuleSet) -> Result<(Report, Opti
         structure,
         what_if: args.what_if.clone(),
         phases: structure,
+        views: args.format.contains(&Format::Html),
         ..Options::new(rules)
     };
     let cubex = args.format.contains(&Format::Cubex);

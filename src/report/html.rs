@@ -2,10 +2,16 @@
 //! findings, a per-rank bar chart of the selected finding, the metric tree, the wait-time and
 //! traffic matrices as heat maps and the critical path as a timeline. Charts are inline SVG
 //! written here (smaller than any charting library for these few chart types); a few lines of
-//! inline script switch the selected finding.
+//! inline script switch the selected finding. The views of the run over time (issue 25,
+//! `analysis::views`) are in `html/`: the timeline, the animations, the process graph,
+//! mapping and pies, drawn by `html/views.js` from a JSON object in the page.
 
 // HTML is written with explicit line breaks where they help reading the page source.
 #![allow(clippy::write_with_newline)]
+
+mod animate;
+mod graph;
+mod timeline;
 
 use super::text::seconds as secs;
 use super::Report;
@@ -59,7 +65,14 @@ table{border-collapse:collapse}td,th{padding:3px 8px;text-align:left;border-bott
 td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}tr.sel{background:#fde8e8}
 tr.f{cursor:pointer}.muted{color:#777}svg text{font:11px system-ui,sans-serif}
 ul.tree{list-style:none;padding-left:18px}ul.tree li{margin:1px 0}
-.chart{display:none}.chart.on{display:block}";
+.chart{display:none}.chart.on{display:block}
+.ctl{margin:6px 0}.ctl button,.ctl select{margin-right:4px}.legend span{margin-right:12px;white-space:nowrap}
+.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-1px;border:1px solid #0003}
+.tlwrap{position:relative}#tl-canvas{width:100%;height:360px;cursor:grab;border:1px solid #ddd}
+#tip{position:absolute;display:none;pointer-events:none;background:#fffe;border:1px solid #999;padding:4px 6px;font-size:12px;max-width:520px}
+.grid{display:flex;flex-wrap:wrap;gap:16px}.grid figure{margin:0}.map{display:flex;flex-wrap:wrap;gap:8px}
+.node{border:2px solid;padding:4px 8px;border-radius:4px;max-width:520px}.chip{display:inline-block;font-size:11px;padding:0 4px;margin:1px;background:#eee;border-radius:3px}
+.pies{display:flex;flex-wrap:wrap;gap:6px}.pie{margin:0;text-align:center;font-size:11px}";
 
 /// Inline script: clicking a finding row shows its bar chart; `?only=SECTION` in the address
 /// shows one section alone (tools/screenshots.sh takes the README's pictures that way).
@@ -95,21 +108,33 @@ fn page(r: &Report, h: &mut String) -> std::fmt::Result {
         secs(r.trace.duration_s)
     )?;
     type Section = fn(&Report, &mut String) -> std::fmt::Result;
-    let sections: [(&str, Section); 7] = [
+    let sections: [(&str, Section); 10] = [
         ("findings", findings),
+        ("timeline", timeline::section),
+        ("animations", animate::section),
         ("phases", phases),
         ("metric-tree", metric_tree),
         ("critical-path", critical_path),
         ("wait-matrix", wait_matrix),
         ("traffic-matrix", traffic_matrix),
         ("overheads", overheads),
+        ("process-graph", graph::section),
     ];
     for (id, f) in sections {
         write!(h, "<section id=\"{id}\">")?;
         f(r, h)?;
         write!(h, "</section>\n")?;
     }
-    write!(h, "<script>{SCRIPT}</script>\n</body></html>\n")
+    write!(h, "<script>{SCRIPT}</script>\n")?;
+    if let Some(v) = &r.views {
+        write!(
+            h,
+            "<script type=\"application/json\" id=\"views-data\">{}</script>\n<script>{}</script>\n",
+            timeline::data(r, v),
+            include_str!("html/views.js")
+        )?;
+    }
+    write!(h, "</body></html>\n")
 }
 
 fn phases(r: &Report, h: &mut String) -> std::fmt::Result {

@@ -99,6 +99,9 @@ pub struct Report {
     pub overheads: Option<crate::analysis::overheads::Overheads>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phases: Option<Vec<crate::analysis::phases::PhaseEntry>>,
+    /// The HTML report's views of the run over time (not in the JSON report).
+    #[serde(skip)]
+    pub views: Option<crate::analysis::views::Views>,
 }
 
 impl Report {
@@ -245,6 +248,7 @@ impl Report {
             traffic_matrix: None,
             overheads: None,
             phases: None,
+            views: None,
         }
     }
 
@@ -261,6 +265,7 @@ impl Report {
         self.traffic_matrix = e.traffic_matrix;
         self.overheads = e.overheads;
         self.phases = e.phases;
+        self.views = e.views;
         if let Some(p) = e.selected {
             let note = format!(
                 "phase {} of {} only ({:.6} s to {:.6} s): messages and collectives crossing \

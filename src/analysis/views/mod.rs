@@ -1,0 +1,194 @@
+//! The data of the HTML report's views of the run over time (issue 25), computed here so the
+//! page only draws: the space-time timeline aggregated per pixel column at a bounded number
+//! of zoom levels (`timeline`), frames per time window for the animations (process states,
+//! wait-time and traffic matrices, each node's share of the messages), orderings of the
+//! ranks by traffic and by communication affinity, the process graph and the process → node
+//! mapping (`traffic`), and per-process time by class.
+//!
+//! Classes of time: computation, MPI, MPI synchronisation, OpenMP, OpenMP synchronisation,
+//! and one class per wait-state metric (the rules' wait states, by the same test as the
+//! findings). A wait state's time on a (call path, location) is drawn as that share of each
+//! visit of the call path there: its total per call path and location is exact, its
+//! position within the visits is not (the worst instances are drawn where they happened).
+
+mod timeline;
+mod traffic;
+
+use super::Analysis;
+use crate::model::Trace;
+use crate::replay::Replay;
+use crate::rules::{Trigger, Unit};
+
+pub use timeline::{Level, Piece};
+pub use traffic::{CollMark, Edge, MessageLine, Node, Order, WindowMatrix};
+
+/// One class of time on the timeline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Class {
+    /// What the legend says: "computation", "MPI", ..., or the wait-state metric's name.
+    pub name: String,
+    /// The wait-state metric's id (None for the base classes).
+    pub metric: Option<String>,
+    /// The group of the per-process pies: 0 computation, 1 communication,
+    /// 2 synchronisation, 3 waiting.
+    pub group: u8,
+}
+
+/// A class and, for a wait state, its rule index and the rule indices of its wait-state
+/// children (their time is not the parent's own).
+pub(crate) type ClassRule = (Class, Option<(usize, Vec<usize>)>);
+
+/// The base classes, in this order before the wait states.
+pub const COMPUTATION: u8 = 0;
+pub const MPI: u8 = 1;
+pub const MPI_SYNC: u8 = 2;
+pub const OPENMP: u8 = 3;
+pub const OPENMP_SYNC: u8 = 4;
+const BASE: [(&str, u8); 5] = [
+    ("computation", 0),
+    ("MPI", 1),
+    ("MPI synchronisation", 2),
+    ("OpenMP", 1),
+    ("OpenMP synchronisation", 2),
+];
+/// At most this many classes (4 bits a cell; 15 means "no data").
+pub const MAX_CLASSES: usize = 15;
+
+/// One location's row: its label and time per class.
+#[derive(Clone, Debug)]
+pub struct LocationRow {
+    /// Index into `Trace::defs.locations` (= the report's `locations`).
+    pub index: usize,
+    pub rank: Option<u32>,
+    /// Seconds per class over the run (the pies).
+    pub by_class: Vec<f64>,
+}
+
+/// Everything the views of the run show.
+#[derive(Clone, Debug)]
+pub struct Views {
+    pub duration_s: f64,
+    pub classes: Vec<Class>,
+    pub locations: Vec<LocationRow>,
+    /// Coarsest first; level k has `columns` cells per location.
+    pub levels: Vec<Level>,
+    /// Every piece of every location (start, end, call path, class), when the trace is small
+    /// enough (`timeline::PIECE_LIMIT`); else empty and the levels are drawn.
+    pub pieces: Vec<Piece>,
+    /// The call paths the cells and pieces name, as `region/region/...`.
+    pub callpaths: Vec<(u32, String)>,
+    /// Matched messages, every `message_stride`-th in send order per location.
+    pub messages: Vec<MessageLine>,
+    pub messages_total: u64,
+    pub message_stride: u64,
+    pub collectives: Vec<CollMark>,
+    pub collectives_total: u64,
+    /// Frame boundaries, seconds from the run's start (frames = len - 1).
+    pub windows: Vec<f64>,
+    /// Which phase (1-based) each frame lies in.
+    pub window_phase: Vec<usize>,
+    /// Per frame, per location (in `locations` order): the dominant class, and its share
+    /// of the frame in percent.
+    pub states: Vec<Vec<(u8, u8)>>,
+    /// Per frame: bytes and messages from rank to rank (sent in the frame).
+    pub traffic: Vec<WindowMatrix>,
+    /// Per frame: seconds a rank waited for another in the frame (late senders; the last
+    /// to enter a collective).
+    pub waits: Vec<WindowMatrix>,
+    pub ranks: u32,
+    /// Nodes (hosts) of the system tree with their ranks; `kiviat[frame][node]`:
+    /// messages the node's ranks sent up to the end of the frame.
+    pub nodes: Vec<Node>,
+    pub kiviat: Vec<Vec<u64>>,
+    /// Orderings of the ranks: by rank, by messages and by bytes sent, by affinity.
+    pub orders: Vec<Order>,
+    /// The communication graph: bytes and messages between two ranks (both directions).
+    pub edges: Vec<Edge>,
+}
+
+/// Compute the views of the run (only when the HTML report is written).
+pub fn views(
+    trace: &Trace,
+    replay: &Replay,
+    a: &Analysis,
+    phases: &[super::phases::Phase],
+) -> Views {
+    let classes = classes(a);
+    let res = trace.timer_resolution.max(1) as f64;
+    let (t0, t1) = trace.time_span().unwrap_or((0, 0));
+    let win = traffic::windows(phases, t0, t1);
+    let tl = timeline::compute(trace, replay, a, &classes, t0, t1, &win.bounds);
+    let tr = traffic::compute(trace, replay, t0, &win.bounds);
+    let sec = |t: u64| t.saturating_sub(t0) as f64 / res;
+    Views {
+        duration_s: sec(t1),
+        classes: classes.into_iter().map(|c| c.0).collect(),
+        locations: tl.rows,
+        levels: tl.levels,
+        pieces: tl.pieces,
+        callpaths: tl
+            .cnodes
+            .iter()
+            .map(|&c| (c, replay.path_name(trace, c)))
+            .collect(),
+        messages: tr.messages,
+        messages_total: tr.messages_total,
+        message_stride: tr.message_stride,
+        collectives: tr.collectives,
+        collectives_total: tr.collectives_total,
+        windows: win.bounds.iter().map(|&t| sec(t)).collect(),
+        window_phase: win.phase,
+        states: tl.states,
+        traffic: tr.traffic,
+        waits: tr.waits,
+        ranks: tr.ranks,
+        nodes: tr.nodes,
+        kiviat: tr.kiviat,
+        orders: tr.orders,
+        edges: tr.edges,
+    }
+}
+
+/// The classes (`ClassRule`).
+fn classes(a: &Analysis) -> Vec<ClassRule> {
+    let mut out: Vec<ClassRule> = BASE
+        .iter()
+        .map(|&(n, g)| {
+            (
+                Class {
+                    name: n.to_string(),
+                    metric: None,
+                    group: g,
+                },
+                None,
+            )
+        })
+        .collect();
+    let rules = &a.rules.rules;
+    let is_wait = |k: usize| {
+        rules[k].info.unit == Unit::Sec
+            && !matches!(
+                rules[k].on,
+                Trigger::Callpath | Trigger::Sum | Trigger::Derived
+            )
+    };
+    for &k in &a.order {
+        // wait states that found nothing in this trace get no colour
+        if !is_wait(k) || out.len() == MAX_CLASSES || a.values[k].iter().all(|&v| v == 0.0) {
+            continue;
+        }
+        let id = &rules[k].info.id;
+        let kids = (a.order.iter().copied())
+            .filter(|&j| is_wait(j) && rules[j].info.parent.as_deref() == Some(id.as_str()))
+            .collect();
+        out.push((
+            Class {
+                name: rules[k].info.name.clone(),
+                metric: Some(id.clone()),
+                group: 3,
+            },
+            Some((k, kids)),
+        ));
+    }
+    out
+}

@@ -1,0 +1,527 @@
+//! The timeline's data: each location's time walked event by event, each stretch between two
+//! events given to the call path active there and split into classes (the call path's
+//! region class, less the wait-state shares of that call path on that location), summed per
+//! pixel column of the finest zoom level, then per coarser level; per frame window; per
+//! process (the pies). Small traces also keep every stretch (exact tooltips).
+
+use super::{ClassRule, LocationRow, COMPUTATION, MPI, MPI_SYNC, OPENMP, OPENMP_SYNC};
+use crate::analysis::Analysis;
+use crate::model::{classify::classify, EventKind, Paradigm, RegionRole, Trace};
+use crate::replay::calltree::{Callee, NO_CNODE};
+use crate::replay::Replay;
+use rayon::prelude::*;
+
+/// The coarsest level's columns (the page's timeline is about this wide).
+pub const COLUMNS: u32 = 1024;
+/// Zoom levels double the columns while all levels hold at most this many cells.
+pub const CELL_BUDGET: u64 = 800_000;
+/// At most this many levels (zoom ×2^(LEVELS-1)).
+pub const MAX_LEVELS: usize = 8;
+/// Traces of at most this many events keep every stretch.
+pub const PIECE_LIMIT: u64 = 30_000;
+
+/// One zoom level: per location, its cells run-length coded as repeated (cell, call path + 1,
+/// run) with the call path and run as LEB128 varints; a cell is `class << 4 | share`, the
+/// dominant class and its share of the column in sixteenths (1..15), `0xF0` when the
+/// location has no time there. The call path is that of the longest stretch in the column.
+#[derive(Clone, Debug)]
+pub struct Level {
+    pub columns: u32,
+    pub rows: Vec<Vec<u8>>,
+}
+
+/// One stretch between two events of a location.
+#[derive(Clone, Debug)]
+pub struct Piece {
+    /// Position in `Views::locations`.
+    pub row: u32,
+    pub start_s: f64,
+    pub end_s: f64,
+    pub cnode: u32,
+    pub class: u8,
+    /// The wait-state classes' shares of it.
+    pub waits: Vec<(u8, f32)>,
+}
+
+pub(super) struct Out {
+    pub rows: Vec<LocationRow>,
+    pub levels: Vec<Level>,
+    pub pieces: Vec<Piece>,
+    pub cnodes: Vec<u32>,
+    pub states: Vec<Vec<(u8, u8)>>,
+}
+
+/// The base class of each call path's region.
+fn base_classes(trace: &Trace, replay: &Replay) -> Vec<u8> {
+    let work = [RegionRole::LOOP, RegionRole::TASK, RegionRole::TASK_UNTIED];
+    (replay.tree.nodes.iter())
+        .map(|n| match n.callee {
+            Callee::ArtificialRoot => COMPUTATION,
+            Callee::Region(r) => {
+                let reg = &trace.defs.regions[r as usize];
+                match classify(reg).0 {
+                    "COLL_BARRIER" => MPI_SYNC,
+                    "OMP_EBARRIER" | "OMP_IBARRIER" | "OMP_CRITICAL" => OPENMP_SYNC,
+                    "OMP_PARALLEL" => COMPUTATION,
+                    _ if reg.paradigm == Paradigm::MPI => MPI,
+                    _ if reg.paradigm == Paradigm::OPENMP && !work.contains(&reg.role) => OPENMP,
+                    _ => COMPUTATION,
+                }
+            }
+        })
+        .collect()
+}
+
+/// The finest columns and the levels: coarsest `COLUMNS` (fewer for a run of fewer ticks),
+/// doubled while the budget holds.
+fn level_columns(nloc: usize, span: u64) -> Vec<u32> {
+    let mut cols = vec![(COLUMNS as u64).min(span.max(1)) as u32];
+    let mut cells = nloc as u64 * cols[0] as u64;
+    while cols.len() < MAX_LEVELS {
+        let next = cols[cols.len() - 1] as u64 * 2;
+        if next > span || cells + nloc as u64 * next > CELL_BUDGET {
+            break;
+        }
+        cells += nloc as u64 * next;
+        cols.push(next as u32);
+    }
+    cols
+}
+
+pub(super) fn compute(
+    trace: &Trace,
+    replay: &Replay,
+    a: &Analysis,
+    classes: &[ClassRule],
+    t0: u64,
+    t1: u64,
+    windows: &[u64],
+) -> Out {
+    let base = base_classes(trace, replay);
+    let nloc = trace.events.len();
+    let cols = level_columns(nloc, t1.saturating_sub(t0));
+    let keep_pieces = trace.event_count() <= PIECE_LIMIT;
+    let ctx = Ctx {
+        trace,
+        replay,
+        a,
+        classes,
+        base: &base,
+        t0,
+        span: t1.saturating_sub(t0).max(1),
+        finest: cols[cols.len() - 1],
+        windows,
+        keep_pieces,
+    };
+    let per_loc: Vec<LocOut> = (0..nloc).into_par_iter().map(|l| ctx.walk(l)).collect();
+    let res = trace.timer_resolution.max(1) as f64;
+    let mut out = Out {
+        rows: Vec::with_capacity(nloc),
+        levels: cols
+            .iter()
+            .map(|&c| Level {
+                columns: c,
+                rows: Vec::with_capacity(nloc),
+            })
+            .collect(),
+        pieces: Vec::new(),
+        cnodes: Vec::new(),
+        states: vec![Vec::with_capacity(nloc); windows.len().saturating_sub(1)],
+    };
+    let mut used = std::collections::BTreeSet::new();
+    for (l, lo) in per_loc.into_iter().enumerate() {
+        out.rows.push(LocationRow {
+            index: l,
+            rank: trace.defs.locations[l].rank,
+            by_class: lo.by_class.iter().map(|&t| t / res).collect(),
+        });
+        used.extend(lo.used);
+        for (lev, row) in out.levels.iter_mut().zip(lo.rows) {
+            lev.rows.push(row);
+        }
+        for (f, s) in out.states.iter_mut().zip(lo.states) {
+            f.push(s);
+        }
+        out.pieces.extend(lo.pieces);
+    }
+    out.cnodes = used.into_iter().collect();
+    out
+}
+
+struct Ctx<'a> {
+    trace: &'a Trace,
+    replay: &'a Replay,
+    a: &'a Analysis,
+    classes: &'a [ClassRule],
+    base: &'a [u8],
+    t0: u64,
+    span: u64,
+    finest: u32,
+    windows: &'a [u64],
+    keep_pieces: bool,
+}
+
+struct LocOut {
+    by_class: Vec<f64>,
+    rows: Vec<Vec<u8>>,
+    states: Vec<(u8, u8)>,
+    pieces: Vec<Piece>,
+    used: Vec<u32>,
+}
+
+/// The finest columns of one location as they fill.
+struct Acc {
+    ncls: usize,
+    /// `columns × classes` ticks.
+    time: Vec<f32>,
+    /// Per column: the longest stretch's length and call path.
+    best: Vec<(f32, u32)>,
+    width: f64,
+}
+
+impl Ctx<'_> {
+    /// The call path active from event `i` to the next one.
+    fn active(&self, l: usize, i: usize) -> u32 {
+        let c = self.replay.locations[l].cnode(i);
+        if c == NO_CNODE || self.trace.events[l].kind[i] != EventKind::Leave {
+            return c;
+        }
+        self.replay.tree.nodes[c as usize]
+            .parent
+            .unwrap_or(NO_CNODE)
+    }
+
+    /// The fork and join intervals of the teams location `l` is in, with the parallel
+    /// region's call path: they are part of the region's time (patterns.md §3.2, as the
+    /// replay books them), even where the thread has no event yet.
+    fn fork_join(&self, l: usize) -> Vec<(u64, u64, u32)> {
+        let ev = &self.trace.events[l];
+        let ls = &self.replay.locations[l];
+        let mut out = Vec::new();
+        for team in &self.replay.omp.teams {
+            for mb in team.members.iter().filter(|m| m.loc as usize == l) {
+                let pc = ls.cnode(mb.enter as usize);
+                if pc == NO_CNODE {
+                    continue;
+                }
+                let te = ev.time[mb.enter as usize];
+                if te > team.fork {
+                    out.push((team.fork, te, pc));
+                }
+                if mb.leave != crate::replay::NONE {
+                    let tl = ev.time[mb.leave as usize];
+                    if team.join > tl {
+                        out.push((tl, team.join, pc));
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// Every stretch of location `l` with its call path: from each event to the next, the
+    /// call path active there, except in fork and join intervals (`fork_join`), which are
+    /// given as stretches of their own at the end.
+    fn stretches(&self, l: usize, mut f: impl FnMut(u64, u64, u32)) {
+        let ev = &self.trace.events[l];
+        let fj = self.fork_join(l);
+        let mut emit = |a: u64, b: u64, c: u32| {
+            if c != NO_CNODE && b > a {
+                f(a, b, c);
+            }
+        };
+        let mut cur = 0;
+        for i in 0..ev.len().saturating_sub(1) {
+            let (mut a, b) = (ev.time[i], ev.time[i + 1]);
+            if b <= a {
+                continue;
+            }
+            let c = self.active(l, i);
+            while cur < fj.len() && fj[cur].1 <= a {
+                cur += 1;
+            }
+            let mut j = cur;
+            while a < b {
+                match fj.get(j) {
+                    Some(&(s, e, _)) if s < b => {
+                        emit(a, s.max(a), c);
+                        a = a.max(e);
+                        j += 1;
+                    }
+                    _ => {
+                        emit(a, b, c);
+                        a = b;
+                    }
+                }
+            }
+        }
+        for (s, e, pc) in fj {
+            emit(s, e, pc);
+        }
+    }
+
+    /// Per call path: the wait classes' shares of its time on location `l`.
+    fn wait_shares(&self, l: usize) -> Vec<Vec<(u8, f32)>> {
+        let waits = (self.classes.iter())
+            .filter_map(|c| c.1.as_ref())
+            .any(|(k, _)| {
+                (0..self.base.len() as u32).any(|c| self.a.value(*k, c, l as u32) != 0.0)
+            });
+        if !waits {
+            // no wait state here: no need to know the call paths' time
+            return vec![Vec::new(); self.base.len()];
+        }
+        let mut excl = vec![0u64; self.base.len()];
+        self.stretches(l, |a, b, c| {
+            if let Some(x) = excl.get_mut(c as usize) {
+                *x += b - a;
+            }
+        });
+        let res = self.trace.timer_resolution.max(1) as f64;
+        let mut out = vec![Vec::new(); self.base.len()];
+        for (c, &t) in excl.iter().enumerate() {
+            if t == 0 {
+                continue;
+            }
+            for (j, (_, w)) in self.classes.iter().enumerate() {
+                let Some((k, kids)) = w else { continue };
+                let v = self.a.value(*k, c as u32, l as u32)
+                    - (kids.iter())
+                        .map(|&q| self.a.value(q, c as u32, l as u32))
+                        .sum::<f64>();
+                if v > 0.0 {
+                    out[c].push((j as u8, (v * res / t as f64) as f32));
+                }
+            }
+            let sum: f32 = out[c].iter().map(|x| x.1).sum();
+            if sum > 1.0 {
+                out[c].iter_mut().for_each(|x| x.1 /= sum);
+            }
+        }
+        out
+    }
+
+    fn walk(&self, l: usize) -> LocOut {
+        let ncls = self.classes.len();
+        let shares = self.wait_shares(l);
+        let mut acc = Acc {
+            ncls,
+            time: vec![0.0; self.finest as usize * ncls],
+            best: vec![(0.0, NO_CNODE); self.finest as usize],
+            width: self.span as f64 / self.finest as f64,
+        };
+        let nwin = self.windows.len().saturating_sub(1);
+        let mut win = vec![0.0f64; nwin * ncls];
+        let mut by_class = vec![0.0f64; ncls];
+        let mut wcur = 0usize;
+        let mut pieces = Vec::new();
+        let mut parts: Vec<(u8, f64)> = Vec::with_capacity(ncls);
+        let res = self.trace.timer_resolution.max(1) as f64;
+        self.stretches(l, |a, b, c| {
+            let waits = &shares[c as usize];
+            let rest = 1.0 - waits.iter().map(|x| x.1 as f64).sum::<f64>();
+            parts.clear();
+            parts.push((self.base[c as usize], rest.max(0.0)));
+            parts.extend(waits.iter().map(|&(j, s)| (j, s as f64)));
+            let dt = (b - a) as f64;
+            for &(k, s) in &parts {
+                by_class[k as usize] += dt * s;
+            }
+            let (a, b) = (a.max(self.t0), b.max(self.t0));
+            acc.add(a - self.t0, b - self.t0, c, &parts);
+            // the frame windows this stretch overlaps (stretches come in time order but for
+            // the fork and join intervals at the end)
+            if a < self.windows[wcur] || a >= self.windows[(wcur + 1).min(nwin)] {
+                wcur = self
+                    .windows
+                    .partition_point(|&x| x <= a)
+                    .clamp(1, nwin.max(1))
+                    - 1;
+            }
+            let mut w = wcur;
+            while w < nwin && self.windows[w] < b {
+                let o = b
+                    .min(self.windows[w + 1])
+                    .saturating_sub(a.max(self.windows[w]));
+                for &(k, s) in &parts {
+                    win[w * ncls + k as usize] += o as f64 * s;
+                }
+                w += 1;
+            }
+            if self.keep_pieces {
+                pieces.push(Piece {
+                    row: l as u32,
+                    start_s: (a - self.t0) as f64 / res,
+                    end_s: (b - self.t0) as f64 / res,
+                    cnode: c,
+                    class: self.base[c as usize],
+                    waits: waits.clone(),
+                });
+            }
+        });
+        let states = (0..nwin)
+            .map(|w| {
+                let len = (self.windows[w + 1] - self.windows[w]).max(1) as f64;
+                dominant(&win[w * ncls..(w + 1) * ncls], len)
+            })
+            .collect();
+        let (rows, used) = acc.levels(self.finest);
+        LocOut {
+            by_class,
+            rows,
+            states,
+            pieces,
+            used,
+        }
+    }
+}
+
+/// The dominant class of `times` and its share of `len` in percent; (15, 0) when empty.
+fn dominant(times: &[f64], len: f64) -> (u8, u8) {
+    let mut best = (15u8, 0.0f64);
+    for (k, &t) in times.iter().enumerate() {
+        if t > best.1 {
+            best = (k as u8, t);
+        }
+    }
+    (
+        best.0,
+        (100.0 * best.1 / len).round().clamp(0.0, 100.0) as u8,
+    )
+}
+
+impl Acc {
+    /// Stretch `[a, b)` (ticks from the run's start) of call path `c`, split as `parts`.
+    fn add(&mut self, a: u64, b: u64, c: u32, parts: &[(u8, f64)]) {
+        let n = self.best.len();
+        let inv = 1.0 / self.width;
+        let (x0, x1) = (a as f64 * inv, b as f64 * inv);
+        let first = (x0 as usize).min(n - 1);
+        let last = ((x1.ceil() as usize).max(first + 1) - 1).min(n - 1);
+        for col in first..=last {
+            let o = (x1.min(col as f64 + 1.0) - x0.max(col as f64)).max(0.0) * self.width;
+            if o <= 0.0 {
+                continue;
+            }
+            let cell = &mut self.time[col * self.ncls..(col + 1) * self.ncls];
+            for &(k, s) in parts {
+                cell[k as usize] += (o * s) as f32;
+            }
+            if o as f32 > self.best[col].0 {
+                self.best[col] = (o as f32, c);
+            }
+        }
+    }
+
+    /// Each level's row, coarsest first, and the call paths they name.
+    fn levels(&self, finest: u32) -> (Vec<Vec<u8>>, Vec<u32>) {
+        let mut rows = Vec::new();
+        let mut used = Vec::new();
+        let mut cols = finest;
+        let mut group = 1usize;
+        let mut per_level = Vec::new();
+        loop {
+            per_level.push(self.row(cols, group, &mut used));
+            if cols <= super::timeline::COLUMNS || cols % 2 == 1 {
+                break;
+            }
+            cols /= 2;
+            group *= 2;
+        }
+        while let Some(r) = per_level.pop() {
+            rows.push(r);
+        }
+        used.sort_unstable();
+        used.dedup();
+        (rows, used)
+    }
+
+    /// One level's row: `cols` cells of `group` finest columns each.
+    fn row(&self, cols: u32, group: usize, used: &mut Vec<u32>) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut run: Option<(u8, u32, u32)> = None;
+        let mut sum = vec![0.0f64; self.ncls];
+        let len = self.width * group as f64;
+        for col in 0..cols as usize {
+            sum.iter_mut().for_each(|x| *x = 0.0);
+            let mut best = (0.0f32, NO_CNODE);
+            for f in col * group..(col + 1) * group {
+                let cell = &self.time[f * self.ncls..(f + 1) * self.ncls];
+                sum.iter_mut().zip(cell).for_each(|(s, &t)| *s += t as f64);
+                if self.best[f].0 > best.0 {
+                    best = self.best[f];
+                }
+            }
+            let (k, pct) = dominant(&sum, len);
+            let cell = if k == 15 {
+                0xF0
+            } else {
+                let q = (pct as f64 * 15.0 / 100.0).round().clamp(1.0, 15.0) as u8;
+                k << 4 | q
+            };
+            let cn = if best.1 == NO_CNODE { 0 } else { best.1 + 1 };
+            if best.1 != NO_CNODE {
+                used.push(best.1);
+            }
+            match &mut run {
+                Some((c, p, n)) if *c == cell && *p == cn => *n += 1,
+                _ => {
+                    if let Some(r) = run.take() {
+                        push_run(&mut out, r);
+                    }
+                    run = Some((cell, cn, 1));
+                }
+            }
+        }
+        if let Some(r) = run {
+            push_run(&mut out, r);
+        }
+        out
+    }
+}
+
+fn push_run(out: &mut Vec<u8>, (cell, cnode, n): (u8, u32, u32)) {
+    out.push(cell);
+    varint(out, cnode);
+    varint(out, n);
+}
+
+fn varint(out: &mut Vec<u8>, mut v: u32) {
+    while v >= 0x80 {
+        out.push((v as u8 & 0x7F) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_double_within_the_budget() {
+        assert_eq!(level_columns(16, 1 << 40), [1024, 2048, 4096, 8192, 16384]);
+        assert_eq!(level_columns(64, 1 << 40), [1024, 2048, 4096]);
+        assert_eq!(level_columns(1, 500), [500]);
+    }
+
+    #[test]
+    fn a_stretch_is_split_over_columns_and_classes() {
+        let mut acc = Acc {
+            ncls: 2,
+            time: vec![0.0; 8],
+            best: vec![(0.0, NO_CNODE); 4],
+            width: 10.0,
+        };
+        // 5..25 ticks: half a column, a whole one, half a column; a quarter waiting
+        acc.add(5, 25, 7, &[(0, 0.75), (1, 0.25)]);
+        assert_eq!(acc.time, [3.75, 1.25, 7.5, 2.5, 3.75, 1.25, 0.0, 0.0]);
+        assert_eq!(acc.best[1], (10.0, 7));
+        let (rows, used) = acc.levels(4);
+        assert_eq!(used, [7]);
+        // one level (4 columns ≤ COLUMNS): class 0 at 6/16 share (37.5 % rounds to 6),
+        // then 12/16, 6/16, then no data
+        assert_eq!(rows, [vec![0x06, 8, 1, 0x0B, 8, 1, 0x06, 8, 1, 0xF0, 0, 1]]);
+    }
+}

@@ -1,0 +1,551 @@
+//! Who talks to whom, over time: the frame windows (equal slices of the run, cut again at
+//! the phase boundaries), the matched messages (a bounded sample drawn as lines, all of them
+//! summed per frame, per rank pair and per node), the collective instances (a bounded sample
+//! of marks; who waited for the last to enter), late senders per frame, the orderings of the
+//! ranks (by rank, by messages and bytes sent as TFPS does, by affinity: a maximum spanning
+//! tree of the communication graph walked heaviest edge first, with `petgraph`), the graph
+//! and the mapping of ranks onto the nodes of the system tree.
+
+use crate::analysis::critical_path::enterptr;
+use crate::analysis::phases;
+use crate::model::{collective_op_name, EventKind, Trace};
+use crate::replay::matching::EventRef;
+use crate::replay::{Replay, NONE};
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+
+/// Frames of the animations: the run cut into this many equal windows (and at phases).
+pub const FRAMES: usize = 60;
+/// At most about this many message lines and collective marks on the timeline.
+pub const MESSAGE_LIMIT: u64 = 3000;
+pub const COLLECTIVE_LIMIT: u64 = 1500;
+
+/// A message from send to receive.
+#[derive(Clone, Debug)]
+pub struct MessageLine {
+    /// Locations (indices into the trace's locations).
+    pub from: u32,
+    pub to: u32,
+    pub send_s: f64,
+    pub recv_s: f64,
+    pub bytes: u64,
+}
+
+/// A collective instance: when the last member entered, and who took part.
+#[derive(Clone, Debug)]
+pub struct CollMark {
+    pub time_s: f64,
+    pub op: &'static str,
+    pub locations: Vec<u32>,
+}
+
+/// A sparse rank × rank matrix of one frame: (from, to, value, messages).
+#[derive(Clone, Debug, Default)]
+pub struct WindowMatrix {
+    pub cells: Vec<(u32, u32, f64, u64)>,
+}
+
+/// A node (host) of the system tree and the ranks on it.
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub name: String,
+    pub ranks: Vec<u32>,
+}
+
+/// A permutation of the ranks: `ranks[position]`.
+#[derive(Clone, Debug)]
+pub struct Order {
+    pub name: &'static str,
+    pub ranks: Vec<u32>,
+}
+
+/// Traffic between two ranks, both directions (`a < b`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Edge {
+    pub a: u32,
+    pub b: u32,
+    pub bytes: u64,
+    pub messages: u64,
+}
+
+pub(super) struct Windows {
+    pub bounds: Vec<u64>,
+    pub phase: Vec<usize>,
+}
+
+/// `FRAMES` equal windows over `[t0, t1]`, cut again at each boundary of the phases `ph`
+/// (`phases::detect`).
+pub(super) fn windows(ph: &[phases::Phase], t0: u64, t1: u64) -> Windows {
+    let span = t1.saturating_sub(t0);
+    let mut bounds: Vec<u64> = (0..=FRAMES as u64)
+        .map(|k| t0 + (span as u128 * k as u128 / FRAMES as u128) as u64)
+        .chain(ph.iter().skip(1).map(|p| p.start.clamp(t0, t1)))
+        .collect();
+    bounds.sort_unstable();
+    bounds.dedup();
+    if bounds.len() < 2 {
+        bounds = vec![t0, t1.max(t0 + 1)];
+    }
+    let phase = (bounds.windows(2))
+        .map(|w| {
+            let mid = w[0] / 2 + w[1] / 2;
+            ph.iter()
+                .position(|p| p.end > mid)
+                .map_or(ph.len(), |k| k + 1)
+        })
+        .collect();
+    Windows { bounds, phase }
+}
+
+pub(super) struct Out {
+    pub messages: Vec<MessageLine>,
+    pub messages_total: u64,
+    pub message_stride: u64,
+    pub collectives: Vec<CollMark>,
+    pub collectives_total: u64,
+    pub traffic: Vec<WindowMatrix>,
+    pub waits: Vec<WindowMatrix>,
+    pub ranks: u32,
+    pub nodes: Vec<Node>,
+    pub kiviat: Vec<Vec<u64>>,
+    pub orders: Vec<Order>,
+    pub edges: Vec<Edge>,
+}
+
+/// Ticks a rank waited for another, per (frame, waiting rank, rank waited for).
+type Waits = BTreeMap<(usize, u32, u32), u64>;
+
+/// Per sending location: sampled lines, per (frame, from, to) bytes and messages, and per
+/// (frame, waiting, waited-for) late-sender ticks.
+#[derive(Default)]
+struct LocTraffic {
+    lines: Vec<MessageLine>,
+    sent: BTreeMap<(usize, u32, u32), (u64, u64)>,
+    waits: Waits,
+}
+
+struct Ctx<'a> {
+    trace: &'a Trace,
+    replay: &'a Replay,
+    t0: u64,
+    bounds: &'a [u64],
+    res: f64,
+}
+
+impl Ctx<'_> {
+    fn frame(&self, t: u64) -> usize {
+        let n = self.bounds.len() - 1;
+        self.bounds.partition_point(|&b| b <= t).clamp(1, n) - 1
+    }
+
+    fn sec(&self, t: u64) -> f64 {
+        t.saturating_sub(self.t0) as f64 / self.res
+    }
+
+    /// The time the call around event `i` of `l` was entered (the event's own if none).
+    fn entered(&self, l: usize, i: usize) -> u64 {
+        match enterptr(self.replay, l, i) {
+            NONE => self.trace.events[l].time[i],
+            e => self.trace.events[l].time[e as usize],
+        }
+    }
+
+    fn rank(&self, l: u32) -> Option<u32> {
+        self.trace.defs.locations.get(l as usize)?.rank
+    }
+
+    /// The partner of message event `i` of `l`, if matched.
+    fn partner(&self, l: usize, i: usize) -> Option<EventRef> {
+        let k = self.trace.events[l].arg[i] as usize;
+        self.replay.msg_links[l]
+            .partner
+            .get(k)
+            .copied()
+            .filter(|p| p.is_some())
+    }
+
+    fn location(&self, l: usize, stride: u64) -> LocTraffic {
+        let mut out = LocTraffic::default();
+        let ev = &self.trace.events[l];
+        let Some(me) = self.rank(l as u32) else {
+            return out;
+        };
+        let mut nth = 0u64;
+        for i in 0..ev.len() {
+            let kind = ev.kind[i];
+            let is_send = matches!(kind, EventKind::MpiSend | EventKind::MpiIsend);
+            if !is_send && !matches!(kind, EventKind::MpiRecv | EventKind::MpiIrecv) {
+                continue;
+            }
+            let (Some(p), Some(m)) = (self.partner(l, i), ev.msg(i)) else {
+                continue;
+            };
+            let Some(other) = self.rank(p.loc) else {
+                continue;
+            };
+            let (pl, pe) = (p.loc as usize, p.event as usize);
+            if is_send {
+                let t = self.entered(l, i);
+                let x = out.sent.entry((self.frame(t), me, other)).or_default();
+                x.0 += m.bytes;
+                x.1 += 1;
+                if nth % stride == 0 {
+                    out.lines.push(MessageLine {
+                        from: l as u32,
+                        to: p.loc,
+                        send_s: self.sec(t),
+                        recv_s: self.sec(self.trace.events[pl].time[pe]),
+                        bytes: m.bytes,
+                    });
+                }
+                nth += 1;
+            } else {
+                // late sender: the receive call waited from its start until the send began
+                let r = self.entered(l, i);
+                let s = self.entered(pl, pe).min(ev.time[i]);
+                self.spread(&mut out.waits, (r, s), me, other);
+            }
+        }
+        out
+    }
+
+    /// Add the wait `[from, until)` of rank `a` for rank `b` to the frames it overlaps.
+    fn spread(&self, waits: &mut Waits, (from, until): (u64, u64), a: u32, b: u32) {
+        if until <= from {
+            return;
+        }
+        let mut f = self.frame(from);
+        let last = self.bounds.len() - 1;
+        while f < last && self.bounds[f] < until {
+            let lo = from.max(self.bounds[f]);
+            let hi = until.min(self.bounds[f + 1]);
+            // the last frame also takes what lies past its end (the run's last tick)
+            let hi = if f + 1 == last { until } else { hi };
+            if hi > lo {
+                *waits.entry((f, a, b)).or_default() += hi - lo;
+            }
+            f += 1;
+        }
+    }
+
+    fn sends(&self, l: usize) -> u64 {
+        let ev = &self.trace.events[l];
+        (0..ev.len())
+            .filter(|&i| matches!(ev.kind[i], EventKind::MpiSend | EventKind::MpiIsend))
+            .filter(|&i| self.partner(l, i).is_some())
+            .count() as u64
+    }
+
+    /// Collective marks (every `stride`-th instance) and who waited for the last to enter.
+    fn collectives(&self, waits: &mut Waits) -> (Vec<CollMark>, u64) {
+        let all = &self.replay.instances;
+        let stride = (all.len() as u64).div_ceil(COLLECTIVE_LIMIT).max(1);
+        let mut marks = Vec::new();
+        for (k, inst) in all.iter().enumerate() {
+            let enters: Vec<u64> = (inst.members.iter())
+                .map(|m| self.entered(m.loc as usize, m.event as usize))
+                .collect();
+            let Some((last, &tl)) = enters.iter().enumerate().max_by_key(|x| (*x.1, x.0)) else {
+                continue;
+            };
+            let Some(lr) = self.rank(inst.members[last].loc) else {
+                continue;
+            };
+            for (m, &t) in inst.members.iter().zip(&enters) {
+                match self.rank(m.loc) {
+                    Some(r) if r != lr => self.spread(waits, (t, tl), r, lr),
+                    _ => {}
+                }
+            }
+            if k as u64 % stride == 0 {
+                let m0 = inst.members[0];
+                let op = (self.trace.events[m0.loc as usize].coll(m0.event as usize))
+                    .map_or("collective", |c| collective_op_name(c.op));
+                marks.push(CollMark {
+                    time_s: self.sec(tl),
+                    op,
+                    locations: inst.members.iter().map(|m| m.loc).collect(),
+                });
+            }
+        }
+        (marks, all.len() as u64)
+    }
+}
+
+pub(super) fn compute(trace: &Trace, replay: &Replay, t0: u64, bounds: &[u64]) -> Out {
+    let ctx = Ctx {
+        trace,
+        replay,
+        t0,
+        bounds,
+        res: trace.timer_resolution.max(1) as f64,
+    };
+    let nloc = trace.events.len();
+    let total: u64 = (0..nloc).into_par_iter().map(|l| ctx.sends(l)).sum();
+    let stride = total.div_ceil(MESSAGE_LIMIT).max(1);
+    let per_loc: Vec<LocTraffic> = (0..nloc)
+        .into_par_iter()
+        .map(|l| ctx.location(l, stride))
+        .collect();
+    let nframes = bounds.len() - 1;
+    let mut sent: BTreeMap<(usize, u32, u32), (u64, u64)> = BTreeMap::new();
+    let mut waits = Waits::new();
+    let mut messages = Vec::new();
+    for lt in per_loc {
+        messages.extend(lt.lines);
+        for (k, v) in lt.sent {
+            let x = sent.entry(k).or_default();
+            x.0 += v.0;
+            x.1 += v.1;
+        }
+        for (k, v) in lt.waits {
+            *waits.entry(k).or_default() += v;
+        }
+    }
+    let (collectives, collectives_total) = ctx.collectives(&mut waits);
+    let ranks = (trace.defs.locations.iter())
+        .filter_map(|l| l.rank)
+        .max()
+        .map_or(0, |r| r + 1);
+    let mut traffic = vec![WindowMatrix::default(); nframes];
+    for (&(f, a, b), &(bytes, n)) in &sent {
+        traffic[f].cells.push((a, b, bytes as f64, n));
+    }
+    let mut wait_frames = vec![WindowMatrix::default(); nframes];
+    for (&(f, a, b), &t) in &waits {
+        wait_frames[f].cells.push((a, b, t as f64 / ctx.res, 0));
+    }
+    let nodes = nodes(trace, ranks);
+    let kiviat = kiviat(&traffic, &nodes, ranks);
+    let edges = edges(&sent);
+    let orders = orders(ranks, &sent, &edges);
+    Out {
+        messages,
+        messages_total: total,
+        message_stride: stride,
+        collectives,
+        collectives_total,
+        traffic,
+        waits: wait_frames,
+        ranks,
+        nodes,
+        kiviat,
+        orders,
+        edges,
+    }
+}
+
+/// The nodes of the system tree that hold processes (each process's location group's
+/// parent), in order of their first rank; ranks whose process has none on "unknown".
+fn nodes(trace: &Trace, ranks: u32) -> Vec<Node> {
+    let d = &trace.defs;
+    let mut by_node: BTreeMap<Option<usize>, Vec<u32>> = BTreeMap::new();
+    let mut seen = vec![false; ranks as usize];
+    for l in &d.locations {
+        let Some(r) = l.rank else { continue };
+        if std::mem::replace(&mut seen[r as usize], true) {
+            continue;
+        }
+        let node = (l.group)
+            .and_then(|g| d.location_groups.get(g))
+            .and_then(|g| g.system_tree_parent);
+        by_node.entry(node).or_default().push(r);
+    }
+    let mut nodes: Vec<Node> = by_node
+        .into_iter()
+        .map(|(n, mut ranks)| {
+            ranks.sort_unstable();
+            let name = n
+                .and_then(|i| d.system_tree.get(i))
+                .map_or("unknown".to_string(), |s| s.name.clone());
+            Node { name, ranks }
+        })
+        .collect();
+    nodes.sort_by_key(|n| n.ranks.first().copied());
+    nodes
+}
+
+/// Messages sent by each node's ranks up to the end of each frame.
+fn kiviat(traffic: &[WindowMatrix], nodes: &[Node], ranks: u32) -> Vec<Vec<u64>> {
+    let mut node_of = vec![0usize; ranks as usize];
+    for (k, n) in nodes.iter().enumerate() {
+        for &r in &n.ranks {
+            node_of[r as usize] = k;
+        }
+    }
+    let mut cum = vec![0u64; nodes.len()];
+    (traffic.iter())
+        .map(|f| {
+            for c in &f.cells {
+                if let Some(&k) = node_of.get(c.0 as usize) {
+                    cum[k] += c.3;
+                }
+            }
+            cum.clone()
+        })
+        .collect()
+}
+
+fn edges(sent: &BTreeMap<(usize, u32, u32), (u64, u64)>) -> Vec<Edge> {
+    let mut e: BTreeMap<(u32, u32), (u64, u64)> = BTreeMap::new();
+    for (&(_, a, b), &(bytes, n)) in sent {
+        if a == b {
+            continue;
+        }
+        let x = e.entry((a.min(b), a.max(b))).or_default();
+        x.0 += bytes;
+        x.1 += n;
+    }
+    e.into_iter()
+        .map(|((a, b), (bytes, messages))| Edge {
+            a,
+            b,
+            bytes,
+            messages,
+        })
+        .collect()
+}
+
+fn orders(
+    ranks: u32,
+    sent: &BTreeMap<(usize, u32, u32), (u64, u64)>,
+    edges: &[Edge],
+) -> Vec<Order> {
+    let mut by = vec![(0u64, 0u64); ranks as usize];
+    for (&(_, a, _), &(bytes, n)) in sent {
+        by[a as usize].0 += bytes;
+        by[a as usize].1 += n;
+    }
+    let sorted = |key: &dyn Fn(u32) -> u64| {
+        let mut v: Vec<u32> = (0..ranks).collect();
+        v.sort_by_key(|&r| (std::cmp::Reverse(key(r)), r));
+        v
+    };
+    vec![
+        Order {
+            name: "rank",
+            ranks: (0..ranks).collect(),
+        },
+        Order {
+            name: "messages sent",
+            ranks: sorted(&|r| by[r as usize].1),
+        },
+        Order {
+            name: "bytes sent",
+            ranks: sorted(&|r| by[r as usize].0),
+        },
+        Order {
+            name: "affinity",
+            ranks: affinity(ranks, edges),
+        },
+    ]
+}
+
+/// Ranks that talk to each other next to each other: the maximum spanning tree of the
+/// communication graph (bytes both ways), walked depth first from its heaviest rank, the
+/// heaviest edge first; components by their heaviest rank, silent ranks last.
+pub fn affinity(ranks: u32, edges: &[Edge]) -> Vec<u32> {
+    use petgraph::algo::min_spanning_tree;
+    use petgraph::data::Element;
+    use petgraph::graph::UnGraph;
+    let mut g = UnGraph::<u32, i128>::with_capacity(ranks as usize, edges.len());
+    let ix: Vec<_> = (0..ranks).map(|r| g.add_node(r)).collect();
+    let mut weight = vec![0u64; ranks as usize];
+    for e in edges {
+        // heaviest first; ties by the pair, so the tree does not depend on the edge order
+        let w = -(e.bytes.max(1) as i128) * (1 << 40) + (e.a as i128) * (1 << 20) + e.b as i128;
+        g.add_edge(ix[e.a as usize], ix[e.b as usize], w);
+        weight[e.a as usize] += e.bytes;
+        weight[e.b as usize] += e.bytes;
+    }
+    let mut adj: Vec<Vec<(u64, u32)>> = vec![Vec::new(); ranks as usize];
+    for el in min_spanning_tree(&g) {
+        if let Element::Edge { source, target, .. } = el {
+            let (a, b) = (source as u32, target as u32);
+            let e = (edges.iter()).find(|e| (e.a, e.b) == (a.min(b), a.max(b)));
+            let w = e.map_or(0, |e| e.bytes);
+            adj[a as usize].push((w, b));
+            adj[b as usize].push((w, a));
+        }
+    }
+    for a in &mut adj {
+        a.sort_by_key(|&(w, r)| (std::cmp::Reverse(w), r));
+    }
+    let mut start: Vec<u32> = (0..ranks).collect();
+    start.sort_by_key(|&r| {
+        (
+            weight[r as usize] == 0,
+            std::cmp::Reverse(weight[r as usize]),
+            r,
+        )
+    });
+    let mut seen = vec![false; ranks as usize];
+    let mut out = Vec::with_capacity(ranks as usize);
+    for s in start {
+        if seen[s as usize] {
+            continue;
+        }
+        let mut stack = vec![farthest(&adj, s)];
+        while let Some(r) = stack.pop() {
+            if std::mem::replace(&mut seen[r as usize], true) {
+                continue;
+            }
+            out.push(r);
+            // pushed lightest first, so the heaviest is taken next
+            stack.extend(adj[r as usize].iter().rev().map(|x| x.1));
+        }
+    }
+    out
+}
+
+/// The rank farthest from `s` in the tree (fewest hops; ties: the lowest rank): an end of
+/// its longest path, where a depth-first walk leaves chains unbroken.
+fn farthest(adj: &[Vec<(u64, u32)>], s: u32) -> u32 {
+    let mut dist = vec![u32::MAX; adj.len()];
+    dist[s as usize] = 0;
+    let mut queue = std::collections::VecDeque::from([s]);
+    let mut best = (0, s);
+    while let Some(r) = queue.pop_front() {
+        let d = dist[r as usize];
+        if d > best.0 || (d == best.0 && r < best.1) {
+            best = (d, r);
+        }
+        for &(_, n) in &adj[r as usize] {
+            if dist[n as usize] == u32::MAX {
+                dist[n as usize] = d + 1;
+                queue.push_back(n);
+            }
+        }
+    }
+    best.1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(a: u32, b: u32, bytes: u64) -> Edge {
+        Edge {
+            a,
+            b,
+            bytes,
+            messages: 1,
+        }
+    }
+
+    #[test]
+    fn affinity_puts_partners_together() {
+        // pairs 0-3 and 1-2 talk a lot, 4 is silent, 0-1 a little: the chain 2-1-0-3
+        let edges = [e(0, 3, 1000), e(1, 2, 900), e(0, 1, 10)];
+        assert_eq!(affinity(5, &edges), [2, 1, 0, 3, 4]);
+        // a ring in scrambled numbering comes out as the ring
+        let ring = [
+            e(0, 2, 50),
+            e(2, 4, 50),
+            e(4, 1, 50),
+            e(1, 3, 50),
+            e(3, 0, 5),
+        ];
+        assert_eq!(affinity(5, &ring), [0, 2, 4, 1, 3]);
+    }
+}
