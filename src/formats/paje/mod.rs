@@ -26,6 +26,7 @@ pub mod header;
 pub mod lex;
 pub mod mpi;
 pub mod scan;
+pub mod stream;
 
 use crate::error::{Error, Place, Result, Warning};
 use crate::model::*;
