@@ -50,14 +50,15 @@ fn decoded(path: &Path) -> Vec<String> {
     let data = std::fs::read(path).unwrap();
     let mut d = Decoder::new(path, &data).unwrap();
     let mut out = Vec::new();
+    let mut e = perfexpert::formats::paje::binary::Event::new();
     loop {
-        match d.next_step().unwrap() {
+        match d.next_step(&mut e).unwrap() {
             Step::End => break,
             Step::Def(k) => {
                 let b = &d.defs[k as usize];
                 out.push(format!("999 {} {:?} {:?}", b.id, b.field_ids, b.fields));
             }
-            Step::Event(e) => {
+            Step::Event => {
                 let b = &d.defs[e.def as usize];
                 out.push(format!("{} {:?}", b.id, e.fields()));
             }
@@ -251,4 +252,45 @@ fn out_is_not_overwritten_without_force_nor_left_half_written() {
     assert!(std::fs::read_to_string(&out)
         .unwrap()
         .starts_with("%EventDef"));
+}
+
+#[test]
+fn more_than_65536_strings_wrap_the_reference_index_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("many.paje");
+    let mut s = String::from(
+        "%EventDef PajeDefineContainerType 0\n% Alias string\n% Type string\n% Name string\n%EndEventDef\n\
+         %EventDef PajeCreateContainer 1\n% Time date\n% Alias string\n% Type string\n% Container string\n% Name string\n%EndEventDef\n\
+         0 T 0 Node\n",
+    );
+    for i in 0..40_000 {
+        s.push_str(&format!("1 {}.5 a{i} T 0 \"node {i}\"\n", i / 1000));
+    }
+    std::fs::write(&text, s).unwrap();
+    let rst = dir.path().join("many.rst");
+    convert(&text, &rst, "paje-binary-reference");
+    // 80,000 distinct strings and more: indices wrapped, references stay right
+    let data = std::fs::read(&rst).unwrap();
+    let mut d = Decoder::new(&rst, &data).unwrap();
+    let mut e = perfexpert::formats::paje::binary::Event::new();
+    let mut names = Vec::new();
+    while !matches!(d.next_step(&mut e).unwrap(), Step::End) {
+        if d.defs[e.def as usize].id == 6 && e.n == 5 {
+            names.push(format!("{:?}", e.fields()[4]));
+        }
+    }
+    assert!(d.entries > 65536, "{}", d.entries);
+    assert_eq!(names.len(), 40_000);
+    assert_eq!(
+        names[39_999],
+        format!(
+            "{:?}",
+            perfexpert::formats::paje::binary::Val::Str(b"node 39999")
+        )
+    );
+    let (a, b) = (info(&text), info(&rst));
+    for c in COUNTS {
+        assert_eq!(a[c], b[c], "{c}");
+    }
+    assert_eq!(a["containers"], 40_001);
 }

@@ -172,7 +172,11 @@ impl Rst<'_> {
         if self.slots.len() <= i as usize {
             self.slots.push(s.to_vec());
         } else {
-            self.slots[i as usize] = s.to_vec();
+            // the slot's old string loses its index: the map stays at most 65536 strings
+            let old = std::mem::replace(&mut self.slots[i as usize], s.to_vec());
+            if self.index.get(&old) == Some(&i) {
+                self.index.remove(&old);
+            }
         }
         self.index.insert(s.to_vec(), i);
         i

@@ -91,17 +91,26 @@ pub struct Event<'a> {
 }
 
 impl<'a> Event<'a> {
+    pub fn new() -> Event<'a> {
+        Event {
+            offset: 0,
+            def: 0,
+            vals: [Val::Int(0); MAX_FIELDS],
+            n: 0,
+        }
+    }
+
     pub fn fields(&self) -> &[Val<'a>] {
         &self.vals[..self.n]
     }
 }
 
 /// What `Decoder::next_step` found.
-#[allow(clippy::large_enum_variant)] // one on the stack at a time, never stored
-pub enum Step<'a> {
+pub enum Step {
     /// A 999 definition, now `defs[k]`.
     Def(u32),
-    Event(Event<'a>),
+    /// A Paje event, now in the `Event` passed to `next_step`.
+    Event,
     /// The STOP event: the file is read completely.
     End,
 }
@@ -123,6 +132,15 @@ struct Items<'a> {
 }
 
 impl Items<'_> {
+    fn reset(&mut self) {
+        self.nd = 0;
+        self.ni = 0;
+        self.nw = 0;
+        self.ns = 0;
+        self.nl = 0;
+        self.other = 0;
+    }
+
     fn new() -> Self {
         Items {
             d: [0.0; MAX_ITEMS],
@@ -178,6 +196,7 @@ pub struct Decoder<'a> {
     /// AddVariable events whose two strings were exchanged (time-stamped files, §F.2.8).
     pub swapped_add_variable: u64,
     done: bool,
+    spare: Option<Box<Items<'a>>>,
 }
 
 const NO_DEF: u32 = u32::MAX;
@@ -254,6 +273,21 @@ pub fn quoted(kind: Kind, role: Role) -> bool {
     }
 }
 
+/// The position of the first NUL: strings are short (most below 8 bytes), so a plain loop
+/// over the first bytes beats `memchr`'s set-up; longer ones go to `memchr`.
+#[inline]
+fn nul(b: &[u8]) -> Option<usize> {
+    for (k, &x) in b.iter().take(16).enumerate() {
+        if x == 0 {
+            return Some(k);
+        }
+    }
+    if b.len() <= 16 {
+        return None;
+    }
+    memchr::memchr(0, &b[16..]).map(|k| k + 16)
+}
+
 #[inline]
 fn align4(p: usize) -> usize {
     (p + 3) & !3
@@ -275,6 +309,7 @@ impl<'a> Decoder<'a> {
             events: 0,
             swapped_add_variable: 0,
             done: false,
+            spare: None,
         };
         if !sniff(data) {
             return Err(d.err(
@@ -349,7 +384,7 @@ impl<'a> Decoder<'a> {
                     .data
                     .get(p..)
                     .ok_or_else(|| self.truncated(p, "a string"))?;
-                let Some(k) = memchr::memchr(0, rest) else {
+                let Some(k) = nul(rest) else {
                     return Err(self.truncated(p, "a NUL-terminated string"));
                 };
                 it.s[it.ns] = &rest[..k];
@@ -413,16 +448,26 @@ impl<'a> Decoder<'a> {
         })
     }
 
-    /// The next definition, Paje event or the end.
+    /// The next definition, Paje event (decoded into `ev`) or the end.
     #[inline]
-    pub fn next_step(&mut self) -> Result<Step<'a>> {
+    pub fn next_step(&mut self, ev: &mut Event<'a>) -> Result<Step> {
         if self.done {
             return Ok(Step::End);
         }
+        // the item queues are allocated once (zeroing them per event would cost more than
+        // decoding it)
+        let mut items = self.spare.take().unwrap_or_else(|| Box::new(Items::new()));
+        let r = self.step(ev, &mut items);
+        self.spare = Some(items);
+        r
+    }
+
+    #[inline]
+    fn step(&mut self, ev: &mut Event<'a>, items: &mut Items<'a>) -> Result<Step> {
         loop {
             let start = self.pos;
-            let mut items = Items::new();
-            let ty = self.event_words_first(&mut items)?;
+            items.reset();
+            let ty = self.event_words_first(items)?;
             match ty {
                 STOP => {
                     if self.pos != self.data.len() {
@@ -456,14 +501,14 @@ impl<'a> Decoder<'a> {
                     }
                     self.entries += 1;
                 }
-                DEFINITION => return self.definition(start, &items).map(Step::Def),
+                DEFINITION => return self.definition(start, items).map(Step::Def),
                 INIT => {
                     return Err(self.err(
                         start,
                         "a second INIT event (type 16383); expected it only at byte 0",
                     ))
                 }
-                _ => return self.paje_event(ty, start, &items).map(Step::Event),
+                _ => return self.paje_event(ty, start, items, ev).map(|_| Step::Event),
             }
         }
     }
@@ -487,6 +532,21 @@ impl<'a> Decoder<'a> {
         let mut p = start + 4;
         if self.layout == Layout::TimeStamped {
             p += if w0 & 0x1_0000 != 0 { 24 } else { 8 };
+        }
+        if w0 & 0x2_0000 != 0 {
+            // one header word (every Paje event of poti but the link ones): its nibbles
+            for k in (0..4).rev() {
+                let c = (w0 >> (4 * k)) & 0xf;
+                if c == 0 {
+                    break;
+                }
+                p = self.item(c, p, start, items)?;
+            }
+            self.pos = align4(p);
+            if self.pos > self.data.len() {
+                return Err(self.truncated(self.data.len(), "the padding of the last event"));
+            }
+            return Ok(ty);
         }
         // the codes of all header words, most significant nibble first
         let mut codes = [0u8; 4 + 7 * 15];
@@ -605,7 +665,13 @@ impl<'a> Decoder<'a> {
 
     /// Put an event's items back in the order of its definition (§F.2.4).
     #[inline]
-    fn paje_event(&mut self, ty: u32, start: usize, it: &Items<'a>) -> Result<Event<'a>> {
+    fn paje_event(
+        &mut self,
+        ty: u32,
+        start: usize,
+        it: &Items<'a>,
+        ev: &mut Event<'a>,
+    ) -> Result<()> {
         let k = match self.by_id.get(ty as usize) {
             Some(&k) if k != NO_DEF => k,
             _ => {
@@ -624,12 +690,9 @@ impl<'a> Decoder<'a> {
         };
         let reference = self.entries > 0;
         let d = &self.defs[k as usize];
-        let mut ev = Event {
-            offset: start as u64,
-            def: k,
-            vals: [Val::Int(0); MAX_FIELDS],
-            n: d.fields.len(),
-        };
+        ev.offset = start as u64;
+        ev.def = k;
+        ev.n = d.fields.len();
         let (mut xd, mut xi, mut xs) = (0, 0, 0);
         let mut bad = it.nl + it.other > 0 || d.fields.len() > MAX_FIELDS;
         if !bad {
@@ -704,7 +767,7 @@ impl<'a> Decoder<'a> {
             }
         }
         self.events += 1;
-        Ok(ev)
+        Ok(())
     }
 
     #[inline]

@@ -260,7 +260,8 @@ pub fn seconds_to_ticks(x: f64, digits: u32, inexact: &mut bool) -> Result<u64, 
         return Err(DateError::Overflow);
     }
     let scale = POW10[digits as usize] as f64;
-    let n = (x * scale).round();
+    // x ≥ 0: adding 0.5 and truncating rounds (ties do not matter: the check below decides)
+    let n = ((x * scale + 0.5) as u64) as f64;
     if n < 9_007_199_254_740_992.0 && n / scale == x {
         return Ok(n as u64);
     }

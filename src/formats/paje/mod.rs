@@ -484,12 +484,13 @@ impl<'a> Reader<'a> {
     fn run_binary(mut self, data: &[u8]) -> Result<Reader<'a>> {
         let mut dec = binary::Decoder::new(self.path, data)?;
         let mut f: [&[u8]; binary::MAX_FIELDS] = [&[]; binary::MAX_FIELDS];
+        let mut ev = binary::Event::new();
         loop {
-            let ev = match dec.next_step()? {
+            match dec.next_step(&mut ev)? {
                 binary::Step::End => break,
                 binary::Step::Def(_) => continue,
-                binary::Step::Event(ev) => ev,
-            };
+                binary::Step::Event => {}
+            }
             let d = &dec.defs[ev.def as usize];
             for (slot, v) in f.iter_mut().zip(ev.fields()) {
                 *slot = match v {

@@ -52,8 +52,9 @@ fn visit_binary<'a>(
     let mut dec = Decoder::new(path, data)?;
     let mut roles: Vec<Vec<Role>> = Vec::new();
     let mut vals = [Field::Int(0); binary::MAX_FIELDS];
+    let mut ev = binary::Event::new();
     loop {
-        match dec.next_step()? {
+        match dec.next_step(&mut ev)? {
             Step::End => return Ok(()),
             Step::Def(k) => {
                 let d = &dec.defs[k as usize];
@@ -63,7 +64,7 @@ fn visit_binary<'a>(
                     roles: &roles[k as usize],
                 })?;
             }
-            Step::Event(ev) => {
+            Step::Event => {
                 for (slot, v) in vals.iter_mut().zip(ev.fields()) {
                     *slot = match *v {
                         Val::Str(s) => Field::Text(s),
