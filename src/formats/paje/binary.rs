@@ -90,6 +90,12 @@ pub struct Event<'a> {
     pub n: usize,
 }
 
+impl Default for Event<'_> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<'a> Event<'a> {
     pub fn new() -> Event<'a> {
         Event {
