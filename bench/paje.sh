@@ -4,7 +4,7 @@
 #   usage (from the project root):  bash bench/paje.sh
 #   environment: PAJE_MB=520 (size of the generated trace, 10^6 bytes), PAJE_RANKS=64,
 #                RUNS=3 (alternating runs per reader; the best wall time is kept),
-#                DIVAN=0 to skip the divan benchmark
+#                DIVAN=0 to skip the divan benchmark, NOBUILD=1 to use target/release as it is
 #
 # Generates bench/out/paje/big.paje (git-ignored) with tools/gen_paje.py unless it is there,
 # then runs the divan benchmark `paje_smpi_520mb` (perfexpert::open on that file, page cache
@@ -24,7 +24,7 @@ ls -l "$OUT/big.paje"
 if [[ "${DIVAN:-1}" != 0 ]]; then
     cargo bench --bench read -- paje
 fi
-cargo build --release --quiet
+[[ "${NOBUILD:-0}" == 1 ]] || cargo build --release --quiet
 PE=./target/release/perfexpert
 
 # one run: "wall user+sys rss_kb"
