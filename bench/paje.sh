@@ -1,21 +1,64 @@
 #!/usr/bin/env bash
-# Paje parsing throughput (issue 11, point 4).
+# Paje parsing throughput (issue 11, point 4) and binary Paje against text (issue 23, point 2).
 #
 #   usage (from the project root):  bash bench/paje.sh
-#   environment: PAJE_MB=520 (size of the generated trace, 10^6 bytes), PAJE_RANKS=64
+#   environment: PAJE_MB=520 (size of the generated trace, 10^6 bytes), PAJE_RANKS=64,
+#                RUNS=3 (alternating runs per reader; the best wall time is kept),
+#                DIVAN=0 to skip the divan benchmark, NOBUILD=1 to use target/release as it is
 #
 # Generates bench/out/paje/big.paje (git-ignored) with tools/gen_paje.py unless it is there,
 # then runs the divan benchmark `paje_smpi_520mb` (perfexpert::open on that file, page cache
-# warm) and prints its bytes/s, plus the wall time of `perfexpert info` on the same file.
+# warm) and prints its bytes/s. Then converts big.paje to binary Paje (both variants) with
+# `perfexpert convert` (timed) and reads the three files with `perfexpert info`, side by side
+# and alternating, page cache warm: a table of wall time, CPU time, peak RSS and the ratio of
+# each binary read to the text read.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=bench/out/paje
+RUNS=${RUNS:-3}
 mkdir -p "$OUT"
 if [[ ! -s "$OUT/big.paje" ]]; then
     python3 tools/gen_paje.py "$OUT/big.paje" --mb "${PAJE_MB:-520}" --ranks "${PAJE_RANKS:-64}"
 fi
 ls -l "$OUT/big.paje"
-cargo bench --bench read -- paje
-cargo build --release --quiet
-/usr/bin/time -f "perfexpert info: %e s wall, %U s user, %M KB peak RSS" \
-    ./target/release/perfexpert info "$OUT/big.paje" >/dev/null
+if [[ "${DIVAN:-1}" != 0 ]]; then
+    cargo bench --bench read -- paje
+fi
+[[ "${NOBUILD:-0}" == 1 ]] || cargo build --release --quiet
+PE=./target/release/perfexpert
+
+# one run: "wall user+sys rss_kb"
+measure() {
+    /usr/bin/time -f "%e %U %S %M" -o "$OUT/time.txt" "$@" >/dev/null
+    awk '{printf "%s %.2f %s\n", $1, $2 + $3, $4}' "$OUT/time.txt"
+}
+
+echo
+echo "convert (big.paje → binary), wall / CPU / peak RSS:"
+for v in paje-binary paje-binary-reference; do
+    r=$(measure $PE convert -q --force --to "$v" -o "$OUT/big.$v.rst" "$OUT/big.paje")
+    echo "  --to $v: $r  ($(stat -c %s "$OUT/big.$v.rst") bytes)"
+done
+
+declare -A best cpu rss
+files=(big.paje big.paje-binary.rst big.paje-binary-reference.rst)
+for f in "${files[@]}"; do cat "$OUT/$f" >/dev/null; best[$f]=999999; done
+for ((i = 0; i < RUNS; i++)); do
+    for f in "${files[@]}"; do
+        read -r w c m < <(measure $PE info "$OUT/$f")
+        if awk -v a="$w" -v b="${best[$f]}" 'BEGIN{exit !(a < b)}'; then
+            best[$f]=$w; cpu[$f]=$c; rss[$f]=$m
+        fi
+    done
+done
+echo
+echo "perfexpert info, best of $RUNS alternating runs ($(nproc) cores, $(date -u +%F))"
+echo
+echo "| file | bytes | wall s | CPU s | peak RSS MB | MB/s (of the text) | speed-up vs text |"
+echo "|---|--:|--:|--:|--:|--:|--:|"
+text_bytes=$(stat -c %s "$OUT/big.paje")
+for f in "${files[@]}"; do
+    awk -v f="$f" -v b="$(stat -c %s "$OUT/$f")" -v w="${best[$f]}" -v c="${cpu[$f]}" \
+        -v m="${rss[$f]}" -v tb="$text_bytes" -v tw="${best[big.paje]}" \
+        'BEGIN{printf "| %s | %d | %.2f | %.2f | %.0f | %.0f | %.2fx |\n", f, b, w, c, m/1024, tb/1e6/w, tw/w}'
+done

@@ -14,6 +14,7 @@
 
 pub mod analysis;
 pub mod cli;
+pub mod convert;
 pub mod error;
 pub mod formats;
 pub mod model;

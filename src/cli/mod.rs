@@ -1,5 +1,6 @@
 //! The command line: one module per subcommand. `main.rs` parses, this runs.
 
+pub mod convert;
 pub mod diff;
 pub mod info;
 pub mod log;
@@ -45,6 +46,8 @@ pub enum Command {
     /// Compare two reports (JSON or .cubex): per metric and call path, what changed, ranked
     /// by absolute change.
     Diff(diff::DiffArgs),
+    /// Convert a trace to another format: otf2, paje, paje-binary, paje-binary-reference.
+    Convert(convert::ConvertArgs),
 }
 
 /// Run a parsed command, writing to `out`.
@@ -59,5 +62,6 @@ pub fn run(cli: Cli, out: &mut dyn std::io::Write) -> crate::Result<()> {
         Command::Run(args) => run::run(&args, &progress, out),
         Command::Rules(cmd) => rules::run(&cmd, out),
         Command::Diff(args) => diff::run(&args, out),
+        Command::Convert(args) => convert::run(&args, out),
     }
 }

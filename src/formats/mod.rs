@@ -65,8 +65,15 @@ pub fn detect(path: &Path) -> Result<Format> {
     if otf1::sniff(head) {
         return Ok(Format::Otf1);
     }
-    if paje::sniff_file(path)? {
+    if paje::sniff_file(path)? || paje::binary::sniff(head) {
         return Ok(Format::Paje);
+    }
+    if paje::binary::sniff_big_endian(head) {
+        return Err(Error::format(
+            path,
+            Place::Byte(0),
+            "a big-endian binary Paje (libRastro) file; only little-endian ones are supported",
+        ));
     }
     let what = if n == 0 {
         "empty file".to_string()
@@ -78,7 +85,8 @@ pub fn detect(path: &Path) -> Result<Format> {
         Place::Byte(0),
         format!(
             "{what}; expected a trace: an OTF2 anchor (bytes 03 42|23 'OTF2'), an OTF master \
-             file ('<hex>:<hex>') or a Paje file (%EventDef header)"
+             file ('<hex>:<hex>'), a Paje file (%EventDef header) or a binary Paje file (libRastro INIT \
+             event, bytes 10 44 ff ff)"
         ),
     ))
 }

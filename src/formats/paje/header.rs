@@ -152,7 +152,57 @@ impl EventDef {
     pub fn has(&self, r: Role) -> bool {
         self.pos[r as usize] != NO_FIELD
     }
+
+    /// A definition from its fields' roles in order (binary Paje's 999 events): checked
+    /// like a `%EventDef` block. `line` is where it was found (a byte offset there).
+    pub fn of_roles(kind: Kind, roles: &[Role], line: u64) -> Result<EventDef, String> {
+        let mut p = Pending {
+            kind,
+            id: super::binary::id_of(kind).map_or(0, u64::from),
+            line,
+            fields: Vec::new(),
+        };
+        for &r in roles {
+            if r != Role::Extra && p.fields.contains(&r) {
+                return Err(format!("{kind} lists the field {r:?} twice"));
+            }
+            if p.fields.len() >= NO_FIELD as usize {
+                return Err("too many fields".into());
+            }
+            p.fields.push(r);
+        }
+        Ok(p.end()?.1)
+    }
+
+    /// The role of each field, in order.
+    pub fn roles(&self) -> Vec<Role> {
+        let mut v = vec![Role::Extra; self.nfields];
+        for (r, &p) in self.pos.iter().enumerate() {
+            if p != NO_FIELD {
+                v[p as usize] = ROLE_LIST[r];
+            }
+        }
+        v
+    }
 }
+
+/// The roles in their `Role as usize` order (all but `Extra`).
+const ROLE_LIST: [Role; ROLES] = [
+    Role::Time,
+    Role::Name,
+    Role::Alias,
+    Role::Type,
+    Role::Container,
+    Role::StartContainerType,
+    Role::EndContainerType,
+    Role::StartContainer,
+    Role::EndContainer,
+    Role::Value,
+    Role::Key,
+    Role::Color,
+    Role::Filename,
+    Role::Size,
+];
 
 /// A `%EventDef` being read.
 #[derive(Debug)]

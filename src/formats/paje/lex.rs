@@ -243,6 +243,32 @@ pub fn lenient_count(s: &[u8]) -> Option<u64> {
     uint(int)
 }
 
+/// A binary64 time in seconds (binary Paje, formats.md §F.2.7) as ticks of `10^digits` per
+/// second: the ticks of the shortest decimal that reads back as `x`, so a time written
+/// as text and converted by `strtod` gets the ticks `date` gives the text. Exact decimals
+/// with at most `digits` fraction digits take the fast path (`n / 10^digits`, both exact
+/// below 2^53, is correctly rounded, as `strtod` of that decimal is).
+#[inline]
+pub fn seconds_to_ticks(x: f64, digits: u32, inexact: &mut bool) -> Result<u64, DateError> {
+    if x.is_nan() {
+        return Err(DateError::Syntax);
+    }
+    if x < 0.0 {
+        return Err(DateError::Negative);
+    }
+    if !x.is_finite() {
+        return Err(DateError::Overflow);
+    }
+    let scale = POW10[digits as usize] as f64;
+    // x ≥ 0: adding 0.5 and truncating rounds (ties do not matter: the check below decides)
+    let n = ((x * scale + 0.5) as u64) as f64;
+    if n < 9_007_199_254_740_992.0 && n / scale == x {
+        return Ok(n as u64);
+    }
+    let s = format!("{x}");
+    date(s.as_bytes(), digits, inexact)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,10 +21,12 @@
 //! Timestamps: decimal seconds converted exactly to integer ticks of 1 ns (10^9 per second);
 //! a file with finer dates is read again at 1 ps (10^12 per second).
 
+pub mod binary;
 pub mod header;
 pub mod lex;
 pub mod mpi;
 pub mod scan;
+pub mod stream;
 
 use crate::error::{Error, Place, Result, Warning};
 use crate::model::*;
@@ -265,6 +267,8 @@ struct Half {
 
 struct Reader<'a> {
     path: &'a Path,
+    /// Binary Paje: the `line` of errors and warnings is a byte offset.
+    binary: bool,
     digits: u32,
     inexact: bool,
     /// Definitions in file order (the scanner's definition numbers).
@@ -294,6 +298,7 @@ struct Reader<'a> {
     messages: u64,
     end_time: u64,
     creator: String,
+    format_version: String,
     warnings: Vec<Warning>,
     order_warnings: u64,
     first_order_warning: Option<String>,
@@ -320,7 +325,34 @@ pub fn read(path: &Path) -> Result<Trace> {
     // SAFETY: the map is read-only; a file changed underneath us would give wrong data,
     // never undefined behaviour beyond what reading a racing file gives (as in the OTF2 reader).
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, "cannot map", e))?;
+    if binary::sniff(&map) {
+        return parse_binary(path, &map);
+    }
     parse(path, &map)
+}
+
+/// Read the binary Paje trace in `data` (formats.md §F): the same simulation and model as
+/// the text reader, fed with the decoded events; dates are the binary64 times converted to
+/// the ticks their shortest decimal form gives (so a trace converted from text has the text's
+/// ticks).
+pub fn parse_binary(path: &Path, data: &[u8]) -> Result<Trace> {
+    let mut r = Reader::new(path, 9);
+    r.binary = true;
+    let first = r.run_binary(data)?;
+    if !first.inexact {
+        return Ok(first.finish());
+    }
+    let mut r = Reader::new(path, 12);
+    r.binary = true;
+    let mut second = r.run_binary(data)?;
+    if second.inexact {
+        second.warnings.push(Warning {
+            file: path.display().to_string(),
+            message: "some dates have more than 12 fraction digits; they were rounded to 1 ps"
+                .into(),
+        });
+    }
+    Ok(second.finish())
 }
 
 /// Read the Paje trace in `data` (the content of `path`, which errors name).
@@ -344,6 +376,7 @@ impl<'a> Reader<'a> {
     fn new(path: &'a Path, digits: u32) -> Reader<'a> {
         let mut r = Reader {
             path,
+            binary: false,
             digits,
             inexact: false,
             defs: Vec::new(),
@@ -371,6 +404,7 @@ impl<'a> Reader<'a> {
             messages: 0,
             end_time: 0,
             creator: String::new(),
+            format_version: String::new(),
             warnings: Vec::new(),
             order_warnings: 0,
             first_order_warning: None,
@@ -397,7 +431,12 @@ impl<'a> Reader<'a> {
     }
 
     fn err(&self, line: u64, what: impl Into<String>) -> Error {
-        Error::format(self.path, Place::Line(line), what)
+        let place = if self.binary {
+            Place::Byte(line)
+        } else {
+            Place::Line(line)
+        };
+        Error::format(self.path, place, what)
     }
 
     /// Scan on a second thread (scan.rs), simulate here, batch by batch.
@@ -439,6 +478,72 @@ impl<'a> Reader<'a> {
             )
         })?;
         Ok(self)
+    }
+
+    /// Decode (binary.rs) and simulate, event by event.
+    fn run_binary(mut self, data: &[u8]) -> Result<Reader<'a>> {
+        let mut dec = binary::Decoder::new(self.path, data)?;
+        let mut f: [&[u8]; binary::MAX_FIELDS] = [&[]; binary::MAX_FIELDS];
+        let mut ev = binary::Event::new();
+        loop {
+            match dec.next_step(&mut ev)? {
+                binary::Step::End => break,
+                binary::Step::Def(_) => continue,
+                binary::Step::Event => {}
+            }
+            let d = &dec.defs[ev.def as usize];
+            for (slot, v) in f.iter_mut().zip(ev.fields()) {
+                *slot = match v {
+                    binary::Val::Str(s) => s,
+                    _ => b"",
+                };
+            }
+            let t = if d.def.has(Role::Time) {
+                match ev.vals[d.def.at(Role::Time)] {
+                    binary::Val::Num(x) => lex::seconds_to_ticks(x, self.digits, &mut self.inexact)
+                        .map_err(|e| {
+                            self.err(
+                                ev.offset,
+                                format!("{} has the time {x} s ({e:?}); expected a date of at least 0 s", d.kind),
+                            )
+                        })?,
+                    _ => 0,
+                }
+            } else {
+                0
+            };
+            if t > self.end_time {
+                self.end_time = t;
+            }
+            self.event(&d.def, &f[..ev.n], t, ev.offset)?;
+        }
+        self.origin_binary(&dec);
+        Ok(self)
+    }
+
+    /// What the decoder found out about the file: variant, layout, the AddVariable fix.
+    fn origin_binary(&mut self, dec: &binary::Decoder) {
+        self.format_version = format!(
+            "binary (libRastro, {} variant{})",
+            if dec.reference() {
+                "reference"
+            } else {
+                "standard"
+            },
+            match dec.layout {
+                binary::Layout::Fork => "",
+                binary::Layout::TimeStamped => ", time-stamped layout",
+            }
+        );
+        if dec.swapped_add_variable > 0 {
+            self.warnings.push(Warning {
+                file: self.path.display().to_string(),
+                message: format!(
+                    "this file has the time-stamped layout of the 2014 librastro, whose {} PajeAddVariable event(s) store Type before Container against their own definition; read with the two exchanged (formats.md §F.2.8)",
+                    dec.swapped_add_variable
+                ),
+            });
+        }
     }
 
     fn consume(&mut self, b: &mut scan::Batch) -> Result<()> {
@@ -629,7 +734,8 @@ impl<'a> Reader<'a> {
             self.order_warnings += 1;
             if self.first_order_warning.is_none() {
                 self.first_order_warning = Some(format!(
-                    "line {line}: {what} of container '{}' at {} s is earlier than the previous one at {} s",
+                    "{} {line}: {what} of container '{}' at {} s is earlier than the previous one at {} s",
+                    if self.binary { "byte" } else { "line" },
                     self.containers[c as usize].name,
                     t as f64 / 10f64.powi(self.digits as i32),
                     last as f64 / 10f64.powi(self.digits as i32),
@@ -969,7 +1075,7 @@ impl<'a> Reader<'a> {
             path: self.path.to_path_buf(),
             origin: Origin {
                 format: "Paje",
-                format_version: String::new(),
+                format_version: self.format_version,
                 creator: self.creator,
                 machine: String::new(),
                 description: String::new(),

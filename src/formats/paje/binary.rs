@@ -1,0 +1,806 @@
+//! The binary Paje decoder (formats.md §F): libRastro events → Paje events. Both variants
+//! poti's `paje2rst` writes (standard: strings inline; reference: strings once as type-888
+//! events, referred to by u16 index), both container layouts (the Herbstrith fork without
+//! time stamps, and the older time-stamped one of poti's shipped examples). Every read is
+//! bounds-checked; an error names the byte offset of the event and what was expected.
+//! The Paje simulation (`mod.rs`) and `perfexpert convert` consume the decoded events.
+
+use super::header::{EventDef, Kind, Role};
+use crate::error::{Error, Place, Result};
+use std::path::Path;
+
+/// rastro event types of the container layer and of poti's mapping (§F.2.1).
+pub const INIT: u32 = 16383;
+pub const STOP: u32 = 16382;
+pub const DEFINITION: u32 = 999;
+pub const STRING_ENTRY: u32 = 888;
+
+/// At most this many items of one class in one event (the C reader allows 15).
+const MAX_ITEMS: usize = 32;
+/// At most this many fields in one Paje event (a 999 event of 17 u32 has 8).
+pub const MAX_FIELDS: usize = 16;
+
+/// Whether `head` starts with a libRastro INIT event word (type 16383, LAST, items `l l s`)
+/// in little-endian order: `10 44 ff ff` (§F.1.1), the TIME_SET bit either way.
+pub fn sniff(head: &[u8]) -> bool {
+    head.len() >= 4 && {
+        let w = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+        w >> 18 == INIT && w & 0x2_ffff == 0x2_4410
+    }
+}
+
+/// Whether `head` is such a word written big-endian (not supported: no such file exists).
+pub fn sniff_big_endian(head: &[u8]) -> bool {
+    head.len() >= 4 && {
+        let w = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
+        w >> 18 == INIT && w & 0x2_ffff == 0x2_4410
+    }
+}
+
+/// The container layout (§F.1.7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Herbstrith's librastro: header words, then data; no time stamps.
+    Fork,
+    /// Upstream librastro: seconds and resolution after a TIME_SET word 0, ticks after every.
+    TimeStamped,
+}
+
+/// How a Paje field is stored (§F.2.2, field types).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldType {
+    /// `string` and `color`: a string (standard) or a u16 index (reference).
+    Str,
+    /// `double` and `date`: a binary64.
+    Double,
+    /// `int`: a u32.
+    Int,
+}
+
+/// A field value of a decoded Paje event.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Val<'a> {
+    Str(&'a [u8]),
+    Num(f64),
+    Int(u32),
+}
+
+/// One 999 definition: the Paje event and its fields in Paje order.
+#[derive(Clone, Debug)]
+pub struct BinDef {
+    /// The Paje event id (§F.2.2), the rastro type of its events.
+    pub id: u32,
+    pub kind: Kind,
+    pub fields: Vec<(Role, FieldType)>,
+    /// The field ids as written (Line, File, Mark … are `Role::Extra`).
+    pub field_ids: Vec<u32>,
+    /// What the simulation needs: role → position.
+    pub def: EventDef,
+    /// Byte offset of the 999 event.
+    pub offset: u64,
+}
+
+/// A decoded Paje event: its definition (index into `Decoder::defs`) and its field values
+/// in the definition's order, poti's added quotes removed (§F.2.7).
+#[derive(Clone, Copy, Debug)]
+pub struct Event<'a> {
+    pub offset: u64,
+    pub def: u32,
+    pub vals: [Val<'a>; MAX_FIELDS],
+    pub n: usize,
+}
+
+impl Default for Event<'_> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<'a> Event<'a> {
+    pub fn new() -> Event<'a> {
+        Event {
+            offset: 0,
+            def: 0,
+            vals: [Val::Int(0); MAX_FIELDS],
+            n: 0,
+        }
+    }
+
+    pub fn fields(&self) -> &[Val<'a>] {
+        &self.vals[..self.n]
+    }
+}
+
+/// What `Decoder::next_step` found.
+pub enum Step {
+    /// A 999 definition, now `defs[k]`.
+    Def(u32),
+    /// A Paje event, now in the `Event` passed to `next_step`.
+    Event,
+    /// The STOP event: the file is read completely.
+    End,
+}
+
+/// The item queues of one event, per class, in file order.
+struct Items<'a> {
+    d: [f64; MAX_ITEMS],
+    nd: usize,
+    i: [u32; MAX_ITEMS],
+    ni: usize,
+    w: [u16; MAX_ITEMS],
+    nw: usize,
+    s: [&'a [u8]; MAX_ITEMS],
+    ns: usize,
+    /// u64, float and u8 items (only INIT has u64; Paje never uses the others).
+    l: [u64; 2],
+    nl: usize,
+    other: usize,
+}
+
+impl Items<'_> {
+    fn reset(&mut self) {
+        self.nd = 0;
+        self.ni = 0;
+        self.nw = 0;
+        self.ns = 0;
+        self.nl = 0;
+        self.other = 0;
+    }
+
+    fn new() -> Self {
+        Items {
+            d: [0.0; MAX_ITEMS],
+            nd: 0,
+            i: [0; MAX_ITEMS],
+            ni: 0,
+            w: [0; MAX_ITEMS],
+            nw: 0,
+            s: [&[]; MAX_ITEMS],
+            ns: 0,
+            l: [0; 2],
+            nl: 0,
+            other: 0,
+        }
+    }
+
+    /// The classes as letters (`d d s s`), for messages.
+    fn describe(&self) -> String {
+        let mut v = Vec::new();
+        v.extend(std::iter::repeat_n("d", self.nd));
+        v.extend(std::iter::repeat_n("l", self.nl));
+        v.extend(std::iter::repeat_n("i", self.ni));
+        v.extend(std::iter::repeat_n("w", self.nw));
+        v.extend(std::iter::repeat_n("s", self.ns));
+        v.extend(std::iter::repeat_n("f/c", self.other));
+        if v.is_empty() {
+            "no items".into()
+        } else {
+            v.join(" ")
+        }
+    }
+}
+
+/// The binary Paje decoder over the whole file in memory.
+pub struct Decoder<'a> {
+    path: &'a Path,
+    data: &'a [u8],
+    pos: usize,
+    pub layout: Layout,
+    /// Definitions in file order.
+    pub defs: Vec<BinDef>,
+    /// Paje id → the last definition of it (index into `defs`).
+    by_id: Vec<u32>,
+    /// The string table of the reference variant: 888 entry k in slot k mod 65536 (the
+    /// writer's counter wraps, §F.1.9).
+    table: Vec<&'a [u8]>,
+    /// 888 events so far.
+    pub entries: u64,
+    /// INIT's ids and host name.
+    pub init: (u64, u64, &'a [u8]),
+    /// Paje events decoded so far.
+    pub events: u64,
+    /// AddVariable events whose two strings were exchanged (time-stamped files, §F.2.8).
+    pub swapped_add_variable: u64,
+    done: bool,
+    spare: Option<Box<Items<'a>>>,
+}
+
+const NO_DEF: u32 = u32::MAX;
+
+fn kind_of(id: u32) -> Option<Kind> {
+    use Kind::*;
+    Some(match id {
+        0 => DefineContainerType,
+        1 => DefineEventType,
+        2 => DefineStateType,
+        3 => DefineVariableType,
+        4 => DefineLinkType,
+        5 => DefineEntityValue,
+        6 => CreateContainer,
+        7 => DestroyContainer,
+        8 => NewEvent,
+        9 => SetState,
+        10 => PushState,
+        11 => PopState,
+        12 => ResetState,
+        13 => SetVariable,
+        14 => AddVariable,
+        15 => SubVariable,
+        16 => StartLink,
+        17 => EndLink,
+        _ => return None,
+    })
+}
+
+/// The Paje event id of a kind (§F.2.2), inverse of `kind_of`.
+pub fn id_of(kind: Kind) -> Option<u32> {
+    (0..18).find(|&i| kind_of(i) == Some(kind))
+}
+
+/// The role of a field id (§F.2.2); None for id 0 and unknown ids.
+pub fn role_of(field: u32) -> Option<Role> {
+    use Role::*;
+    Some(match field {
+        1 => Time,
+        2 => Name,
+        3 => Type,
+        4 => Container,
+        5 => StartContainerType,
+        6 => EndContainerType,
+        7 => StartContainer,
+        8 => EndContainer,
+        9 => Value,
+        10 => Key,
+        11 => Alias,
+        12 => Color,
+        15 => Filename,
+        35 => Size,
+        13 | 14 | 16 | 36 => Extra,
+        _ => return None,
+    })
+}
+
+/// Whether poti wraps this field of this event in literal double quotes (§F.2.7).
+pub fn quoted(kind: Kind, role: Role) -> bool {
+    use Kind::*;
+    match role {
+        Role::Name => matches!(
+            kind,
+            DefineContainerType
+                | DefineStateType
+                | DefineEventType
+                | DefineVariableType
+                | DefineLinkType
+                | DefineEntityValue
+                | CreateContainer
+        ),
+        Role::Color => matches!(kind, DefineVariableType | DefineEntityValue),
+        _ => false,
+    }
+}
+
+/// The position of the first NUL: strings are short (most below 8 bytes), so a plain loop
+/// over the first bytes beats `memchr`'s set-up; longer ones go to `memchr`.
+#[inline]
+fn nul(b: &[u8]) -> Option<usize> {
+    for (k, &x) in b.iter().take(16).enumerate() {
+        if x == 0 {
+            return Some(k);
+        }
+    }
+    if b.len() <= 16 {
+        return None;
+    }
+    memchr::memchr(0, &b[16..]).map(|k| k + 16)
+}
+
+#[inline]
+fn align4(p: usize) -> usize {
+    (p + 3) & !3
+}
+
+impl<'a> Decoder<'a> {
+    /// Check the INIT event and choose the layout.
+    pub fn new(path: &'a Path, data: &'a [u8]) -> Result<Decoder<'a>> {
+        let mut d = Decoder {
+            path,
+            data,
+            pos: 0,
+            layout: Layout::Fork,
+            defs: Vec::new(),
+            by_id: Vec::new(),
+            table: Vec::new(),
+            entries: 0,
+            init: (0, 0, &[]),
+            events: 0,
+            swapped_add_variable: 0,
+            done: false,
+            spare: None,
+        };
+        if !sniff(data) {
+            return Err(d.err(
+                0,
+                "expected the libRastro INIT event (word 10 44 ff ff: type 16383, items u64 u64 string)",
+            ));
+        }
+        // the time-stamped layout holds the clock resolution at byte 12 (§F.1.7)
+        let at12 = data
+            .get(12..20)
+            .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]));
+        if data[2] & 1 == 1 && matches!(at12, Some(1_000 | 1_000_000 | 1_000_000_000)) {
+            d.layout = Layout::TimeStamped;
+        }
+        let mut items = Items::new();
+        let ty = d.event_words_first(&mut items)?;
+        if ty != INIT || items.nl != 2 || items.ns != 1 || items.nd + items.ni + items.nw > 0 {
+            return Err(d.err(
+                0,
+                format!(
+                    "the INIT event holds {}; expected u64 u64 string",
+                    items.describe()
+                ),
+            ));
+        }
+        d.init = (items.l[0], items.l[1], items.s[0]);
+        Ok(d)
+    }
+
+    fn err(&self, at: usize, what: impl Into<String>) -> Error {
+        Error::format(self.path, Place::Byte(at as u64), what)
+    }
+
+    fn truncated(&self, at: usize, what: &str) -> Error {
+        self.err(
+            at,
+            format!("the file ends inside an event (expected {what}); truncated?"),
+        )
+    }
+
+    #[inline]
+    fn u32_at(&self, p: usize) -> Option<u32> {
+        let b = self.data.get(p..p + 4)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    #[inline]
+    fn u64_at(&self, p: usize) -> Option<u64> {
+        let b = self.data.get(p..p + 8)?;
+        Some(u64::from_le_bytes([
+            b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+        ]))
+    }
+
+    /// Read one item of type `code` at `p` into `it`; the position after it.
+    #[inline]
+    fn item(&self, code: u32, p: usize, start: usize, it: &mut Items<'a>) -> Result<usize> {
+        let full = |n: usize, c: &str| {
+            if n >= MAX_ITEMS {
+                Err(self.err(
+                    start,
+                    format!("an event with more than {MAX_ITEMS} {c} items"),
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        Ok(match code {
+            1 => {
+                full(it.ns, "string")?;
+                let rest = self
+                    .data
+                    .get(p..)
+                    .ok_or_else(|| self.truncated(p, "a string"))?;
+                let Some(k) = nul(rest) else {
+                    return Err(self.truncated(p, "a NUL-terminated string"));
+                };
+                it.s[it.ns] = &rest[..k];
+                it.ns += 1;
+                align4(p + k + 1)
+            }
+            2 => {
+                full(it.nd, "double")?;
+                let v = self
+                    .u64_at(p)
+                    .ok_or_else(|| self.truncated(p, "an 8-byte double"))?;
+                it.d[it.nd] = f64::from_bits(v);
+                it.nd += 1;
+                p + 8
+            }
+            4 => {
+                if it.nl >= 2 {
+                    return Err(self.err(
+                        start,
+                        "an event with more than 2 u64 items (only INIT has u64 items)",
+                    ));
+                }
+                it.l[it.nl] = self
+                    .u64_at(p)
+                    .ok_or_else(|| self.truncated(p, "an 8-byte u64"))?;
+                it.nl += 1;
+                p + 8
+            }
+            7 => {
+                full(it.ni, "u32")?;
+                it.i[it.ni] = self
+                    .u32_at(p)
+                    .ok_or_else(|| self.truncated(p, "a 4-byte u32"))?;
+                it.ni += 1;
+                p + 4
+            }
+            5 => {
+                full(it.nw, "u16")?;
+                let b = self
+                    .data
+                    .get(p..p + 2)
+                    .ok_or_else(|| self.truncated(p, "a 2-byte u16"))?;
+                it.w[it.nw] = u16::from_le_bytes([b[0], b[1]]);
+                it.nw += 1;
+                p + 2
+            }
+            3 | 6 => {
+                let n = if code == 3 { 4 } else { 1 };
+                if p + n > self.data.len() {
+                    return Err(self.truncated(p, "a float or u8 item"));
+                }
+                it.other += 1;
+                p + n
+            }
+            _ => {
+                return Err(self.err(
+                    start,
+                    format!("unknown item type code {code} in the event header (expected 1 to 7)"),
+                ))
+            }
+        })
+    }
+
+    /// The next definition, Paje event (decoded into `ev`) or the end.
+    #[inline]
+    pub fn next_step(&mut self, ev: &mut Event<'a>) -> Result<Step> {
+        if self.done {
+            return Ok(Step::End);
+        }
+        // the item queues are allocated once (zeroing them per event would cost more than
+        // decoding it)
+        let mut items = self.spare.take().unwrap_or_else(|| Box::new(Items::new()));
+        let r = self.step(ev, &mut items);
+        self.spare = Some(items);
+        r
+    }
+
+    #[inline]
+    fn step(&mut self, ev: &mut Event<'a>, items: &mut Items<'a>) -> Result<Step> {
+        loop {
+            let start = self.pos;
+            items.reset();
+            let ty = self.event_words_first(items)?;
+            match ty {
+                STOP => {
+                    if self.pos != self.data.len() {
+                        return Err(self.err(
+                            self.pos,
+                            format!(
+                                "{} byte(s) after the STOP event (expected the end of the file)",
+                                self.data.len() - self.pos
+                            ),
+                        ));
+                    }
+                    self.done = true;
+                    return Ok(Step::End);
+                }
+                STRING_ENTRY => {
+                    if items.ns != 1 || items.nd + items.ni + items.nw + items.nl + items.other > 0
+                    {
+                        return Err(self.err(
+                            start,
+                            format!(
+                                "a string-table event (type 888) holds {}; expected one string",
+                                items.describe()
+                            ),
+                        ));
+                    }
+                    let k = (self.entries % 65536) as usize;
+                    if k == self.table.len() {
+                        self.table.push(items.s[0]);
+                    } else {
+                        self.table[k] = items.s[0];
+                    }
+                    self.entries += 1;
+                }
+                DEFINITION => return self.definition(start, items).map(Step::Def),
+                INIT => {
+                    return Err(self.err(
+                        start,
+                        "a second INIT event (type 16383); expected it only at byte 0",
+                    ))
+                }
+                _ => return self.paje_event(ty, start, items, ev).map(|_| Step::Event),
+            }
+        }
+    }
+
+    /// Decode the container layer of the event at `self.pos` into `items` (every header
+    /// word first, then the data, §F.1.3); its type.
+    #[inline]
+    fn event_words_first(&mut self, items: &mut Items<'a>) -> Result<u32> {
+        let start = self.pos;
+        let Some(w0) = self.u32_at(start) else {
+            return Err(if start >= self.data.len() {
+                self.err(
+                    start,
+                    "the file ends without the STOP event (type 16382); truncated?",
+                )
+            } else {
+                self.truncated(start, "a 4-byte event header")
+            });
+        };
+        let ty = w0 >> 18;
+        let mut p = start + 4;
+        if self.layout == Layout::TimeStamped {
+            p += if w0 & 0x1_0000 != 0 { 24 } else { 8 };
+        }
+        if w0 & 0x2_0000 != 0 {
+            // one header word (every Paje event of poti but the link ones): its nibbles
+            for k in (0..4).rev() {
+                let c = (w0 >> (4 * k)) & 0xf;
+                if c == 0 {
+                    break;
+                }
+                p = self.item(c, p, start, items)?;
+            }
+            self.pos = align4(p);
+            if self.pos > self.data.len() {
+                return Err(self.truncated(self.data.len(), "the padding of the last event"));
+            }
+            return Ok(ty);
+        }
+        // the codes of all header words, most significant nibble first
+        let mut codes = [0u8; 4 + 7 * 15];
+        let mut n = 0;
+        let push = |word: u32, nibbles: u32, codes: &mut [u8], n: &mut usize| {
+            for k in (0..nibbles).rev() {
+                let c = ((word >> (4 * k)) & 0xf) as u8;
+                if c == 0 {
+                    break;
+                }
+                codes[*n] = c;
+                *n += 1;
+            }
+        };
+        push(w0 & 0xffff, 4, &mut codes, &mut n);
+        let mut last = w0 & 0x2_0000 != 0;
+        let mut words = 1;
+        while !last {
+            let Some(c) = self.u32_at(p) else {
+                return Err(self.truncated(p, "a header continuation word"));
+            };
+            if c & 0xd000_0000 != 0 {
+                return Err(self.err(
+                    p,
+                    format!("header continuation word {c:#010x} of the event at byte {start} has reserved bits set (expected bits 31, 30 and 28 clear)"),
+                ));
+            }
+            words += 1;
+            if words > 16 {
+                return Err(self.err(start, "an event with more than 16 header words"));
+            }
+            p += 4;
+            push(c & 0x0fff_ffff, 7, &mut codes, &mut n);
+            last = c & 0x2000_0000 != 0;
+        }
+        for &c in &codes[..n] {
+            p = self.item(c as u32, p, start, items)?;
+        }
+        self.pos = align4(p);
+        if self.pos > self.data.len() {
+            return Err(self.truncated(self.data.len(), "the padding of the last event"));
+        }
+        Ok(ty)
+    }
+
+    fn definition(&mut self, start: usize, it: &Items<'a>) -> Result<u32> {
+        if it.ni == 0 || it.ni % 2 == 0 || it.nd + it.nw + it.ns + it.nl + it.other > 0 {
+            return Err(self.err(
+                start,
+                format!(
+                    "a definition event (type 999) holds {}; expected an odd number of u32",
+                    it.describe()
+                ),
+            ));
+        }
+        let id = it.i[0];
+        let kind = kind_of(id).ok_or_else(|| {
+            self.err(
+                start,
+                format!(
+                    "a definition (type 999) of Paje event id {id}; expected 0 to 17 (§F.2.2; \
+                     poti's extended events 22, 23, 25 are not supported)"
+                ),
+            )
+        })?;
+        let mut fields = Vec::new();
+        let mut field_ids = Vec::new();
+        for pair in it.i[1..it.ni].chunks_exact(2) {
+            let (f, t) = (pair[0], pair[1]);
+            let role = role_of(f).ok_or_else(|| {
+                self.err(
+                    start,
+                    format!(
+                        "the definition of {kind} names field id {f}; expected 1 to 16, 35 or 36"
+                    ),
+                )
+            })?;
+            let ft = match t {
+                0 | 6 => FieldType::Str,
+                2 | 5 => FieldType::Double,
+                3 => FieldType::Int,
+                1 | 4 => {
+                    return Err(self.err(
+                        start,
+                        format!("the definition of {kind} gives field id {f} the type {t} ({}), which poti never writes; expected string, double, int, date or color", if t == 1 { "float" } else { "hex" }),
+                    ))
+                }
+                _ => {
+                    return Err(self.err(
+                        start,
+                        format!("the definition of {kind} gives field id {f} the unknown field type {t} (expected 0 to 6)"),
+                    ))
+                }
+            };
+            fields.push((role, ft));
+            field_ids.push(f);
+        }
+        let roles: Vec<Role> = fields.iter().map(|x| x.0).collect();
+        let def = EventDef::of_roles(kind, &roles, start as u64)
+            .map_err(|e| self.err(start, format!("{e} (type 999 definition)")))?;
+        let k = self.defs.len() as u32;
+        self.defs.push(BinDef {
+            id,
+            kind,
+            fields,
+            field_ids,
+            def,
+            offset: start as u64,
+        });
+        if self.by_id.len() <= id as usize {
+            self.by_id.resize(id as usize + 1, NO_DEF);
+        }
+        self.by_id[id as usize] = k;
+        Ok(k)
+    }
+
+    /// Put an event's items back in the order of its definition (§F.2.4).
+    #[inline]
+    fn paje_event(
+        &mut self,
+        ty: u32,
+        start: usize,
+        it: &Items<'a>,
+        ev: &mut Event<'a>,
+    ) -> Result<()> {
+        let k = match self.by_id.get(ty as usize) {
+            Some(&k) if k != NO_DEF => k,
+            _ => {
+                return Err(self.err(
+                    start,
+                    match kind_of(ty) {
+                        Some(kind) => format!(
+                            "{kind} (rastro type {ty}) without a definition (type 999) before it"
+                        ),
+                        None => format!(
+                            "unknown event type {ty}; expected a Paje event id 0 to 17, 999, 888 or STOP"
+                        ),
+                    },
+                ))
+            }
+        };
+        let reference = self.entries > 0;
+        let d = &self.defs[k as usize];
+        ev.offset = start as u64;
+        ev.def = k;
+        ev.n = d.fields.len();
+        let (mut xd, mut xi, mut xs) = (0, 0, 0);
+        let mut bad = it.nl + it.other > 0 || d.fields.len() > MAX_FIELDS;
+        if !bad {
+            for (j, &(role, ft)) in d.fields.iter().enumerate() {
+                ev.vals[j] = match ft {
+                    FieldType::Double if xd < it.nd => {
+                        xd += 1;
+                        Val::Num(it.d[xd - 1])
+                    }
+                    FieldType::Int if xi < it.ni => {
+                        xi += 1;
+                        Val::Int(it.i[xi - 1])
+                    }
+                    FieldType::Str if reference && xs < it.nw => {
+                        xs += 1;
+                        let r = it.w[xs - 1];
+                        let Some(s) = self.string_ref(r) else {
+                            return Err(self.err(
+                                start,
+                                format!(
+                                    "{} refers to string {r}, but only {} string(s) (type 888) are defined before it",
+                                    d.kind, self.entries
+                                ),
+                            ));
+                        };
+                        Val::Str(unquote(d.kind, role, s))
+                    }
+                    FieldType::Str if !reference && xs < it.ns => {
+                        xs += 1;
+                        Val::Str(unquote(d.kind, role, it.s[xs - 1]))
+                    }
+                    _ => {
+                        bad = true;
+                        break;
+                    }
+                };
+            }
+            let (nw, ns) = if reference { (xs, 0) } else { (0, xs) };
+            bad |= xd != it.nd || xi != it.ni || nw != it.nw || ns != it.ns;
+        }
+        if bad {
+            let need: Vec<&str> = d
+                .fields
+                .iter()
+                .map(|f| match f.1 {
+                    FieldType::Double => "d",
+                    FieldType::Int => "i",
+                    FieldType::Str if reference => "w",
+                    FieldType::Str => "s",
+                })
+                .collect();
+            return Err(self.err(
+                start,
+                format!(
+                    "{} holds {}; its definition (type 999 at byte {}) needs {} in some order",
+                    d.kind,
+                    it.describe(),
+                    d.offset,
+                    need.join(" ")
+                ),
+            ));
+        }
+        // the writer stores ResetState's Container before its Type (§F.2.8); the
+        // time-stamped files' AddVariable its Type before its Container
+        let swap = d.kind == Kind::ResetState
+            || (d.kind == Kind::AddVariable && self.layout == Layout::TimeStamped);
+        if swap && d.def.has(Role::Type) && d.def.has(Role::Container) {
+            let (a, b) = (d.def.at(Role::Type), d.def.at(Role::Container));
+            ev.vals.swap(a, b);
+            if d.kind == Kind::AddVariable {
+                self.swapped_add_variable += 1;
+            }
+        }
+        self.events += 1;
+        Ok(())
+    }
+
+    #[inline]
+    fn string_ref(&self, r: u16) -> Option<&'a [u8]> {
+        if (r as u64) >= self.entries {
+            return None;
+        }
+        self.table.get(r as usize).copied()
+    }
+
+    /// Byte offset of the next event.
+    pub fn offset(&self) -> u64 {
+        self.pos as u64
+    }
+
+    /// Whether the file is the reference variant (it has 888 events so far).
+    pub fn reference(&self) -> bool {
+        self.entries > 0
+    }
+}
+
+/// A Name or Color without the pair of quotes poti added (§F.2.7).
+#[inline]
+fn unquote(kind: Kind, role: Role, s: &[u8]) -> &[u8] {
+    if s.len() >= 2 && s[0] == b'"' && s[s.len() - 1] == b'"' && quoted(kind, role) {
+        &s[1..s.len() - 1]
+    } else {
+        s
+    }
+}
