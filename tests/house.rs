@@ -222,7 +222,7 @@ fn the_length_check_sees_functions_as_they_are() {
 }
 
 /// Which modules a layer must not name: the data flow of ARCHITECTURE.md runs
-/// formats → model → replay → analysis → report → cli, never back.
+/// formats → model → replay → analysis → report → compare → cli, never back.
 const NEVER: &[(&str, &[&str])] = &[
     (
         "src/model",
@@ -232,6 +232,7 @@ const NEVER: &[(&str, &[&str])] = &[
             "crate::analysis",
             "crate::report",
             "crate::cli",
+            "crate::compare",
         ],
     ),
     (
@@ -241,18 +242,34 @@ const NEVER: &[(&str, &[&str])] = &[
             "crate::analysis",
             "crate::report",
             "crate::cli",
+            "crate::compare",
         ],
     ),
     (
         "src/replay",
-        &["crate::analysis", "crate::report", "crate::cli"],
+        &[
+            "crate::analysis",
+            "crate::report",
+            "crate::cli",
+            "crate::compare",
+        ],
     ),
     (
         "src/rules",
-        &["crate::analysis", "crate::report", "crate::cli"],
+        &[
+            "crate::analysis",
+            "crate::report",
+            "crate::cli",
+            "crate::compare",
+        ],
     ),
-    ("src/analysis", &["crate::report", "crate::cli"]),
-    ("src/report", &["crate::cli"]),
+    (
+        "src/analysis",
+        &["crate::report", "crate::cli", "crate::compare"],
+    ),
+    ("src/report", &["crate::cli", "crate::compare"]),
+    // compare (two runs aligned) reads the analysis and formats its result beside report
+    ("src/compare", &["crate::cli"]),
 ];
 
 #[test]

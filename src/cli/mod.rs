@@ -1,5 +1,6 @@
 //! The command line: one module per subcommand. `main.rs` parses, this runs.
 
+pub mod compare;
 pub mod diff;
 pub mod info;
 pub mod log;
@@ -45,6 +46,9 @@ pub enum Command {
     /// Compare two reports (JSON or .cubex): per metric and call path, what changed, ranked
     /// by absolute change.
     Diff(diff::DiffArgs),
+    /// Compare two traces event by event: align each pair of locations, list what changed,
+    /// what got slower on matched calls and which findings appeared or vanished.
+    Compare(compare::CompareArgs),
 }
 
 /// Run a parsed command, writing to `out`.
@@ -59,5 +63,6 @@ pub fn run(cli: Cli, out: &mut dyn std::io::Write) -> crate::Result<()> {
         Command::Run(args) => run::run(&args, &progress, out),
         Command::Rules(cmd) => rules::run(&cmd, out),
         Command::Diff(args) => diff::run(&args, out),
+        Command::Compare(args) => compare::run(&args, out),
     }
 }

@@ -279,7 +279,10 @@ fn spill_for(args: &RunArgs) -> Result<Option<crate::model::spill::Spill>> {
 /// Writes a report to a temporary name beside `path` (`.NAME.partial-PID`) and renames it
 /// to `path` when it is complete, so that a run killed midway never leaves a half-written
 /// report under the report's name; on an error the temporary file is removed.
-fn write_file(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+pub(crate) fn write_file(
+    path: &Path,
+    f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
     let name = path
         .file_name()
         .map_or_else(|| std::ffi::OsString::from("report"), |n| n.to_os_string());
