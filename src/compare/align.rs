@@ -186,16 +186,23 @@ fn core_global(a: &[u32], b: &[u32], sc: Scoring, work: &mut Work) -> Alignment 
     let full = (-n, m);
     let band = if bounded(sc) {
         let d = m - n;
-        let narrow = (d.min(0) - 32, d.max(0) + 32);
-        let narrow = (narrow.0.max(-n), narrow.1.min(m));
-        let (row, lo_j) = last_row(&Fwd(a), &Fwd(b), narrow, sc, false);
-        work.cells += n as u64 * (narrow.1 - narrow.0 + 1) as u64;
-        let achievable = row[(m - lo_j) as usize];
-        let proven = band_for(n, m, achievable, sc);
-        if proven.0 >= narrow.0 && proven.1 <= narrow.1 {
+        // an achievable score in O(n): pair a[i] with b[i], gap the rest
+        let straight: i64 = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| if x == y { sc.matched } else { sc.mismatch })
+            .sum::<i64>()
+            + sc.gap * d.abs();
+        let proven = band_for(n, m, straight, sc);
+        if proven.1 - proven.0 <= 64 {
             proven
         } else {
-            (proven.0.min(narrow.0), proven.1.max(narrow.1))
+            // a better one: the optimum in a narrow band
+            let narrow = ((d.min(0) - 32).max(-n), (d.max(0) + 32).min(m));
+            let (row, lo_j) = last_row(&Fwd(a), &Fwd(b), narrow, sc, false);
+            work.cells += n as u64 * (narrow.1 - narrow.0 + 1) as u64;
+            let achievable = row[(m - lo_j) as usize].max(straight);
+            band_for(n, m, achievable, sc)
         }
     } else {
         full

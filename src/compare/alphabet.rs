@@ -165,8 +165,12 @@ fn location(
         ..LocSeq::default()
     };
     // per symbol: region, and (peer, tag) of the first message inside the call
-    let mut region_of = Vec::new();
-    let mut msg: Vec<Option<(u32, u32)>> = Vec::new();
+    let enters = ev.kind.iter().filter(|&&k| k == EventKind::Enter).count();
+    seq.cnode.reserve_exact(enters);
+    seq.enter_s.reserve_exact(enters);
+    seq.leave_s.reserve_exact(enters);
+    let mut region_of = Vec::with_capacity(enters);
+    let mut msg: Vec<Option<(u32, u32)>> = Vec::with_capacity(enters);
     let mut open: Vec<usize> = Vec::new(); // symbols whose call is open
     let last = ev.time.last().copied().unwrap_or(0);
     for i in 0..ev.len() {

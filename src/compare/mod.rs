@@ -298,11 +298,14 @@ fn compare_pair(
     let mut shade = vec![0.0; SHADE_BINS];
     let width = (a_span_s.1 - a_span_s.0).max(f64::MIN_POSITIVE);
     edits::walk(&al, |s, i, j| {
+        if s != Step::Match {
+            return;
+        }
         let outer = a
             .callpaths
             .get(la.cnode[i] as usize)
             .is_none_or(|p| !p.contains('/'));
-        if s == Step::Match && !outer {
+        if !outer {
             let bin = ((la.enter_s[i] - a_span_s.0) / width * SHADE_BINS as f64) as usize;
             shade[bin.min(SHADE_BINS - 1)] +=
                 (lb.leave_s[j] - lb.enter_s[j]) - (la.leave_s[i] - la.enter_s[i]);
