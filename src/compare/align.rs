@@ -487,6 +487,18 @@ fn align_semi_global(a: &[u32], b: &[u32], sc: Scoring) -> (Alignment, Work) {
         al.score = 0;
         return (al, work);
     }
+    // No semi-global alignment scores above α·min(n, m) (end gaps are 0, inner gaps ≤ 0,
+    // a column ≤ α): a global optimum that reaches it with its end gaps free is optimal
+    // (identical runs, one run a shortened version of the other).
+    if sc.matched >= 0 && bounded(sc) {
+        let (mut g, w) = align_global(a, b, sc);
+        let s = g.rescore(a, b, sc, Mode::SemiGlobal);
+        if s == sc.matched * n.min(m) as i64 {
+            g.score = s;
+            return (g, w);
+        }
+        work = w;
+    }
     let (ie, je, score) = best_end(&Fwd(a), &Fwd(b), sc, true);
     work.cells += ((n + 1) * (m + 1)) as u64;
     let (pa, pb) = (&a[..ie], &b[..je]);
