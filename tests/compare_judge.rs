@@ -15,6 +15,9 @@ use common::{perfexpert, shipped_traces, venv_python};
 use perfexpert::compare::align::{align, Mode, Scoring};
 use std::path::{Path, PathBuf};
 
+/// Symbol sequences, one pair per location pair.
+type Pairs = Vec<(Vec<u32>, Vec<u32>)>;
+
 /// Biopython's optimal scores (global, semi-global) of each pair of sequences.
 fn judge(py: &Path, pairs: &[(Vec<u32>, Vec<u32>)], sc: Scoring) -> Vec<(i64, i64)> {
     let dir = tempfile::tempdir().unwrap();
@@ -77,7 +80,7 @@ fn python() -> Option<PathBuf> {
 }
 
 /// One `compare` run: its JSON and the symbol sequences it aligned.
-fn compare(a: &str, b: &str, extra: &[&str]) -> (serde_json::Value, Vec<(Vec<u32>, Vec<u32>)>) {
+fn compare(a: &str, b: &str, extra: &[&str]) -> (serde_json::Value, Pairs) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("c.json");
     let dump = dir.path().join("symbols.txt");
