@@ -193,17 +193,20 @@ fn core_global(a: &[u32], b: &[u32], sc: Scoring, work: &mut Work) -> Alignment 
             .map(|(x, y)| if x == y { sc.matched } else { sc.mismatch })
             .sum::<i64>()
             + sc.gap * d.abs();
-        let proven = band_for(n, m, straight, sc);
-        if proven.1 - proven.0 <= 64 {
-            proven
-        } else {
-            // a better one: the optimum in a narrow band
-            let narrow = ((d.min(0) - 32).max(-n), (d.max(0) + 32).min(m));
-            let (row, lo_j) = last_row(&Fwd(a), &Fwd(b), narrow, sc, false);
+        let mut achievable = straight;
+        let mut proven = band_for(n, m, achievable, sc);
+        // better achievable scores, from the optimum in a narrow band widened four-fold
+        // while the band they prove is much wider (its cost stays a fraction of the DP's)
+        let mut half = 32;
+        while proven.1 - proven.0 > 8 * half && 2 * half < n + m {
+            let narrow = ((d.min(0) - half).max(-n), (d.max(0) + half).min(m));
+            let (row, lo_j) = last_row(a, b, narrow, sc, false);
             work.cells += n as u64 * (narrow.1 - narrow.0 + 1) as u64;
-            let achievable = row[(m - lo_j) as usize].max(straight);
-            band_for(n, m, achievable, sc)
+            achievable = achievable.max(row[(m - lo_j) as usize]);
+            proven = band_for(n, m, achievable, sc);
+            half *= 4;
         }
+        proven
     } else {
         full
     };
@@ -270,8 +273,8 @@ impl Seq for Rev<'_> {
 /// (scores, first j); diagonals `band` = (lo, hi) of j − i. `free_start`: the first row and
 /// column score 0 (semi-global), else γ per gap.
 fn last_row(
-    a: &impl Seq,
-    b: &impl Seq,
+    a: &[u32],
+    b: &[u32],
     band: (i64, i64),
     sc: Scoring,
     free_start: bool,
@@ -287,8 +290,9 @@ fn last_row(
             *slot = if free_start { 0 } else { sc.gap * j };
         }
     }
+    let (alpha, beta, gap) = (sc.matched, sc.mismatch, sc.gap);
     for i in 1..=n {
-        let ai = a.at(i as usize - 1);
+        let ai = a[i as usize - 1];
         let base = i + lo; // j of slot 0
         let d_lo = (-base).max(0);
         let d_hi = (m - base).min(w as i64 - 1);
@@ -299,20 +303,25 @@ fn last_row(
         let mut d = d_lo as usize;
         if base + d_lo == 0 {
             // first column
-            let v = if free_start { 0 } else { sc.gap * i };
+            let v = if free_start { 0 } else { gap * i };
             row[d] = v;
             left = v;
             d += 1;
         }
-        for d in d..=d_hi as usize {
-            let j = (base + d as i64) as usize;
-            let s = if ai == b.at(j - 1) {
-                sc.matched
-            } else {
-                sc.mismatch
-            };
-            let v = (row[d] + s).max(row[d + 1] + sc.gap).max(left + sc.gap);
-            row[d] = v;
+        if d > d_hi as usize {
+            continue;
+        }
+        // slots d..=d_hi are columns j = base + d, reading b[j − 1]; the slice lengths let
+        // the compiler drop the bounds checks of the hot loop
+        let j0 = (base + d as i64) as usize;
+        let bs = &b[j0 - 1..(base + d_hi) as usize];
+        let cells = &mut row[d..d_hi as usize + 2];
+        let k_n = bs.len();
+        assert!(cells.len() == k_n + 1);
+        for k in 0..k_n {
+            let s = if ai == bs[k] { alpha } else { beta };
+            let v = (cells[k] + s).max(cells[k + 1] + gap).max(left + gap);
+            cells[k] = v;
             left = v;
         }
     }
@@ -347,8 +356,12 @@ fn hirschberg(a: &[u32], b: &[u32], band: (i64, i64), sc: Scoring) -> (Alignment
     // backward: reversed sequences, diagonal k becomes d − k
     let rband = (d - band.1, d - band.0);
     let (a1, a2) = a.split_at(mid as usize);
-    let fwd = || last_row(&Fwd(a1), &Fwd(b), band, sc, false);
-    let bwd = || last_row(&Rev(a2), &Rev(b), rband, sc, false);
+    let fwd = || last_row(a1, b, band, sc, false);
+    let bwd = || {
+        let ra: Vec<u32> = a2.iter().rev().copied().collect();
+        let rb: Vec<u32> = b.iter().rev().copied().collect();
+        last_row(&ra, &rb, rband, sc, false)
+    };
     let ((f, fj), (g, gj)) = if cells > PARALLEL_CELLS {
         join(fwd, bwd)
     } else {
