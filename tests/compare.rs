@@ -40,7 +40,7 @@ fn a_run_against_itself_has_no_edits_and_no_time_differences() {
         "{out}"
     );
     assert!(
-        out.contains("Wait-state findings: the same in both runs"),
+        out.contains("Wait-state findings: none appeared, vanished or moved"),
         "{out}"
     );
     assert!(err.is_empty(), "no progress bar off a terminal: {err}");

@@ -182,13 +182,34 @@ fn write_times(
 fn write_findings(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
     let f = &c.findings;
     if f.appeared.is_empty() && f.vanished.is_empty() && f.moved.is_empty() {
-        return writeln!(
+        writeln!(
             out,
-            "\nWait-state findings: the same in both runs ({} of them)",
+            "\nWait-state findings: none appeared, vanished or moved ({} in both runs)",
             f.stayed.len()
-        );
+        )?;
+    } else {
+        writeln!(out, "\nWait-state findings that changed:")?;
     }
-    writeln!(out, "\nWait-state findings that changed:")?;
+    let mut stayed: Vec<_> = f
+        .stayed
+        .iter()
+        .filter(|s| s.a_severity != s.b_severity)
+        .collect();
+    stayed.sort_by(|x, y| {
+        (y.b_severity - y.a_severity)
+            .abs()
+            .total_cmp(&(x.b_severity - x.a_severity).abs())
+    });
+    for s in stayed.iter().take(5) {
+        writeln!(
+            out,
+            "  in both   {} at {}: {} → {}",
+            s.metric,
+            s.callpath,
+            seconds(s.a_severity),
+            seconds(s.b_severity)
+        )?;
+    }
     for x in &f.appeared {
         writeln!(
             out,
