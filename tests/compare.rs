@@ -323,3 +323,15 @@ fn fail_on_matched_call_time_exits_1_with_one_line_per_breach() {
     assert_eq!(xml.matches("<failure ").count(), 1, "{xml}");
     assert!(xml.contains(r#"tests="2" failures="1""#), "{xml}");
 }
+
+#[test]
+fn the_readme_example_is_the_real_output() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let cmd = "$ perfexpert compare testdata/scorep/mixed2 testdata/scorep/mixed8 --top 5\n";
+    let start = readme.find(cmd).expect("the README shows the example") + cmd.len();
+    let shown = &readme[start..start + readme[start..].find("```").unwrap()];
+    let (code, out, err) = perfexpert(&["compare", M2, M8, "--top", "5"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(shown, out);
+}
