@@ -335,3 +335,34 @@ fn the_readme_example_is_the_real_output() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(shown, out);
 }
+
+#[test]
+fn a_progress_display_on_a_terminal_and_none_with_quiet() {
+    // util-linux `script` runs the command on a pseudo-terminal
+    if !Path::new("/usr/bin/script").is_file() {
+        eprintln!("SKIPPED: no /usr/bin/script to run perfexpert on a terminal");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c.json");
+    let run = |quiet: &str| {
+        let cmd = format!(
+            "{} compare {M2} {M8} {quiet} --format json -o {}",
+            env!("CARGO_BIN_EXE_perfexpert"),
+            out.display()
+        );
+        let o = std::process::Command::new("/usr/bin/script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let shown = run("");
+    assert!(
+        shown.contains("aligning") || shown.contains("reading and analysing"),
+        "{shown:?}"
+    );
+    assert_eq!(run("--quiet"), "");
+}

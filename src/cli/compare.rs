@@ -2,7 +2,6 @@
 //! locations (`compare`), write the result as text, JSON, HTML or JUnit (with `--fail-on`),
 //! exit 1 when a `--fail-on` threshold is passed.
 
-use super::log::Progress;
 use crate::compare::align::{Mode, Scoring};
 use crate::compare::alphabet::Alphabet;
 use crate::compare::{self, Comparison};
@@ -131,13 +130,15 @@ pub fn run(args: &CompareArgs, out: &mut dyn Write) -> Result<()> {
         alphabet: args.alphabet,
         map,
     };
-    let spinner = Progress::new(args.quiet);
+    let spinner = spinner(args.quiet);
     let (a, b) = rayon::join(
         || compare::read_run(&args.a, args.alphabet),
         || compare::read_run(&args.b, args.alphabet),
     );
+    if let Some(s) = spinner {
+        s.finish_and_clear();
+    }
     let (a, b) = (a?, b?);
-    spinner.finish();
     let (pairs, _, _) = compare::pair(&a, &b, &opts.map)?;
     if let Some(path) = &args.dump_symbols {
         super::run::write_file(path, |w| {
@@ -164,6 +165,17 @@ pub fn run(args: &CompareArgs, out: &mut dyn Write) -> Result<()> {
     let verdicts = compare::gate::gate(&c, &thresholds)?;
     emit(args, &c, &verdicts, out)?;
     breaches(&verdicts)
+}
+
+/// A spinner while both runs are read and analysed, on a terminal and unless `--quiet`.
+fn spinner(quiet: bool) -> Option<indicatif::ProgressBar> {
+    if quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let s = indicatif::ProgressBar::new_spinner();
+    s.set_message("reading and analysing both runs");
+    s.enable_steady_tick(std::time::Duration::from_millis(120));
+    Some(s)
 }
 
 /// A progress bar over the location pairs, on a terminal and unless `--quiet`.
