@@ -12,8 +12,8 @@
 //!   sub-problem gets the tightest proven band;
 //! * the two halves of every split and the forward/backward passes run in parallel (rayon).
 //!
-//! When α < 2γ + ... (a scoring where gaps are cheaper than half a match) the bound gives
-//! no band and the full matrix is used, still in linear space.
+//! When α ≤ 2γ or α < β (gaps or mismatches as good as matches) there is no bound: no
+//! trimming, no band, the full matrix, still in linear space.
 
 use rayon::join;
 
