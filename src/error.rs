@@ -36,6 +36,9 @@ pub enum Error {
     /// The request itself is wrong (unknown format, unwritable output, ...).
     #[error("{0}")]
     Usage(String),
+    /// `--fail-on` thresholds were passed (`diff`, `compare`): one line each; exit status 1.
+    #[error("{}", .0.join("; "))]
+    Breach(Vec<String>),
 }
 
 fn place_suffix(place: &Place) -> String {

@@ -14,6 +14,7 @@
 
 pub mod analysis;
 pub mod cli;
+pub mod compare;
 pub mod convert;
 pub mod error;
 pub mod formats;

@@ -28,6 +28,13 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        Err(perfexpert::Error::Breach(lines)) => {
+            drop(out);
+            for l in lines {
+                eprintln!("perfexpert: fail-on: {l}");
+            }
+            ExitCode::from(1)
+        }
         Err(e) => {
             drop(out);
             eprintln!("perfexpert: {e}");

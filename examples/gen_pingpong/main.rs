@@ -3,7 +3,12 @@
 //! writer), byte for byte except the anchor's random trace id and the realtime timestamp,
 //! in seconds instead of half an hour for 100 M events.
 //!
-//!   usage:  cargo run --release --example gen_pingpong -- RANKS ITERATIONS OUTDIR
+//!   usage:  cargo run --release --example gen_pingpong -- RANKS ITERATIONS OUTDIR [--plant N]
+//!
+//! `--plant N` (for `perfexpert compare` tests and benchmarks): in N (rank, iteration)
+//! places drawn from a fixed pseudo-random sequence, `compute` is replaced by the region
+//! `compute_planted` (defined only then), a planted substitution; the places are written to
+//! OUTDIR/planted.txt, one "RANK ITERATION" line each. Without it the output is unchanged.
 //!
 //! Each rank: main { ITERATIONS x [compute (1 us), MPI_Send or MPI_Recv to/from rank^1] };
 //! RANKS * (5 * ITERATIONS + 2) events, Score-P-like definitions that Scalasca accepts.
@@ -18,7 +23,17 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: gen_pingpong RANKS ITERATIONS OUTDIR";
+    let usage = "usage: gen_pingpong RANKS ITERATIONS OUTDIR [--plant N]";
+    let (args, plant) = match args.as_slice() {
+        [r, i, o, flag, n] if flag == "--plant" => match n.parse::<u32>() {
+            Ok(n) => (vec![r.clone(), i.clone(), o.clone()], n),
+            Err(_) => {
+                eprintln!("gen_pingpong: --plant N needs a non-negative integer; {usage}");
+                std::process::exit(2);
+            }
+        },
+        _ => (args, 0),
+    };
     let [ranks, iterations, out] = args.as_slice() else {
         eprintln!("{usage}");
         std::process::exit(2);
@@ -43,8 +58,16 @@ fn main() {
     };
     let dir = PathBuf::from(out);
     let t0 = Instant::now();
-    let r = otf2w::write_archive(p, &dir, stamp, |each| {
+    let planted = otf2w::plant_places(p, plant);
+    let r = otf2w::write_archive_planted(p, &planted, &dir, stamp, |each| {
         (0..ranks).into_par_iter().try_for_each(each)
+    })
+    .and_then(|()| {
+        if planted.is_empty() {
+            return Ok(());
+        }
+        let lines: String = planted.iter().map(|(r, i)| format!("{r} {i}\n")).collect();
+        std::fs::write(dir.join("planted.txt"), lines)
     });
     if let Err(e) = r {
         eprintln!("gen_pingpong: writing {}: {e}", dir.display());

@@ -39,6 +39,8 @@ const MAIN: u32 = 0;
 const SEND: u32 = 1;
 const RECV: u32 = 2;
 const COMPUTE: u32 = 3;
+/// Only in traces with planted edits (`--plant`): the region that replaces `compute`.
+const PLANTED: u32 = 4;
 
 /// The program `gen_pingpong_trace.py` traces.
 #[derive(Clone, Copy, Debug)]
@@ -204,8 +206,9 @@ fn msg_record(rec: &mut Vec<u8>, ty: u8, peer: u32, tag: u32) {
     rec[1] = (rec.len() - 2) as u8;
 }
 
-/// Writes `traces/<rank>.evt`: rank `r` of the ping-pong program.
-pub fn write_events(p: PingPong, rank: u32, path: &Path) -> io::Result<()> {
+/// Writes `traces/<rank>.evt`: rank `r` of the ping-pong program, with `compute_planted`
+/// instead of `compute` in the iterations `planted` (sorted; none for the benchmark trace).
+pub fn write_events(p: PingPong, rank: u32, planted: &[u32], path: &Path) -> io::Result<()> {
     let file = File::create(path)?;
     let mut s = Stream::new(BufWriter::with_capacity(EVENT_CHUNK, file), EVENT_CHUNK);
     let region = |ty: u8, r: u32| -> ([u8; 3], usize) {
@@ -219,6 +222,9 @@ pub fn write_events(p: PingPong, rank: u32, path: &Path) -> io::Result<()> {
     let (leave_main, n_lm) = region(LEAVE, MAIN);
     let (enter_compute, _) = region(ENTER, COMPUTE);
     let (leave_compute, _) = region(LEAVE, COMPUTE);
+    let (enter_planted, _) = region(ENTER, PLANTED);
+    let (leave_planted, _) = region(LEAVE, PLANTED);
+    let mut next_plant = planted.iter().copied().peekable();
     let sender = rank % 2 == 0;
     let op = if sender { SEND } else { RECV };
     let (enter_op, _) = region(ENTER, op);
@@ -231,9 +237,15 @@ pub fn write_events(p: PingPong, rank: u32, path: &Path) -> io::Result<()> {
     s.event(t, BOUND_ENTER_LEAVE, &enter_main[..n_em])?;
     for i in 0..p.iterations {
         t += 100;
-        s.event(t, BOUND_ENTER_LEAVE, &enter_compute)?;
+        let plant = next_plant.next_if_eq(&i).is_some();
+        let (enter_c, leave_c) = if plant {
+            (&enter_planted, &leave_planted)
+        } else {
+            (&enter_compute, &leave_compute)
+        };
+        s.event(t, BOUND_ENTER_LEAVE, enter_c)?;
         t += 1000;
-        s.event(t, BOUND_ENTER_LEAVE, &leave_compute)?;
+        s.event(t, BOUND_ENTER_LEAVE, leave_c)?;
         t += 10;
         s.event(t, BOUND_ENTER_LEAVE, &enter_op)?;
         msg_record(&mut rec, msg_type, peer, i);
@@ -248,8 +260,9 @@ pub fn write_events(p: PingPong, rank: u32, path: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// The global definitions (`traces.def`) and their number.
-pub fn global_defs(p: PingPong, stamp: Stamp) -> io::Result<(Vec<u8>, u64)> {
+/// The global definitions (`traces.def`) and their number; with the region
+/// `compute_planted` after the others when `planted`.
+pub fn global_defs(p: PingPong, planted: bool, stamp: Stamp) -> io::Result<(Vec<u8>, u64)> {
     let mut s = Stream::new(Vec::new(), DEF_CHUNK);
     let mut strings = 0u32;
     let mut b = Vec::new();
@@ -318,12 +331,14 @@ pub fn global_defs(p: PingPong, stamp: Stamp) -> io::Result<(Vec<u8>, u64)> {
     }
     // Region (15): self, name, description, region type (deprecated), source file, begin and
     // end line, canonical name, role, paradigm, flags.
-    for (id, text, old_type, role, paradigm) in [
+    let regions = [
         (MAIN, "main", 3u8, 1u8, 1u8), // FUNCTION, USER
         (SEND, "MPI_Send", 0, 28, 4),  // POINT2POINT, MPI
         (RECV, "MPI_Recv", 0, 28, 4),
         (COMPUTE, "compute", 3, 1, 1),
-    ] {
+        (PLANTED, "compute_planted", 3, 1, 1),
+    ];
+    for (id, text, old_type, role, paradigm) in regions.into_iter().take(4 + planted as usize) {
         let name = string(&mut s, text)?;
         b.clear();
         u32c(&mut b, id);
@@ -404,20 +419,55 @@ pub fn empty_local_defs() -> Vec<u8> {
 
 /// Writes the whole archive into `dir` (`traces.otf2`, `traces.def`, `traces/<r>.def` and
 /// `traces/<r>.evt`); `each_rank` runs the event files, e.g. in parallel.
+#[allow(dead_code)] // tests/gen_pingpong.rs and tests/memory_limit.rs call it
 pub fn write_archive(
     p: PingPong,
     dir: &Path,
     stamp: Stamp,
     each_rank: impl FnOnce(&(dyn Fn(u32) -> io::Result<()> + Sync)) -> io::Result<()>,
 ) -> io::Result<()> {
+    write_archive_planted(p, &[], dir, stamp, each_rank)
+}
+
+/// Places of planted edits: `n` distinct (rank, iteration) pairs drawn from a fixed
+/// pseudo-random sequence (the same for the same arguments), sorted.
+pub fn plant_places(p: PingPong, n: u32) -> Vec<(u32, u32)> {
+    let total = p.ranks as u64 * p.iterations as u64;
+    let n = (n as u64).min(total);
+    let mut x = 0x5eed_u64 ^ total;
+    let mut set = std::collections::BTreeSet::new();
+    while (set.len() as u64) < n {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let k = (x >> 11) % total;
+        set.insert(((k % p.ranks as u64) as u32, (k / p.ranks as u64) as u32));
+    }
+    set.into_iter().collect()
+}
+
+/// `write_archive`, with `compute_planted` instead of `compute` at the (rank, iteration)
+/// places `planted` (sorted); with none, the same archive as `write_archive`.
+pub fn write_archive_planted(
+    p: PingPong,
+    planted: &[(u32, u32)],
+    dir: &Path,
+    stamp: Stamp,
+    each_rank: impl FnOnce(&(dyn Fn(u32) -> io::Result<()> + Sync)) -> io::Result<()>,
+) -> io::Result<()> {
     let sub = dir.join("traces");
     std::fs::create_dir_all(&sub)?;
-    let (defs, n) = global_defs(p, stamp)?;
+    let (defs, n) = global_defs(p, !planted.is_empty(), stamp)?;
     std::fs::write(dir.join("traces.def"), defs)?;
     let local = empty_local_defs();
     each_rank(&|r| {
         std::fs::write(sub.join(format!("{r}.def")), &local)?;
-        write_events(p, r, &sub.join(format!("{r}.evt")))
+        let mine: Vec<u32> = planted
+            .iter()
+            .filter(|(rank, _)| *rank == r)
+            .map(|&(_, i)| i)
+            .collect();
+        write_events(p, r, &mine, &sub.join(format!("{r}.evt")))
     })?;
     // The anchor last: a half-written archive has none, so no reader mistakes it for whole.
     std::fs::write(dir.join("traces.otf2"), anchor(p, n, stamp))

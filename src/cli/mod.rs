@@ -1,5 +1,6 @@
 //! The command line: one module per subcommand. `main.rs` parses, this runs.
 
+pub mod compare;
 pub mod convert;
 pub mod diff;
 pub mod info;
@@ -48,6 +49,9 @@ pub enum Command {
     Diff(diff::DiffArgs),
     /// Convert a trace to another format: otf2, paje, paje-binary, paje-binary-reference.
     Convert(convert::ConvertArgs),
+    /// Compare two traces event by event: align each pair of locations, list what changed,
+    /// what got slower on matched calls and which findings appeared or vanished.
+    Compare(compare::CompareArgs),
 }
 
 /// Run a parsed command, writing to `out`.
@@ -63,5 +67,6 @@ pub fn run(cli: Cli, out: &mut dyn std::io::Write) -> crate::Result<()> {
         Command::Rules(cmd) => rules::run(&cmd, out),
         Command::Diff(args) => diff::run(&args, out),
         Command::Convert(args) => convert::run(&args, out),
+        Command::Compare(args) => compare::run(&args, out),
     }
 }

@@ -350,3 +350,218 @@ impl Diff {
         writeln!(out)
     }
 }
+
+/// A `--fail-on` threshold: `KEY:+10%` (B grew by more than 10 % of A), `KEY:+0.5s`
+/// (by more than 0.5 seconds; also ms, us, ns), `KEY:+3` (by more than 3 in the key's unit),
+/// `-` instead of `+` for a fall. The key is a metric id (`diff`) or a call path, region or
+/// `time` (`compare`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Threshold {
+    pub spec: String,
+    pub key: String,
+    /// +1: a growth breaches it, −1: a fall.
+    pub sign: f64,
+    pub amount: f64,
+    pub relative: bool,
+    /// Given in seconds (`s`, `ms`, `us`, `ns`).
+    pub seconds: bool,
+}
+
+impl Threshold {
+    pub fn parse(spec: &str) -> Result<Threshold> {
+        let bad = |why: &str| {
+            Error::Usage(format!(
+                "--fail-on '{spec}': {why} (expected KEY:+N%, KEY:+Ns or KEY:+N, e.g. \
+                 'mpi_latesender:+10%' or 'time:+0.5s')"
+            ))
+        };
+        let (key, t) = spec.rsplit_once(':').ok_or_else(|| bad("no ':'"))?;
+        if key.is_empty() {
+            return Err(bad("no metric before ':'"));
+        }
+        let t = t.trim();
+        let (sign, rest) = match t.as_bytes().first() {
+            Some(b'+') => (1.0, &t[1..]),
+            Some(b'-') => (-1.0, &t[1..]),
+            _ => (1.0, t),
+        };
+        let (num, relative, scale, seconds) = if let Some(n) = rest.strip_suffix('%') {
+            (n, true, 1.0, false)
+        } else if let Some(n) = rest.strip_suffix("ms") {
+            (n, false, 1e-3, true)
+        } else if let Some(n) = rest.strip_suffix("us") {
+            (n, false, 1e-6, true)
+        } else if let Some(n) = rest.strip_suffix("ns") {
+            (n, false, 1e-9, true)
+        } else if let Some(n) = rest.strip_suffix('s') {
+            (n, false, 1.0, true)
+        } else {
+            (rest, false, 1.0, false)
+        };
+        let amount: f64 = num
+            .trim()
+            .parse()
+            .map_err(|_| bad(&format!("'{num}' is not a number")))?;
+        if !amount.is_finite() || amount < 0.0 {
+            return Err(bad("the amount must be a non-negative number"));
+        }
+        Ok(Threshold {
+            spec: spec.to_string(),
+            key: key.to_string(),
+            sign,
+            amount: amount * scale,
+            relative,
+            seconds,
+        })
+    }
+
+    /// The breach message when B's value against A's passes the threshold, else None.
+    pub fn check(&self, a: f64, b: f64, unit: Unit) -> Option<String> {
+        let grow = self.sign * (b - a);
+        let over = if self.relative {
+            if a == 0.0 {
+                grow > 0.0
+            } else {
+                grow > self.amount / 100.0 * a.abs()
+            }
+        } else {
+            grow > self.amount
+        };
+        if !over {
+            return None;
+        }
+        use crate::report::text::fmt_value;
+        let rel = if a != 0.0 {
+            format!(" ({:+.1}%)", (b - a) / a.abs() * 100.0)
+        } else {
+            String::new()
+        };
+        let sign = if b >= a { "+" } else { "-" };
+        Some(format!(
+            "{}: {} → {}, {sign}{}{rel}, past the threshold {}",
+            self.key,
+            fmt_value(a, unit),
+            fmt_value(b, unit),
+            fmt_value((b - a).abs(), unit),
+            self.spec
+        ))
+    }
+}
+
+/// The outcome of one threshold.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    pub threshold: Threshold,
+    pub breach: Option<String>,
+    /// What was compared, for the passing test case ("0.1 s → 0.1 s").
+    pub detail: String,
+}
+
+/// JUnit XML: one test suite, one test case per threshold, failed where breached.
+pub fn write_junit(
+    suite: &str,
+    verdicts: &[Verdict],
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let esc = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+    };
+    let failures = verdicts.iter().filter(|v| v.breach.is_some()).count();
+    writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
+    writeln!(
+        out,
+        r#"<testsuites name="{0}" tests="{1}" failures="{2}">"#,
+        esc(suite),
+        verdicts.len(),
+        failures
+    )?;
+    writeln!(
+        out,
+        r#"  <testsuite name="{0}" tests="{1}" failures="{2}" errors="0" skipped="0">"#,
+        esc(suite),
+        verdicts.len(),
+        failures
+    )?;
+    for v in verdicts {
+        let name = esc(&v.threshold.spec);
+        match &v.breach {
+            None => writeln!(
+                out,
+                r#"    <testcase classname="{}" name="{name}"><system-out>{}</system-out></testcase>"#,
+                esc(suite),
+                esc(&v.detail)
+            )?,
+            Some(msg) => {
+                writeln!(
+                    out,
+                    r#"    <testcase classname="{}" name="{name}">"#,
+                    esc(suite)
+                )?;
+                writeln!(
+                    out,
+                    r#"      <failure message="{0}" type="threshold">{0}</failure>"#,
+                    esc(msg)
+                )?;
+                writeln!(out, "    </testcase>")?;
+            }
+        }
+    }
+    writeln!(out, "  </testsuite>\n</testsuites>")
+}
+
+impl Summary {
+    /// A metric's total over all call paths (0 when the report has no value of it).
+    pub fn total(&self, metric: &str) -> f64 {
+        let mut v: Vec<f64> = self
+            .values
+            .iter()
+            .filter(|((m, _), _)| m == metric)
+            .map(|(_, &x)| x)
+            .collect();
+        // a fixed order: the same sum for the same report
+        v.sort_by(f64::total_cmp);
+        v.iter().sum()
+    }
+}
+
+/// The verdicts of `--fail-on` thresholds on two reports; a threshold naming a metric that
+/// neither report has is an error.
+pub fn gate(a: &Summary, b: &Summary, thresholds: &[Threshold]) -> Result<Vec<Verdict>> {
+    use crate::report::text::fmt_value;
+    thresholds
+        .iter()
+        .map(|t| {
+            let unit = a
+                .metrics
+                .get(&t.key)
+                .or_else(|| b.metrics.get(&t.key))
+                .map(|m| m.1)
+                .ok_or_else(|| {
+                    Error::Usage(format!(
+                        "--fail-on '{}': neither report has the metric {}",
+                        t.spec, t.key
+                    ))
+                })?;
+            if t.seconds && unit != Unit::Sec {
+                return Err(Error::Usage(format!(
+                    "--fail-on '{}': {} is not measured in seconds",
+                    t.spec, t.key
+                )));
+            }
+            let (va, vb) = (a.total(&t.key), b.total(&t.key));
+            Ok(Verdict {
+                threshold: t.clone(),
+                breach: t.check(va, vb, unit),
+                detail: format!(
+                    "{}: {} → {}",
+                    t.key,
+                    fmt_value(va, unit),
+                    fmt_value(vb, unit)
+                ),
+            })
+        })
+        .collect()
+}
