@@ -348,3 +348,80 @@ fn the_views_play_and_mark_a_finding_in_chromium() {
         assert!(size > 50_000, "{trace}: screenshot of {size} bytes");
     }
 }
+
+/// The static wait-time and traffic heat maps follow the views' order menu: in a
+/// non-identity order, each cell sits at its ranks' positions in that order and each axis
+/// label names the rank at its position.
+#[test]
+fn the_heat_maps_follow_the_chosen_order_in_chromium() {
+    let Some(chrome) = chromium() else {
+        return;
+    };
+    let trace = Path::new("testdata/scorep/npb_lu_S");
+    let (views, _, _) = views_of(trace);
+    let Some(k) =
+        (views.orders.iter()).position(|o| o.ranks.iter().enumerate().any(|(i, &r)| r != i as u32))
+    else {
+        panic!(
+            "npb_lu_S has an order that is not by rank: {:?}",
+            views.orders.iter().map(|o| &o.ranks).collect::<Vec<_>>()
+        );
+    };
+    let order = &views.orders[k].ranks;
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("r.html");
+    let (code, _, err) = perfexpert(&[
+        "run",
+        trace.to_str().unwrap(),
+        "-q",
+        "--format",
+        "html",
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (dom, console) = open(
+        &chrome,
+        &format!("file://{}?order={k}", page.display()),
+        &["--dump-dom"],
+    );
+    assert!(console.is_empty(), "{console:?}");
+    let attr = |tag: &str, name: &str| -> f64 {
+        let v = tag
+            .split(&format!(" {name}=\""))
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        v.parse().unwrap()
+    };
+    let maps: Vec<&str> = dom.split("<svg class=\"hm\"").skip(1).collect();
+    assert_eq!(maps.len(), 2, "the wait-time and the traffic heat map");
+    let pos = |r: u32| order.iter().position(|&x| x == r).unwrap() as f64;
+    let mut cells = 0;
+    for m in maps {
+        let m = m.split("</svg>").next().unwrap();
+        let head = m.split('>').next().unwrap();
+        let (off, cs) = (attr(head, "data-off"), attr(head, "data-cs"));
+        for rect in m.split("<rect data-r=").skip(1) {
+            let tag = format!(" data-r={}", rect.split('>').next().unwrap());
+            let (r, c) = (attr(&tag, "data-r") as u32, attr(&tag, "data-c") as u32);
+            assert!(
+                (attr(&tag, "x") - (off + cs * pos(c))).abs() < 0.11,
+                "{tag}"
+            );
+            assert!(
+                (attr(&tag, "y") - (off + cs * pos(r))).abs() < 0.11,
+                "{tag}"
+            );
+            cells += 1;
+        }
+        for label in m.split("<text class=\"hl\" data-k=\"").skip(1) {
+            let slot: usize = label.split('"').next().unwrap().parse().unwrap();
+            let text = label.split('>').nth(1).unwrap().split('<').next().unwrap();
+            assert_eq!(text, order[slot].to_string(), "label at slot {slot}");
+        }
+    }
+    assert!(cells > 0, "cells in the heat maps");
+}

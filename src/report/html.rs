@@ -575,9 +575,11 @@ fn heatmap(
     let cs = (480.0 / n.max(1) as f64).clamp(6.0, 36.0);
     let off = 60.0;
     let size = off + cs * n as f64 + 10.0;
+    // `views.js` moves the cells and relabels the axes when the views' order menu changes
+    // (data-off, data-cs: the geometry; data-r, data-c: a cell's ranks; data-k: a label's slot)
     write!(
         h,
-        "<svg width=\"{size}\" height=\"{}\" role=\"img\">",
+        "<svg class=\"hm\" data-off=\"{off}\" data-cs=\"{cs}\" width=\"{size}\" height=\"{}\" role=\"img\">",
         size + 10.0
     )?;
     write!(
@@ -592,7 +594,7 @@ fn heatmap(
         if k % label_every == 0 {
             write!(
                 h,
-                "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{k}</text><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{k}</text>",
+                "<text class=\"hl\" data-k=\"{k}\" x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{k}</text><text class=\"hl\" data-k=\"{k}\" x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{k}</text>",
                 off + cs * (k as f64 + 0.5),
                 off - 6.0,
                 off - 4.0,
@@ -610,7 +612,7 @@ fn heatmap(
         let x = if max > 0.0 { v / max } else { 0.0 };
         write!(
             h,
-            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{cs:.1}\" height=\"{cs:.1}\" fill=\"{}\"><title>{} {row} → {} {col}: {}</title></rect>",
+            "<rect data-r=\"{row}\" data-c=\"{col}\" x=\"{:.1}\" y=\"{:.1}\" width=\"{cs:.1}\" height=\"{cs:.1}\" fill=\"{}\"><title>{} {row} → {} {col}: {}</title></rect>",
             off + cs * *col as f64,
             off + cs * *row as f64,
             heat(0.15 + 0.85 * x),

@@ -343,11 +343,28 @@
     $('an-gain').addEventListener('input', render);
     render();
   }
+  // the wait-time and traffic heat maps follow the same order, so that blocks appear
+  function heatmaps() {
+    var o = D.orders[orderIx] ? D.orders[orderIx].ranks : [];
+    function pos(r) { return rankPos[r] == null ? r : rankPos[r]; }
+    document.querySelectorAll('svg.hm').forEach(function (svg) {
+      var off = +svg.getAttribute('data-off'), cs = +svg.getAttribute('data-cs');
+      svg.querySelectorAll('rect[data-r]').forEach(function (c) {
+        c.setAttribute('x', (off + cs * pos(+c.getAttribute('data-c'))).toFixed(1));
+        c.setAttribute('y', (off + cs * pos(+c.getAttribute('data-r'))).toFixed(1));
+      });
+      svg.querySelectorAll('text.hl').forEach(function (t) {
+        var k = +t.getAttribute('data-k');
+        t.textContent = o[k] == null ? k : o[k];
+      });
+    });
+  }
   document.querySelectorAll('select.order').forEach(function (s) {
     s.addEventListener('change', function () {
       orderIx = +s.value;
       document.querySelectorAll('select.order').forEach(function (o) { o.value = s.value; });
       reorder();
+      heatmaps();
       if (cv) { draw(); }
       render();
     });
