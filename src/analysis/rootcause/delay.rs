@@ -135,3 +135,122 @@ pub(super) fn p2p_delay(
         waiter: (l, j),
     })
 }
+
+/// The start of a collective's synchronisation interval on the causing location `l`
+/// before event `e`: its last point at which it had synchronised with every other member
+/// of `group` (since then, or at it, the points where it synchronised with some of them:
+/// per process, the latest such point).
+fn group_prev(sync: &Sync, l: usize, e: u32, group: &[u32]) -> (Option<usize>, Vec<(u32, usize)>) {
+    let me = sync.proc[l];
+    let mut remaining: Vec<u32> = group.iter().copied().filter(|&p| p != me).collect();
+    remaining.sort_unstable();
+    remaining.dedup();
+    let sps = &sync.sps[l];
+    let k = sps.partition_point(|x| x.event < e);
+    let mut between = Vec::new();
+    for j in (0..k).rev() {
+        if remaining.is_empty() {
+            return (Some(j + 1), between);
+        }
+        if remaining.iter().all(|&p| sps[j].ranks.contains(p)) {
+            return (Some(j), between);
+        }
+        remaining.retain(|&p| {
+            let hit = sps[j].ranks.contains(p);
+            if hit {
+                between.push((p, j));
+            }
+            !hit
+        });
+        if remaining.is_empty() {
+            return (Some(j), between);
+        }
+    }
+    (None, between)
+}
+
+/// One synchronising member of a collective's delay computation: its point, its delay
+/// map against the causing location (scaled by nothing yet), its sum, and the waits
+/// propagated inside the causing location's interval.
+pub(super) struct CollMember {
+    pub(super) waiter: (usize, usize),
+    pub(super) d: Map,
+    pub(super) dsum: f64,
+    pub(super) prop: f64,
+    /// The causing location's interval for this member: its start point (an index).
+    pub(super) prev: Option<usize>,
+}
+
+/// The delay of collective instance `n`: the causing location and end event, and its
+/// synchronising members (none when no member waited).
+pub(super) fn coll_delay(
+    trace: &Trace,
+    replay: &Replay,
+    sync: &Sync,
+    n: usize,
+) -> Option<(usize, u32, Vec<CollMember>)> {
+    let inst = &replay.instances[n];
+    let pts: Vec<Option<(usize, usize)>> = (inst.members.iter())
+        .map(|m| {
+            sync.at(m.loc as usize, m.event)
+                .map(|j| (m.loc as usize, j))
+        })
+        .collect();
+    let pts: Vec<Option<(usize, usize)>> = pts
+        .into_iter()
+        .map(|p| p.filter(|&(l, j)| matches!(sync.sps[l][j].kind, Kind::Coll(_))))
+        .collect();
+    let cause = pts
+        .iter()
+        .flatten()
+        .map(|&(l, j)| &sync.sps[l][j])
+        .find(|s| s.wait > 0.0 && s.cause.is_some())?
+        .cause;
+    let (rl, re) = (cause.loc as usize, cause.event);
+    sync.at(rl, re)?;
+    let group: Vec<u32> = inst
+        .members
+        .iter()
+        .map(|m| sync.proc[m.loc as usize])
+        .collect();
+    let (gprev, between) = group_prev(sync, rl, re, &group);
+    let (gmap, gwait) = interval(trace, replay, sync, rl, gprev, re);
+    let mut out = Vec::new();
+    for &(l, j) in pts.iter().flatten() {
+        let p = sync.proc[l];
+        let (tmap, prop, prev) = match between.iter().find(|b| b.0 == p) {
+            Some(&(_, bj)) => {
+                let (m, w) = interval(trace, replay, sync, rl, Some(bj), re);
+                // only the call paths of the whole interval count
+                let m = gmap
+                    .keys()
+                    .map(|c| (*c, m.get(c).copied().unwrap_or(0.0)))
+                    .collect();
+                (m, w, Some(bj))
+            }
+            None => (gmap.clone(), gwait, gprev),
+        };
+        let local = if l == rl {
+            Map::new()
+        } else {
+            interval(
+                trace,
+                replay,
+                sync,
+                l,
+                sync.prev(l, sync.sps[l][j].event, sync.proc[rl]),
+                sync.sps[l][j].event,
+            )
+            .0
+        };
+        let (d, dsum) = excess(&tmap, &local);
+        out.push(CollMember {
+            waiter: (l, j),
+            d,
+            dsum,
+            prop,
+            prev,
+        });
+    }
+    Some((rl, re, out))
+}

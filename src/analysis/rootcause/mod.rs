@@ -219,7 +219,37 @@ fn short_term(trace: &Trace, replay: &Replay, sync: &Sync) -> Vec<(&'static str,
             }
         }
     }
-    vec![("delay_latesender", ls), ("delay_latereceiver", lr)]
+    let mut coll: [Vec<f64>; 4] = std::array::from_fn(|_| vec![0.0; ncn * nloc]);
+    for n in 0..replay.instances.len() {
+        let Some((rl, _, members)) = delay::coll_delay(trace, replay, sync, n) else {
+            continue;
+        };
+        for m in &members {
+            let sp = &sync.sps[m.waiter.0][m.waiter.1];
+            let k = match sp.kind {
+                sync::Kind::Coll(sync::Shape::Barrier) => 0,
+                sync::Kind::Coll(sync::Shape::AllToAll) => 1,
+                sync::Kind::Coll(sync::Shape::OneToAll) => 2,
+                _ => 3,
+            };
+            if m.dsum + m.prop <= 0.0 {
+                continue;
+            }
+            let scale = sp.wait / (m.dsum + m.prop);
+            for (&c, &v) in &m.d {
+                coll[k][c as usize * nloc + rl] += scale * v;
+            }
+        }
+    }
+    let [b, a, o, t] = coll;
+    vec![
+        ("delay_latesender", ls),
+        ("delay_latereceiver", lr),
+        ("delay_barrier", b),
+        ("delay_n2n", a),
+        ("delay_12n", o),
+        ("delay_n21", t),
+    ]
 }
 
 /// The metrics derived from the critical-path profile `lcp` and the local time profile
