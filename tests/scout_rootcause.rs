@@ -74,7 +74,7 @@ fn close(a: f64, b: f64) -> bool {
 }
 
 /// (agreeing, total) per metric, and the disagreements, of one trace.
-type Tally = BTreeMap<&'static str, (usize, usize)>;
+type Tally = BTreeMap<&'static str, (usize, usize, usize)>;
 
 fn compare(dir: &Path, tally: &mut Tally, bad: &mut Vec<String>) {
     let name = dir.file_name().unwrap().to_string_lossy().to_string();
@@ -106,6 +106,9 @@ fn compare(dir: &Path, tally: &mut Tally, bad: &mut Vec<String>) {
         let m = METRICS.iter().copied().find(|m| *m == r.metric).unwrap();
         let e = tally.entry(m).or_default();
         e.1 += 1;
+        if r.value != 0.0 {
+            e.2 += 1;
+        }
         let (Some(&c), Some(&l)) = (by_path.get(&r.path), loc_of.get(&(r.rank, r.thread))) else {
             bad.push(format!(
                 "{name}: {m}: no call path {} or rank {}",
@@ -160,14 +163,14 @@ fn critical_path_metrics_agree_with_scalasca() {
         }
     }
     eprintln!(
-        "{:<32} {:>14} {:>14}",
-        "metric", "MPI agree/all", "OMP agree/all"
+        "{:<32} {:>14} {:>8} {:>14} {:>8}",
+        "metric", "MPI agree/all", "non-zero", "OMP agree/all", "non-zero"
     );
     for m in METRICS {
-        let (a, n) = mpi.get(m).copied().unwrap_or_default();
-        let (b, k) = omp.get(m).copied().unwrap_or_default();
+        let (a, n, nz) = mpi.get(m).copied().unwrap_or_default();
+        let (b, k, kz) = omp.get(m).copied().unwrap_or_default();
         eprintln!(
-            "{m:<32} {:>14} {:>14}",
+            "{m:<32} {:>14} {nz:>8} {:>14} {kz:>8}",
             format!("{a}/{n}"),
             format!("{b}/{k}")
         );

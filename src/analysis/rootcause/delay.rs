@@ -89,9 +89,8 @@ pub(super) struct P2pDelay {
     pub(super) dsum: f64,
     pub(super) wsum: f64,
     pub(super) wait: f64,
-    /// The delaying location's interval start (index of its point) and end event.
-    pub(super) prev: Option<usize>,
-    pub(super) end: u32,
+    /// The delaying location's interval: its points strictly inside it (indices).
+    pub(super) inside: std::ops::Range<usize>,
     /// The waiting location and its point's index.
     pub(super) waiter: (usize, usize),
 }
@@ -130,8 +129,7 @@ pub(super) fn p2p_delay(
         dsum,
         wsum,
         wait: sp.wait,
-        prev,
-        end: ce,
+        inside: prev.map_or(0, |p| p + 1)..sync.sps[cl].partition_point(|x| x.event < ce),
         waiter: (l, j),
     })
 }
@@ -177,8 +175,18 @@ pub(super) struct CollMember {
     pub(super) d: Map,
     pub(super) dsum: f64,
     pub(super) prop: f64,
-    /// The causing location's interval for this member: its start point (an index).
-    pub(super) prev: Option<usize>,
+    /// The causing location's point where this member last synchronised with it inside
+    /// the group interval, if any (an index).
+    pub(super) inter: Option<usize>,
+}
+
+/// The delay of one collective instance.
+pub(super) struct CollDelay {
+    /// The causing location and its point (an index).
+    pub(super) root: (usize, usize),
+    /// The start of the group interval on it (an index).
+    pub(super) gprev: Option<usize>,
+    pub(super) members: Vec<CollMember>,
 }
 
 /// The delay of collective instance `n`: the causing location and end event, and its
@@ -188,7 +196,7 @@ pub(super) fn coll_delay(
     replay: &Replay,
     sync: &Sync,
     n: usize,
-) -> Option<(usize, u32, Vec<CollMember>)> {
+) -> Option<CollDelay> {
     let inst = &replay.instances[n];
     let pts: Vec<Option<(usize, usize)>> = (inst.members.iter())
         .map(|m| {
@@ -207,7 +215,7 @@ pub(super) fn coll_delay(
         .find(|s| s.wait > 0.0 && s.cause.is_some())?
         .cause;
     let (rl, re) = (cause.loc as usize, cause.event);
-    sync.at(rl, re)?;
+    let rj = sync.at(rl, re)?;
     let group: Vec<u32> = inst
         .members
         .iter()
@@ -218,7 +226,7 @@ pub(super) fn coll_delay(
     let mut out = Vec::new();
     for &(l, j) in pts.iter().flatten() {
         let p = sync.proc[l];
-        let (tmap, prop, prev) = match between.iter().find(|b| b.0 == p) {
+        let (tmap, prop, inter) = match between.iter().find(|b| b.0 == p) {
             Some(&(_, bj)) => {
                 let (m, w) = interval(trace, replay, sync, rl, Some(bj), re);
                 // only the call paths of the whole interval count
@@ -228,7 +236,7 @@ pub(super) fn coll_delay(
                     .collect();
                 (m, w, Some(bj))
             }
-            None => (gmap.clone(), gwait, gprev),
+            None => (gmap.clone(), gwait, None),
         };
         let local = if l == rl {
             Map::new()
@@ -249,8 +257,12 @@ pub(super) fn coll_delay(
             d,
             dsum,
             prop,
-            prev,
+            inter,
         });
     }
-    Some((rl, re, out))
+    Some(CollDelay {
+        root: (rl, rj),
+        gprev,
+        members: out,
+    })
 }

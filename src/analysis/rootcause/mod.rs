@@ -24,6 +24,7 @@
 //! The critical path here is the one Scalasca 2.6 computes; issue 14's longest path
 //! (`critical_path.rs`) is a different one (docs/report-json.md says how they differ).
 
+mod costs;
 mod delay;
 mod sync;
 
@@ -187,7 +188,7 @@ pub fn root_causes(trace: &Trace, replay: &Replay) -> RootCauses {
         }
     }
     let mut metrics = derived(nloc, ncn, &lcp, &lt);
-    metrics.extend(short_term(trace, replay, &sync));
+    metrics.extend(cost_metrics(trace, replay, &sync));
     RootCauses {
         nloc,
         metrics,
@@ -195,60 +196,30 @@ pub fn root_causes(trace: &Trace, replay: &Replay) -> RootCauses {
     }
 }
 
-/// The short-term delay costs of the point-to-point wait states.
-fn short_term(trace: &Trace, replay: &Replay, sync: &Sync) -> Vec<(&'static str, Vec<f64>)> {
-    let (nloc, ncn) = (trace.events.len(), replay.tree.len());
-    let mut ls = vec![0.0; ncn * nloc];
-    let mut lr = vec![0.0; ncn * nloc];
-    for l in 0..nloc {
-        for j in 0..sync.sps[l].len() {
-            let Some(x) = delay::p2p_delay(trace, replay, sync, l, j) else {
-                continue;
-            };
-            let scale = if x.dsum + x.wsum > 0.0 {
-                (x.wait / (x.dsum + x.wsum)).min(1.0)
-            } else {
-                0.0
-            };
-            let out = match sync.sps[l][j].kind {
-                sync::Kind::Recv => &mut ls,
-                _ => &mut lr,
-            };
-            for (&c, &v) in &x.d {
-                out[c as usize * nloc + x.loc] += scale * v;
-            }
-        }
-    }
-    let mut coll: [Vec<f64>; 4] = std::array::from_fn(|_| vec![0.0; ncn * nloc]);
-    for n in 0..replay.instances.len() {
-        let Some((rl, _, members)) = delay::coll_delay(trace, replay, sync, n) else {
-            continue;
-        };
-        for m in &members {
-            let sp = &sync.sps[m.waiter.0][m.waiter.1];
-            let k = match sp.kind {
-                sync::Kind::Coll(sync::Shape::Barrier) => 0,
-                sync::Kind::Coll(sync::Shape::AllToAll) => 1,
-                sync::Kind::Coll(sync::Shape::OneToAll) => 2,
-                _ => 3,
-            };
-            if m.dsum + m.prop <= 0.0 {
-                continue;
-            }
-            let scale = sp.wait / (m.dsum + m.prop);
-            for (&c, &v) in &m.d {
-                coll[k][c as usize * nloc + rl] += scale * v;
-            }
-        }
-    }
-    let [b, a, o, t] = coll;
+/// The delay-cost and wait-state metrics, in Scalasca's order.
+fn cost_metrics(trace: &Trace, replay: &Replay, sync: &Sync) -> Vec<(&'static str, Vec<f64>)> {
+    let c = costs::costs(trace, replay, sync);
+    let [s0, s1, s2, s3, s4, s5] = c.short;
+    let [l0, l1, l2, l3, l4, l5] = c.long;
+    let [i0, i1] = c.indirect;
+    let [p0, p1] = c.propagating;
     vec![
-        ("delay_latesender", ls),
-        ("delay_latereceiver", lr),
-        ("delay_barrier", b),
-        ("delay_n2n", a),
-        ("delay_12n", o),
-        ("delay_n21", t),
+        ("delay_latesender", s0),
+        ("delay_latesender_longterm", l0),
+        ("delay_latereceiver", s1),
+        ("delay_latereceiver_longterm", l1),
+        ("delay_barrier", s2),
+        ("delay_barrier_longterm", l2),
+        ("delay_n2n", s3),
+        ("delay_n2n_longterm", l3),
+        ("delay_12n", s4),
+        ("delay_12n_longterm", l4),
+        ("delay_n21", s5),
+        ("delay_n21_longterm", l5),
+        ("mpi_wait_indirect_latesender", i0),
+        ("mpi_wait_indirect_latereceiver", i1),
+        ("mpi_wait_propagating_ls", p0),
+        ("mpi_wait_propagating_lr", p1),
     ]
 }
 
