@@ -28,6 +28,8 @@ pub struct Options {
     pub what_if: Vec<String>,
     /// Detect the phases and analyse each alone (not with `phase`).
     pub phases: bool,
+    /// The root causes and Scalasca's critical-path metrics (docs/root-causes.md).
+    pub root_causes: bool,
 }
 
 impl Options {
@@ -40,6 +42,7 @@ impl Options {
             structure: false,
             what_if: Vec::new(),
             phases: false,
+            root_causes: false,
         }
     }
 }
@@ -53,6 +56,8 @@ pub struct Whole<'a> {
     pub analysis: &'a Analysis,
     pub findings: Vec<Finding>,
     pub params: ScoreParams,
+    /// With `Options::root_causes`: the root causes and critical-path metrics.
+    pub root_causes: Option<&'a super::rootcause::RootCauses>,
 }
 
 /// The phase analysed with `Options::phase`.
@@ -144,6 +149,12 @@ pub fn analyse_trace<V>(
         s.record("metrics", a.order.len());
         a
     };
+    let root_causes = opts.root_causes.then(|| {
+        let s = tracing::info_span!("root causes", metrics = Empty).entered();
+        let rc = super::rootcause::root_causes(&trace, &replay);
+        s.record("metrics", rc.metrics.len());
+        rc
+    });
     let view = {
         let s = tracing::info_span!("scores and report", findings = Empty).entered();
         let findings = score(&trace, &replay, &analysis, opts.params);
@@ -154,6 +165,7 @@ pub fn analyse_trace<V>(
             analysis: &analysis,
             findings,
             params: opts.params,
+            root_causes: root_causes.as_ref(),
         })
     };
     if opts.structure || !opts.what_if.is_empty() {

@@ -99,6 +99,9 @@ pub struct Report {
     pub overheads: Option<crate::analysis::overheads::Overheads>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phases: Option<Vec<crate::analysis::phases::PhaseEntry>>,
+    /// Issue 27's root causes and critical-path metrics (docs/root-causes.md), when computed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root_causes: Option<crate::analysis::rootcause::RootCauseSection>,
 }
 
 impl Report {
@@ -245,12 +248,16 @@ impl Report {
             traffic_matrix: None,
             overheads: None,
             phases: None,
+            root_causes: None,
         }
     }
 
     /// The report of the whole analysis (`analysis::pipeline`'s view of it).
     pub fn of(w: Whole<'_>) -> Report {
-        Report::build(w.trace, w.replay, w.analysis, w.findings, w.params)
+        let rc = w.root_causes.and_then(|rc| rc.section(w.trace));
+        let mut r = Report::build(w.trace, w.replay, w.analysis, w.findings, w.params);
+        r.root_causes = rc;
+        r
     }
 
     /// Add the extras of the analysis: the critical path, the matrices, the overhead classes,

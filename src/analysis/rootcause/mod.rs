@@ -1,4 +1,5 @@
-//! Scalasca's critical-path metrics (Böhme et al., IPDPS 2012; docs/root-causes.md): the
+//! Root causes and Scalasca's critical-path metrics (Böhme et al., ICPP 2010, IPDPS 2012;
+//! docs/root-causes.md): the
 //! synchronisation points of an MPI run with their wait times, the critical path found by
 //! walking backwards from the end of the run along the wait states to the locations that
 //! caused them, and from it, per call path and location, the critical-path profile, the
@@ -26,19 +27,58 @@
 
 mod costs;
 mod delay;
+mod section;
 mod sync;
+
+pub use section::{Cause, RcValue, RootCauseSection};
 
 use crate::model::{EventKind, Trace};
 use crate::replay::calltree::NO_CNODE;
 use crate::replay::Replay;
 use sync::Sync;
 
-/// The critical-path metrics: per metric, `cnode * nloc + loc`, seconds.
+/// One metric of the table (`metrics.toml`): Scalasca's id, name and parent, what it
+/// explains, and which quantity of which kind of synchronisation it is.
+#[derive(Clone, Debug, serde::Deserialize, serde::Serialize, PartialEq)]
+pub struct MetricInfo {
+    pub id: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// The wait-state metric whose waits this delay cost explains.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause_of: Option<String>,
+    pub description: String,
+    #[serde(default = "seconds")]
+    pub unit: String,
+    #[serde(skip_serializing)]
+    quantity: String,
+    #[serde(default, skip_serializing)]
+    wait: Option<String>,
+}
+
+fn seconds() -> String {
+    "sec".to_string()
+}
+
+#[derive(serde::Deserialize)]
+struct Table {
+    metric: Vec<MetricInfo>,
+}
+
+const TABLE: &str = include_str!("metrics.toml");
+
+/// The metric table (embedded, checked by the tests).
+pub fn metric_table() -> Vec<MetricInfo> {
+    toml::from_str::<Table>(TABLE).map_or_else(|_| Vec::new(), |t| t.metric)
+}
+
+/// The root-cause and critical-path metrics of a trace: per metric (in the table's
+/// order), seconds per `cnode * nloc + loc`.
 #[derive(Clone, Debug, Default)]
 pub struct RootCauses {
     pub nloc: usize,
-    /// (metric id, values) in Scalasca's order.
-    pub metrics: Vec<(&'static str, Vec<f64>)>,
+    pub metrics: Vec<(MetricInfo, Vec<f64>)>,
     /// The critical path's steps: (location, from event, to event), last step first.
     pub steps: Vec<(u32, u32, u32)>,
 }
@@ -48,7 +88,7 @@ impl RootCauses {
     pub fn values(&self, id: &str) -> Option<&[f64]> {
         self.metrics
             .iter()
-            .find(|(m, _)| *m == id)
+            .find(|(m, _)| m.id == id)
             .map(|(_, v)| v.as_slice())
     }
 }
@@ -187,8 +227,37 @@ pub fn root_causes(trace: &Trace, replay: &Replay) -> RootCauses {
             lt[c * nloc + l] = tt - tt.min(w[c]);
         }
     }
-    let mut metrics = derived(nloc, ncn, &lcp, &lt);
-    metrics.extend(cost_metrics(trace, replay, &sync));
+    let d = derived(nloc, ncn, &lcp, &lt);
+    let c = costs::costs(trace, replay, &sync);
+    let pick = |m: &MetricInfo| -> Option<Vec<f64>> {
+        let k = match m.wait.as_deref() {
+            None => 0,
+            Some("receive") => 0,
+            Some("send") => 1,
+            Some("barrier") => 2,
+            Some("all_to_all") => 3,
+            Some("one_to_all") => 4,
+            Some("all_to_one") => 5,
+            Some(_) => return None,
+        };
+        let v = match m.quantity.as_str() {
+            "critical_path" => &lcp,
+            "activities" => &d[0],
+            "imbalance" => &d[1],
+            "inter_partition" => &d[2],
+            "non_critical" => &d[3],
+            "short" => &c.short[k],
+            "long" => &c.long[k],
+            "indirect" => c.indirect.get(k)?,
+            "propagating" => c.propagating.get(k)?,
+            _ => return None,
+        };
+        Some(v.clone())
+    };
+    let metrics = metric_table()
+        .into_iter()
+        .filter_map(|m| pick(&m).map(|v| (m, v)))
+        .collect();
     RootCauses {
         nloc,
         metrics,
@@ -196,36 +265,11 @@ pub fn root_causes(trace: &Trace, replay: &Replay) -> RootCauses {
     }
 }
 
-/// The delay-cost and wait-state metrics, in Scalasca's order.
-fn cost_metrics(trace: &Trace, replay: &Replay, sync: &Sync) -> Vec<(&'static str, Vec<f64>)> {
-    let c = costs::costs(trace, replay, sync);
-    let [s0, s1, s2, s3, s4, s5] = c.short;
-    let [l0, l1, l2, l3, l4, l5] = c.long;
-    let [i0, i1] = c.indirect;
-    let [p0, p1] = c.propagating;
-    vec![
-        ("delay_latesender", s0),
-        ("delay_latesender_longterm", l0),
-        ("delay_latereceiver", s1),
-        ("delay_latereceiver_longterm", l1),
-        ("delay_barrier", s2),
-        ("delay_barrier_longterm", l2),
-        ("delay_n2n", s3),
-        ("delay_n2n_longterm", l3),
-        ("delay_12n", s4),
-        ("delay_12n_longterm", l4),
-        ("delay_n21", s5),
-        ("delay_n21_longterm", l5),
-        ("mpi_wait_indirect_latesender", i0),
-        ("mpi_wait_indirect_latereceiver", i1),
-        ("mpi_wait_propagating_ls", p0),
-        ("mpi_wait_propagating_lr", p1),
-    ]
-}
-
 /// The metrics derived from the critical-path profile `lcp` and the local time profile
 /// `lt` (both `cnode * nloc + loc`), as Scalasca defines them.
-fn derived(nloc: usize, ncn: usize, lcp: &[f64], lt: &[f64]) -> Vec<(&'static str, Vec<f64>)> {
+/// Returns the activity impact, the imbalance impact, the inter-partition imbalance and the
+/// non-critical-path activities.
+fn derived(nloc: usize, ncn: usize, lcp: &[f64], lt: &[f64]) -> [Vec<f64>; 4] {
     let at = |v: &[f64], c: usize, l: usize| v[c * nloc + l];
     let g: Vec<f64> = (0..ncn)
         .map(|c| (0..nloc).map(|l| at(lcp, c, l)).sum())
@@ -279,11 +323,5 @@ fn derived(nloc: usize, ncn: usize, lcp: &[f64], lt: &[f64]) -> Vec<(&'static st
             }
         }
     }
-    vec![
-        ("critical_path", lcp.to_vec()),
-        ("critical_path_activities", act),
-        ("critical_imbalance_impact", imb),
-        ("inter_partition_imbalance", inter),
-        ("non_critical_path_activities", noncp),
-    ]
+    [act, imb, inter, noncp]
 }
