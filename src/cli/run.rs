@@ -150,7 +150,13 @@ fn analyse(args: &RunArgs, trace: Trace, rules: RuleSet) -> Result<(Report, Opti
     };
     let cubex = args.format.contains(&Format::Cubex);
     let outcome = analyse_trace(trace, opts, |w| {
-        let cube = cubex.then(|| Cube::from_analysis(w.trace, w.replay, w.analysis));
+        let cube = cubex.then(|| {
+            let mut c = Cube::from_analysis(w.trace, w.replay, w.analysis);
+            if let Some(rc) = w.root_causes {
+                c.add_root_causes(w.trace, rc);
+            }
+            c
+        });
         (Report::of(w), cube)
     })
     .map_err(|e| match e {
