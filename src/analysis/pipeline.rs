@@ -81,6 +81,10 @@ pub struct Extras {
     pub traffic_matrix: Option<TrafficMatrix>,
     pub overheads: Option<Overheads>,
     pub phases: Option<Vec<PhaseEntry>>,
+    /// Wrong-order Late Sender instances Scalasca 2.6 books differently
+    /// (docs/scalasca-differences.md): (several reclassified by one receive, sources across
+    /// communicators).
+    pub scalasca_differences: (u64, u64),
 }
 
 /// The analysis: what the caller's view made of the whole analysis, and the extras.
@@ -149,6 +153,7 @@ pub fn analyse_trace<V>(
         s.record("metrics", a.order.len());
         a
     };
+    extras.scalasca_differences = super::rootcause::wrong_order_differences(&trace, &replay);
     let root_causes = opts.root_causes.then(|| {
         let s = tracing::info_span!("root causes", metrics = Empty).entered();
         let rc = super::rootcause::root_causes(&trace, &replay);

@@ -54,7 +54,7 @@ struct Pass<'a> {
     /// Per kind, the long-term cost each point (location, index) carries.
     cost: [HashMap<(usize, usize), f64>; KINDS],
     /// The largest propagated share of each point's wait.
-    pw: HashMap<(usize, usize), f64>,
+    pw: BTreeMap<(usize, usize), f64>,
 }
 
 impl Pass<'_> {
@@ -229,7 +229,7 @@ pub(super) fn costs(trace: &Trace, replay: &Replay, sync: &Sync) -> Costs {
             propagating: std::array::from_fn(|_| zero()),
         },
         cost: std::array::from_fn(|_| HashMap::new()),
-        pw: HashMap::new(),
+        pw: BTreeMap::new(),
     };
     let all = tasks(sync, replay);
     let mut next = vec![0usize; nloc];

@@ -29,8 +29,10 @@ mod costs;
 mod delay;
 mod section;
 mod sync;
+mod wrong_order;
 
-pub use section::{Cause, RcValue, RootCauseSection};
+pub use section::{Cause, RootCauseSection};
+pub use wrong_order::wrong_order_differences;
 
 use crate::model::{EventKind, Trace};
 use crate::replay::calltree::NO_CNODE;
@@ -84,6 +86,39 @@ pub struct RootCauses {
 }
 
 impl RootCauses {
+    /// The metrics the reports show (those with a non-zero value, parents first) with their
+    /// values inclusive along the metric tree (a parent holds its own value plus its
+    /// children's), as the reports keep every metric.
+    pub fn present(&self) -> Vec<(&MetricInfo, Vec<f64>)> {
+        let n = self.metrics.len();
+        let size = self.metrics.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
+        let mut incl: Vec<Vec<f64>> = (self.metrics.iter())
+            .map(|(_, v)| {
+                if v.is_empty() {
+                    vec![0.0; size]
+                } else {
+                    v.clone()
+                }
+            })
+            .collect();
+        for k in (0..n).rev() {
+            let Some(p) = &self.metrics[k].0.parent else {
+                continue;
+            };
+            if let Some(j) = (0..k).find(|&j| self.metrics[j].0.id == *p) {
+                let child = std::mem::take(&mut incl[k]);
+                for (a, b) in incl[j].iter_mut().zip(&child) {
+                    *a += b;
+                }
+                incl[k] = child;
+            }
+        }
+        (self.metrics.iter().zip(incl))
+            .filter(|(_, v)| v.iter().any(|&x| x != 0.0))
+            .map(|((m, _), v)| (m, v))
+            .collect()
+    }
+
     /// The values of metric `id`, if computed.
     pub fn values(&self, id: &str) -> Option<&[f64]> {
         self.metrics
@@ -240,7 +275,9 @@ pub fn root_causes(trace: &Trace, replay: &Replay) -> RootCauses {
             Some("all_to_one") => 5,
             Some(_) => return None,
         };
+        let zero = Vec::new();
         let v = match m.quantity.as_str() {
+            "sum" => &zero,
             "critical_path" => &lcp,
             "activities" => &d[0],
             "imbalance" => &d[1],

@@ -1,20 +1,10 @@
 //! The root causes as the reports show them (docs/report-json.md `root_causes`): the metric
-//! table, the non-zero values, and per wait-state metric the call paths and locations whose
+//! table (the values join the report's metrics and values), and per wait-state metric the call paths and locations whose
 //! delay caused most of it (short- plus long-term cost).
 
 use super::{MetricInfo, RootCauses};
 use crate::model::Trace;
 use serde::Serialize;
-
-/// One non-zero value.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct RcValue {
-    pub metric: String,
-    pub callpath: u32,
-    /// The location id (as in the report's `locations`).
-    pub location: u64,
-    pub value: f64,
-}
 
 /// A call path on a location whose delay caused waits of `wait_state`.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -31,7 +21,6 @@ pub struct Cause {
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct RootCauseSection {
     pub metrics: Vec<MetricInfo>,
-    pub values: Vec<RcValue>,
     /// Per wait-state metric, its 5 largest causes, largest first.
     pub causes: Vec<Cause>,
 }
@@ -47,19 +36,6 @@ impl RootCauses {
         }
         let nloc = self.nloc;
         let loc_id = |l: usize| trace.defs.locations.get(l).map_or(l as u64, |x| x.id);
-        let mut values = Vec::new();
-        for (m, v) in &self.metrics {
-            for (k, &x) in v.iter().enumerate() {
-                if x != 0.0 {
-                    values.push(RcValue {
-                        metric: m.id.clone(),
-                        callpath: (k / nloc) as u32,
-                        location: loc_id(k % nloc),
-                        value: x,
-                    });
-                }
-            }
-        }
         let mut waits: Vec<&str> = (self.metrics.iter())
             .filter_map(|(m, _)| m.cause_of.as_deref())
             .collect();
@@ -91,7 +67,6 @@ impl RootCauses {
         }
         Some(RootCauseSection {
             metrics: self.metrics.iter().map(|(m, _)| m.clone()).collect(),
-            values,
             causes,
         })
     }

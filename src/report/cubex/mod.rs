@@ -247,7 +247,7 @@ impl Cube {
     pub fn add_root_causes(&mut self, trace: &Trace, rc: &crate::analysis::rootcause::RootCauses) {
         let columns = system::system_tree(&trace.defs).columns;
         let first = self.metrics.len();
-        for (m, v) in &rc.metrics {
+        for (m, v) in rc.present() {
             let parent = m
                 .parent
                 .as_ref()
