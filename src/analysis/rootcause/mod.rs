@@ -264,6 +264,22 @@ pub fn root_causes(trace: &Trace, replay: &Replay) -> RootCauses {
     }
     let d = derived(nloc, ncn, &lcp, &lt);
     let c = costs::costs(trace, replay, &sync);
+    // the waits of the point-to-point kinds, less the indirect or propagating part
+    let mut waits = [vec![0.0; ncn * nloc], vec![0.0; ncn * nloc]];
+    for (l, sps) in sync.sps.iter().enumerate() {
+        for x in sps.iter().filter(|x| x.wait > 0.0) {
+            let k = match x.kind {
+                sync::Kind::Recv => 0,
+                sync::Kind::SendCompletion => 1,
+                _ => continue,
+            };
+            let cn = replay.locations[l].cnode(x.event as usize);
+            if cn != NO_CNODE {
+                waits[k][cn as usize * nloc + l] += x.wait;
+            }
+        }
+    }
+    let less = |a: &[f64], b: &[f64]| -> Vec<f64> { a.iter().zip(b).map(|(x, y)| x - y).collect() };
     let pick = |m: &MetricInfo| -> Option<Vec<f64>> {
         let k = match m.wait.as_deref() {
             None => 0,
@@ -287,6 +303,8 @@ pub fn root_causes(trace: &Trace, replay: &Replay) -> RootCauses {
             "long" => &c.long[k],
             "indirect" => c.indirect.get(k)?,
             "propagating" => c.propagating.get(k)?,
+            "direct" => return Some(less(waits.get(k)?, c.indirect.get(k)?)),
+            "terminal" => return Some(less(waits.get(k)?, c.propagating.get(k)?)),
             _ => return None,
         };
         Some(v.clone())
