@@ -125,12 +125,12 @@ impl Pass<'_> {
         }
         let mut scale = map.values().next().copied().unwrap_or(0.0);
         let sps = &self.sync.sps[rl];
-        for j in start.min(rj)..rj {
+        for (j, sp) in sps.iter().enumerate().take(rj).skip(start.min(rj)) {
             if let Some(&s) = map.get(&j) {
                 scale = s;
             }
-            if scale > 0.0 && sps[j].wait > 0.0 {
-                *self.cost[k].entry((rl, j)).or_insert(0.0) += scale * sps[j].wait;
+            if scale > 0.0 && sp.wait > 0.0 {
+                *self.cost[k].entry((rl, j)).or_insert(0.0) += scale * sp.wait;
             }
         }
     }
@@ -174,9 +174,12 @@ impl Pass<'_> {
 
 /// Per location its tasks, latest point first, and per task what must be handled before:
 /// (location, point index) pairs whose location must have handled everything after them.
-fn tasks(sync: &Sync, replay: &Replay) -> Vec<Vec<(usize, Task, Vec<(usize, usize)>)>> {
+/// A task at a point (index) of its location and the (location, point) pairs it waits for.
+type Pending = (usize, Task, Vec<(usize, usize)>);
+
+fn tasks(sync: &Sync, replay: &Replay) -> Vec<Vec<Pending>> {
     let nloc = sync.sps.len();
-    let mut t: Vec<Vec<(usize, Task, Vec<(usize, usize)>)>> = vec![Vec::new(); nloc];
+    let mut t: Vec<Vec<Pending>> = vec![Vec::new(); nloc];
     for l in 0..nloc {
         for (j, sp) in sync.sps[l].iter().enumerate() {
             if !matches!(sp.kind, Kind::Recv | Kind::SendCompletion) || sp.wait <= 0.0 {
@@ -208,7 +211,7 @@ fn tasks(sync: &Sync, replay: &Replay) -> Vec<Vec<(usize, Task, Vec<(usize, usiz
         }
     }
     for v in &mut t {
-        v.sort_by(|a, b| b.0.cmp(&a.0));
+        v.sort_by_key(|x| std::cmp::Reverse(x.0));
     }
     t
 }

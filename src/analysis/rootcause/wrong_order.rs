@@ -61,14 +61,7 @@ fn location(trace: &Trace, replay: &Replay, l: usize) -> (u64, u64) {
             continue;
         }
         let ts = trace.events[p.loc as usize].time[p.event as usize];
-        let me: Buffered = (
-            ts,
-            proc(p.loc),
-            m.peer,
-            m.comm as u32,
-            st.cnode(i),
-            m.bytes == 0,
-        );
+        let me: Buffered = (ts, proc(p.loc), m.peer, m.comm, st.cnode(i), m.bytes == 0);
         let e = st.enterptr(i);
         let class = match (e != NONE).then(|| trace.defs.regions.get(ev.arg[e as usize] as usize)) {
             Some(Some(r)) => classify::classify(r).0,
