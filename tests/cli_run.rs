@@ -211,6 +211,7 @@ fn timings_name_every_stage_on_stderr_and_leave_the_report_alone() {
             "read",
             "replay",
             "rules evaluated",
+            "root causes",
             "scores and report",
             "critical path, matrices",
             "phase detection",

@@ -18,6 +18,7 @@ fn library_json(trace: &str, phase: Option<usize>) -> String {
         phase,
         structure: true,
         phases: true,
+        root_causes: true,
         ..Options::new(RuleSet::load(&[]).unwrap())
     };
     let outcome = perfexpert::analyse_trace(t, opts, Report::of).unwrap();
@@ -151,6 +152,7 @@ fn verbose_prints_the_stages_on_stderr_and_leaves_stdout_alone() {
             "scores and report",
         ];
         if format == "json" {
+            want.insert(4, "root causes");
             want.extend(["critical path, matrices", "phase detection", "phases"]);
         }
         want.push("written");

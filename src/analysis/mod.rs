@@ -21,6 +21,7 @@ pub mod matrices;
 pub mod overheads;
 pub mod phases;
 pub mod pipeline;
+pub mod rootcause;
 pub mod scores;
 pub mod views;
 

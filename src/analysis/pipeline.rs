@@ -30,6 +30,8 @@ pub struct Options {
     pub phases: bool,
     /// The views of the run over time for the HTML report (`analysis::views`).
     pub views: bool,
+    /// The root causes and Scalasca's critical-path metrics (docs/root-causes.md).
+    pub root_causes: bool,
 }
 
 impl Options {
@@ -43,6 +45,7 @@ impl Options {
             what_if: Vec::new(),
             phases: false,
             views: false,
+            root_causes: false,
         }
     }
 }
@@ -56,6 +59,8 @@ pub struct Whole<'a> {
     pub analysis: &'a Analysis,
     pub findings: Vec<Finding>,
     pub params: ScoreParams,
+    /// With `Options::root_causes`: the root causes and critical-path metrics.
+    pub root_causes: Option<&'a super::rootcause::RootCauses>,
 }
 
 /// The phase analysed with `Options::phase`.
@@ -80,6 +85,10 @@ pub struct Extras {
     pub overheads: Option<Overheads>,
     pub phases: Option<Vec<PhaseEntry>>,
     pub views: Option<super::views::Views>,
+    /// Wrong-order Late Sender instances Scalasca 2.6 books differently
+    /// (docs/scalasca-differences.md): (several reclassified by one receive, sources across
+    /// communicators).
+    pub scalasca_differences: (u64, u64),
 }
 
 /// The analysis: what the caller's view made of the whole analysis, and the extras.
@@ -148,6 +157,13 @@ pub fn analyse_trace<V>(
         s.record("metrics", a.order.len());
         a
     };
+    extras.scalasca_differences = super::rootcause::wrong_order_differences(&trace, &replay);
+    let root_causes = opts.root_causes.then(|| {
+        let s = tracing::info_span!("root causes", metrics = Empty).entered();
+        let rc = super::rootcause::root_causes(&trace, &replay);
+        s.record("metrics", rc.metrics.len());
+        rc
+    });
     let view = {
         let s = tracing::info_span!("scores and report", findings = Empty).entered();
         let findings = score(&trace, &replay, &analysis, opts.params);
@@ -158,6 +174,7 @@ pub fn analyse_trace<V>(
             analysis: &analysis,
             findings,
             params: opts.params,
+            root_causes: root_causes.as_ref(),
         })
     };
     // The critical path and matrices, and the phases' detection, read the same trace and

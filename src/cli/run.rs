@@ -49,6 +49,9 @@ pub struct RunArgs {
     /// Print the critical path after the text report.
     #[arg(long)]
     pub critical_path: bool,
+    /// Print the root causes of the top wait states (delay costs, docs/root-causes.md).
+    #[arg(long)]
+    pub root_causes: bool,
     /// Also compute the critical path with this region's time set to zero (repeatable).
     #[arg(long, value_name = "REGION")]
     pub what_if: Vec<String>,
@@ -144,11 +147,21 @@ fn analyse(args: &RunArgs, trace: Trace, rules: RuleSet) -> Result<(Report, Opti
         what_if: args.what_if.clone(),
         phases: structure,
         views: args.format.contains(&Format::Html),
+        root_causes: args.root_causes
+            || [Format::Json, Format::Html, Format::Cubex]
+                .iter()
+                .any(|f| args.format.contains(f)),
         ..Options::new(rules)
     };
     let cubex = args.format.contains(&Format::Cubex);
     let outcome = analyse_trace(trace, opts, |w| {
-        let cube = cubex.then(|| Cube::from_analysis(w.trace, w.replay, w.analysis));
+        let cube = cubex.then(|| {
+            let mut c = Cube::from_analysis(w.trace, w.replay, w.analysis);
+            if let Some(rc) = w.root_causes {
+                c.add_root_causes(w.trace, rc);
+            }
+            c
+        });
         (Report::of(w), cube)
     })
     .map_err(|e| match e {
@@ -181,6 +194,7 @@ fn write(args: &RunArgs, report: &Report, cube: Option<&Cube>, out: &mut dyn Wri
         call_tree: args.call_tree,
         metric: args.metric.clone(),
         color,
+        root_causes: args.root_causes,
     };
     let mut formats = Vec::new();
     for f in &args.format {

@@ -108,8 +108,9 @@ fn page(r: &Report, h: &mut String) -> std::fmt::Result {
         secs(r.trace.duration_s)
     )?;
     type Section = fn(&Report, &mut String) -> std::fmt::Result;
-    let sections: [(&str, Section); 10] = [
+    let sections: [(&str, Section); 11] = [
         ("findings", findings),
+        ("root-causes", root_causes),
         ("timeline", timeline::section),
         ("animations", animate::section),
         ("phases", phases),
@@ -746,6 +747,34 @@ fn overheads(r: &Report, h: &mut String) -> std::fmt::Result {
             secs(c.synchronisation_s),
             secs(c.control_of_parallelism_s),
             secs(c.unidentified_s)
+        )?;
+    }
+    write!(h, "</table>\n")
+}
+
+/// The root causes of the wait states (docs/root-causes.md): per wait-state metric, the call
+/// paths and locations whose delay caused it, directly and through propagated waits.
+fn root_causes(r: &Report, h: &mut String) -> std::fmt::Result {
+    let Some(rc) = r.root_causes.as_ref().filter(|rc| !rc.causes.is_empty()) else {
+        return Ok(());
+    };
+    write!(
+        h,
+        "<h2>Root causes</h2>\n<p>Who made the others wait: the delay costs of each kind of \
+         wait state (Scalasca's root-cause analysis).</p>\n<table><tr><th>wait state</th>\
+         <th>caused by</th><th>on location</th><th>cost</th><th>directly</th>\
+         <th>through propagated waits</th></tr>\n"
+    )?;
+    for c in &rc.causes {
+        write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            esc(&metric_name(r, &c.wait_state)),
+            esc(&r.path(c.callpath)),
+            c.location,
+            secs(c.short_s + c.long_s),
+            secs(c.short_s),
+            secs(c.long_s)
         )?;
     }
     write!(h, "</table>\n")

@@ -102,6 +102,9 @@ pub struct Report {
     /// The HTML report's views of the run over time (not in the JSON report).
     #[serde(skip)]
     pub views: Option<crate::analysis::views::Views>,
+    /// Issue 27's root causes and critical-path metrics (docs/root-causes.md), when computed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root_causes: Option<crate::analysis::rootcause::RootCauseSection>,
 }
 
 impl Report {
@@ -249,12 +252,50 @@ impl Report {
             overheads: None,
             phases: None,
             views: None,
+            root_causes: None,
         }
     }
 
     /// The report of the whole analysis (`analysis::pipeline`'s view of it).
     pub fn of(w: Whole<'_>) -> Report {
-        Report::build(w.trace, w.replay, w.analysis, w.findings, w.params)
+        let rc = w.root_causes.and_then(|rc| rc.section(w.trace));
+        let mut r = Report::build(w.trace, w.replay, w.analysis, w.findings, w.params);
+        if let Some(all) = w.root_causes {
+            r.add_root_cause_metrics(w.trace, all);
+        }
+        r.root_causes = rc;
+        r
+    }
+
+    /// The root-cause and critical-path metrics join the metric list and the values (after
+    /// the rules' metrics; the Cube report has the same, `Cube::add_root_causes`).
+    fn add_root_cause_metrics(
+        &mut self,
+        trace: &Trace,
+        rc: &crate::analysis::rootcause::RootCauses,
+    ) {
+        let nloc = rc.nloc.max(1);
+        for (m, v) in rc.present() {
+            self.metrics.push(MetricEntry {
+                id: m.id.clone(),
+                name: m.name.clone(),
+                long_name: m.name.clone(),
+                unit: crate::rules::Unit::Sec,
+                parent: m.parent.clone(),
+                description: m.description.clone(),
+                diagnosis: String::new(),
+            });
+            for (k, &x) in v.iter().enumerate() {
+                if x != 0.0 {
+                    self.values.push(ValueEntry {
+                        metric: m.id.clone(),
+                        callpath: (k / nloc) as u32,
+                        location: trace.defs.locations.get(k % nloc).map_or(0, |l| l.id),
+                        value: x,
+                    });
+                }
+            }
+        }
     }
 
     /// Add the extras of the analysis: the critical path, the matrices, the overhead classes,
@@ -266,6 +307,15 @@ impl Report {
         self.overheads = e.overheads;
         self.phases = e.phases;
         self.views = e.views;
+        let (several, cross) = e.scalasca_differences;
+        if several + cross > 0 {
+            self.diagnostics.warnings.push(format!(
+                "{} wrong-order instances are booked differently by Scalasca 2.6 ({several} \
+                 reclassified several at a time, {cross} across communicators): \
+                 docs/scalasca-differences.md",
+                several + cross
+            ));
+        }
         if let Some(p) = e.selected {
             let note = format!(
                 "phase {} of {} only ({:.6} s to {:.6} s): messages and collectives crossing \

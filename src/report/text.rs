@@ -15,6 +15,8 @@ pub struct TextOptions {
     pub metric: Option<String>,
     /// ANSI colour (only on a terminal, never with NO_COLOR).
     pub color: bool,
+    /// The "Root causes" part under the top findings (`--root-causes`).
+    pub root_causes: bool,
 }
 
 struct Style {
@@ -89,6 +91,9 @@ pub fn write(r: &Report, opt: &TextOptions, out: &mut dyn Write) -> std::io::Res
     let c = Lookups::of(r);
     writeln!(out)?;
     write_findings(r, &c, opt.top, &st, out)?;
+    if opt.root_causes {
+        write_root_causes(r, &c, opt.top, &st, out)?;
+    }
     writeln!(out)?;
     write_metric_tree(r, c.time_total, &st, out)?;
     if opt.call_tree {
@@ -139,6 +144,58 @@ impl<'a> Lookups<'a> {
             time_total,
         }
     }
+}
+
+/// The root causes of the top wait states (docs/root-causes.md): per wait-state metric among
+/// the top findings, the call paths and locations whose delay caused it, directly and
+/// through the waits it propagated.
+fn write_root_causes(
+    r: &Report,
+    c: &Lookups,
+    top: usize,
+    st: &Style,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    writeln!(out)?;
+    writeln!(out, "{}", st.bold("Root causes"))?;
+    let Some(rc) = &r.root_causes else {
+        return writeln!(out, "  none computed (the trace has no MPI_Finalize)");
+    };
+    let mut metrics: Vec<(&str, f64)> = Vec::new();
+    let top_waits = (r.findings.iter())
+        .filter(|f| f.wait_state && f.significance >= 0.01)
+        .take(top);
+    for f in top_waits {
+        match metrics.iter_mut().find(|m| m.0 == f.metric) {
+            Some(m) => m.1 += f.severity,
+            None => metrics.push((f.metric.as_str(), f.severity)),
+        }
+    }
+    let mut any = false;
+    for (id, sev) in metrics {
+        let causes: Vec<_> = rc.causes.iter().filter(|x| x.wait_state == id).collect();
+        let Some(m) = c.metric_of.get(id).filter(|_| !causes.is_empty()) else {
+            continue;
+        };
+        any = true;
+        writeln!(out, "  {} ({} in the top findings):", m.name, seconds(sev))?;
+        for x in causes.iter().take(3) {
+            let who = c.loc_rank.get(&x.location).cloned().unwrap_or_default();
+            writeln!(
+                out,
+                "    caused by {} on {}, {} ({} directly, {} through waits it propagated)",
+                r.path(x.callpath),
+                who,
+                seconds(x.short_s + x.long_s),
+                seconds(x.short_s),
+                seconds(x.long_s)
+            )?;
+        }
+    }
+    if !any {
+        writeln!(out, "  no delay costs for the top wait states")?;
+    }
+    Ok(())
 }
 
 /// The trace in one line, then the diagnostics line and the warnings.

@@ -242,6 +242,40 @@ impl Cube {
         }
     }
 
+    /// Adds the root-cause and critical-path metrics (docs/root-causes.md) after the
+    /// rules' metrics, with Scalasca's ids, names and parents (scout.cubex's metric tree).
+    pub fn add_root_causes(&mut self, trace: &Trace, rc: &crate::analysis::rootcause::RootCauses) {
+        let columns = system::system_tree(&trace.defs).columns;
+        let first = self.metrics.len();
+        for (m, v) in rc.present() {
+            let parent = m
+                .parent
+                .as_ref()
+                .and_then(|p| (first..self.metrics.len()).find(|&i| self.metrics[i].id == *p));
+            self.metrics.push(CubeMetric {
+                id: m.id.clone(),
+                disp_name: m.name.clone(),
+                unit: Unit::Sec,
+                url: format!("@mirror@scalasca_patterns.html#{}", m.id),
+                descr: first_sentence(&m.description),
+                parent,
+                inclusive: false,
+            });
+            let mut rows = Rows::default();
+            let mut row = vec![0.0; columns.len()];
+            for c in 0..self.cnodes.len() {
+                for (j, &l) in columns.iter().enumerate() {
+                    row[j] = v.get(c * rc.nloc + l as usize).copied().unwrap_or(0.0);
+                }
+                if row.iter().any(|&x| x != 0.0) {
+                    rows.cnodes.push(c);
+                    rows.values.extend_from_slice(&row);
+                }
+            }
+            self.values.push(rows);
+        }
+    }
+
     /// The value of `metric` at (`cnode`, `location`).
     pub fn value(&self, metric: usize, cnode: usize, location: usize) -> f64 {
         self.values[metric]

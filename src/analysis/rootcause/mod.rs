@@ -1,0 +1,382 @@
+//! Root causes and Scalasca's critical-path metrics (Böhme et al., ICPP 2010, IPDPS 2012;
+//! docs/root-causes.md): the
+//! synchronisation points of an MPI run with their wait times, the critical path found by
+//! walking backwards from the end of the run along the wait states to the locations that
+//! caused them, and from it, per call path and location, the critical-path profile, the
+//! activity impact, the critical-path imbalance impact, the inter-partition imbalance and the
+//! non-critical-path activities.
+//!
+//! The mechanism, in our words:
+//! * a **synchronisation point** is an event where a location may have waited for another:
+//!   the receive of a matched message (its wait: the receive's call entered before the
+//!   matching send's call), the completion of a blocking send (the receive posted late), the
+//!   end of a collective operation (the last member to enter, or the root), the end of
+//!   MPI_Finalize; each has a wait time (0 if it did not wait) and, when it waited, the event
+//!   of the location that caused the wait (the send, the receive's posting, the member that
+//!   entered last, the root);
+//! * **time between two events** of a location is its exclusive time per call path between
+//!   the last ENTER or LEAVE before the one and the last ENTER or LEAVE before the other;
+//! * the **critical path** starts on the location that entered MPI_Finalize last, at its
+//!   LEAVE; going backwards, at the first synchronisation point where that location waited,
+//!   the time since it (less the wait) is booked to the location's call paths, and the path
+//!   continues on the causing location from the causing event; it ends at the LEAVE of
+//!   MPI_Init (the time since the ENTER of MPI_Init is booked).
+//!
+//! The critical path here is the one Scalasca 2.6 computes; issue 14's longest path
+//! (`critical_path.rs`) is a different one (docs/report-json.md says how they differ).
+
+mod costs;
+mod delay;
+mod section;
+mod sync;
+mod wrong_order;
+
+pub use section::{Cause, RootCauseSection};
+pub use wrong_order::wrong_order_differences;
+
+use crate::model::{EventKind, Trace};
+use crate::replay::calltree::NO_CNODE;
+use crate::replay::Replay;
+use sync::Sync;
+
+/// One metric of the table (`metrics.toml`): Scalasca's id, name and parent, what it
+/// explains, and which quantity of which kind of synchronisation it is.
+#[derive(Clone, Debug, serde::Deserialize, serde::Serialize, PartialEq)]
+pub struct MetricInfo {
+    pub id: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// The wait-state metric whose waits this delay cost explains.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause_of: Option<String>,
+    pub description: String,
+    #[serde(default = "seconds")]
+    pub unit: String,
+    #[serde(skip_serializing)]
+    quantity: String,
+    #[serde(default, skip_serializing)]
+    wait: Option<String>,
+}
+
+fn seconds() -> String {
+    "sec".to_string()
+}
+
+#[derive(serde::Deserialize)]
+struct Table {
+    metric: Vec<MetricInfo>,
+}
+
+const TABLE: &str = include_str!("metrics.toml");
+
+/// The metric table (embedded, checked by the tests).
+pub fn metric_table() -> Vec<MetricInfo> {
+    toml::from_str::<Table>(TABLE).map_or_else(|_| Vec::new(), |t| t.metric)
+}
+
+/// The root-cause and critical-path metrics of a trace: per metric (in the table's
+/// order), seconds per `cnode * nloc + loc`.
+#[derive(Clone, Debug, Default)]
+pub struct RootCauses {
+    pub nloc: usize,
+    pub metrics: Vec<(MetricInfo, Vec<f64>)>,
+    /// The critical path's steps: (location, from event, to event), last step first.
+    pub steps: Vec<(u32, u32, u32)>,
+}
+
+impl RootCauses {
+    /// The metrics the reports show (those with a non-zero value, parents first) with their
+    /// values inclusive along the metric tree (a parent holds its own value plus its
+    /// children's), as the reports keep every metric.
+    pub fn present(&self) -> Vec<(&MetricInfo, Vec<f64>)> {
+        let n = self.metrics.len();
+        let size = self.metrics.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
+        let mut incl: Vec<Vec<f64>> = (self.metrics.iter())
+            .map(|(_, v)| {
+                if v.is_empty() {
+                    vec![0.0; size]
+                } else {
+                    v.clone()
+                }
+            })
+            .collect();
+        for k in (0..n).rev() {
+            let Some(p) = &self.metrics[k].0.parent else {
+                continue;
+            };
+            if let Some(j) = (0..k).find(|&j| self.metrics[j].0.id == *p) {
+                let child = std::mem::take(&mut incl[k]);
+                for (a, b) in incl[j].iter_mut().zip(&child) {
+                    *a += b;
+                }
+                incl[k] = child;
+            }
+        }
+        (self.metrics.iter().zip(incl))
+            .filter(|(_, v)| v.iter().any(|&x| x != 0.0))
+            .map(|((m, _), v)| (m, v))
+            .collect()
+    }
+
+    /// The values of metric `id`, if computed.
+    pub fn values(&self, id: &str) -> Option<&[f64]> {
+        self.metrics
+            .iter()
+            .find(|(m, _)| m.id == id)
+            .map(|(_, v)| v.as_slice())
+    }
+}
+
+/// Exclusive time per call path (ticks) of location `l` between the last ENTER or LEAVE
+/// before event `from` and the last one before event `to` (`from` = 0: from the first;
+/// `to` past the end: to the last), added to `acc` (indexed by call path).
+fn runtimes(trace: &Trace, replay: &Replay, l: usize, from: u32, to: u32, acc: &mut [f64]) {
+    each_runtime(trace, replay, l, (from, to), &mut |c, t| {
+        acc[c as usize] += t as f64
+    });
+}
+
+/// `runtimes`, handing each (call path, ticks) piece to `add`.
+fn each_runtime(
+    trace: &Trace,
+    replay: &Replay,
+    l: usize,
+    (from, to): (u32, u32),
+    add: &mut dyn FnMut(u32, u64),
+) {
+    let ev = &trace.events[l];
+    let st = &replay.locations[l];
+    let is_el = |i: usize| matches!(ev.kind[i], EventKind::Enter | EventKind::Leave);
+    // the last ENTER or LEAVE before event x; 0 and u32::MAX: the first and the last
+    let cut = |x: u32| -> Option<usize> {
+        match x {
+            0 => (0..ev.len()).find(|&i| is_el(i)),
+            u32::MAX => (0..ev.len()).rev().find(|&i| is_el(i)),
+            x => (0..(x as usize).min(ev.len())).rev().find(|&i| is_el(i)),
+        }
+    };
+    let (Some(b), Some(e)) = (cut(from), cut(to)) else {
+        return;
+    };
+    let mut a = b;
+    for i in b + 1..=e {
+        if !is_el(i) {
+            continue;
+        }
+        let c = match ev.kind[a] {
+            EventKind::Enter => st.cnode(a),
+            _ => match st.cnode(a) {
+                NO_CNODE => NO_CNODE,
+                c => replay.tree.nodes[c as usize].parent.unwrap_or(NO_CNODE),
+            },
+        };
+        if c != NO_CNODE {
+            add(c, ev.time[i].saturating_sub(ev.time[a]));
+        }
+        a = i;
+    }
+}
+
+/// The location where the critical path starts (it entered MPI_Finalize last; the lowest
+/// among equals) and its MPI_Finalize LEAVE.
+fn path_start(trace: &Trace, fin: &[Option<(u32, u32)>]) -> Option<(usize, u32)> {
+    (0..fin.len())
+        .filter_map(|l| fin[l].map(|(e, x)| (trace.events[l].time[e as usize], l, x)))
+        .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
+        .map(|(_, l, x)| (l, x))
+}
+
+/// Walk the critical path backwards; returns the profile (seconds, `cnode * nloc + loc`)
+/// and the steps.
+fn walk(trace: &Trace, replay: &Replay, sync: &Sync, res: f64) -> (Vec<f64>, Vec<(u32, u32, u32)>) {
+    let (waits, init, fin) = (&sync.sps, &sync.init, &sync.fin);
+    let (nloc, ncn) = (trace.events.len(), replay.tree.len());
+    let mut prof = vec![0.0; ncn * nloc];
+    let mut steps = Vec::new();
+    let Some((mut l, mut end)) = path_start(trace, fin) else {
+        return (prof, steps);
+    };
+    let mut tmap = vec![0.0; ncn];
+    let limit: usize = trace.events.iter().map(|e| e.len()).sum::<usize>() + 1;
+    while steps.len() < limit {
+        let w = &waits[l];
+        let k = w.partition_point(|x| x.event < end);
+        let sp = (0..k)
+            .rev()
+            .map(|j| &w[j])
+            .find(|x| x.wait > 0.0 && x.cause.is_some());
+        let init_leave = init[l].map(|(_, x)| x).filter(|&x| x < end);
+        let from = match (sp, init_leave) {
+            (Some(s), Some(x)) if x > s.event => None,
+            (Some(s), _) => Some(s),
+            (None, _) => None,
+        };
+        tmap.iter_mut().for_each(|v| *v = 0.0);
+        let start = from.map_or(init_leave.unwrap_or(0), |s| s.event);
+        runtimes(trace, replay, l, start, end, &mut tmap);
+        for (c, &t) in tmap.iter().enumerate() {
+            if t != 0.0 {
+                prof[c * nloc + l] += t / res;
+            }
+        }
+        steps.push((l as u32, start, end));
+        let Some(s) = from else { break };
+        let c = replay.locations[l].cnode(s.event as usize);
+        if c != NO_CNODE {
+            let sub = s.wait.min(tmap[c as usize] / res);
+            prof[c as usize * nloc + l] -= sub;
+        }
+        l = s.cause.loc as usize;
+        end = s.cause.event;
+    }
+    (prof, steps)
+}
+
+/// Scalasca's critical-path metrics of an MPI trace (empty when it has no MPI_Finalize).
+pub fn root_causes(trace: &Trace, replay: &Replay) -> RootCauses {
+    let res = trace.timer_resolution.max(1) as f64;
+    let (nloc, ncn) = (trace.events.len(), replay.tree.len());
+    let sync = sync::synchpoints(trace, replay, res);
+    let (lcp, steps) = walk(trace, replay, &sync, res);
+    if steps.is_empty() {
+        return RootCauses {
+            nloc,
+            ..RootCauses::default()
+        };
+    }
+    // local time profile: time less the waits, per call path and location
+    let mut lt = vec![0.0; ncn * nloc];
+    for l in 0..nloc {
+        let mut t = vec![0.0; ncn];
+        runtimes(trace, replay, l, 0, u32::MAX, &mut t);
+        let mut w = vec![0.0; ncn];
+        for x in sync.sps[l].iter().filter(|x| x.wait > 0.0) {
+            let c = replay.locations[l].cnode(x.event as usize);
+            if c != NO_CNODE {
+                w[c as usize] += x.wait;
+            }
+        }
+        for c in 0..ncn {
+            let tt = t[c] / res;
+            lt[c * nloc + l] = tt - tt.min(w[c]);
+        }
+    }
+    let d = derived(nloc, ncn, &lcp, &lt);
+    let c = costs::costs(trace, replay, &sync);
+    // the waits of the point-to-point kinds, less the indirect or propagating part
+    let mut waits = [vec![0.0; ncn * nloc], vec![0.0; ncn * nloc]];
+    for (l, sps) in sync.sps.iter().enumerate() {
+        for x in sps.iter().filter(|x| x.wait > 0.0) {
+            let k = match x.kind {
+                sync::Kind::Recv => 0,
+                sync::Kind::SendCompletion => 1,
+                _ => continue,
+            };
+            let cn = replay.locations[l].cnode(x.event as usize);
+            if cn != NO_CNODE {
+                waits[k][cn as usize * nloc + l] += x.wait;
+            }
+        }
+    }
+    let less = |a: &[f64], b: &[f64]| -> Vec<f64> { a.iter().zip(b).map(|(x, y)| x - y).collect() };
+    let pick = |m: &MetricInfo| -> Option<Vec<f64>> {
+        let k = match m.wait.as_deref() {
+            None => 0,
+            Some("receive") => 0,
+            Some("send") => 1,
+            Some("barrier") => 2,
+            Some("all_to_all") => 3,
+            Some("one_to_all") => 4,
+            Some("all_to_one") => 5,
+            Some(_) => return None,
+        };
+        let zero = Vec::new();
+        let v = match m.quantity.as_str() {
+            "sum" => &zero,
+            "critical_path" => &lcp,
+            "activities" => &d[0],
+            "imbalance" => &d[1],
+            "inter_partition" => &d[2],
+            "non_critical" => &d[3],
+            "short" => &c.short[k],
+            "long" => &c.long[k],
+            "indirect" => c.indirect.get(k)?,
+            "propagating" => c.propagating.get(k)?,
+            "direct" => return Some(less(waits.get(k)?, c.indirect.get(k)?)),
+            "terminal" => return Some(less(waits.get(k)?, c.propagating.get(k)?)),
+            _ => return None,
+        };
+        Some(v.clone())
+    };
+    let metrics = metric_table()
+        .into_iter()
+        .filter_map(|m| pick(&m).map(|v| (m, v)))
+        .collect();
+    RootCauses {
+        nloc,
+        metrics,
+        steps,
+    }
+}
+
+/// The metrics derived from the critical-path profile `lcp` and the local time profile
+/// `lt` (both `cnode * nloc + loc`), as Scalasca defines them.
+/// Returns the activity impact, the imbalance impact, the inter-partition imbalance and the
+/// non-critical-path activities.
+fn derived(nloc: usize, ncn: usize, lcp: &[f64], lt: &[f64]) -> [Vec<f64>; 4] {
+    let at = |v: &[f64], c: usize, l: usize| v[c * nloc + l];
+    let g: Vec<f64> = (0..ncn)
+        .map(|c| (0..nloc).map(|l| at(lcp, c, l)).sum())
+        .collect();
+    let gsum: f64 = g.iter().sum();
+    let mut act = vec![0.0; ncn * nloc];
+    let mut noncp = vec![0.0; ncn * nloc];
+    let mut imb_g = vec![0.0; ncn];
+    let mut hr_g = vec![0.0; ncn];
+    for l in 0..nloc {
+        let ltl: Vec<f64> = (0..ncn).map(|c| at(lt, c, l)).collect();
+        let lsum: f64 = ltl.iter().sum();
+        let excess: Vec<f64> = (0..ncn).map(|c| (g[c] - ltl[c]).max(0.0)).collect();
+        let scale = (gsum - lsum) / excess.iter().sum::<f64>();
+        // inter-partition headroom: critical-path time of call paths this location never runs
+        let mut hr = g.clone();
+        let mut lplen = 0.0;
+        for c in 0..ncn {
+            if ltl[c] > 0.0 {
+                lplen += ltl[c] + (hr[c] - ltl[c].min(hr[c]));
+                hr[c] = 0.0;
+            }
+        }
+        let hrf = (gsum - lplen) / hr.iter().sum::<f64>();
+        for c in 0..ncn {
+            imb_g[c] += excess[c] * scale;
+            hr_g[c] += hr[c] * hrf;
+            if g[c] > 0.0 {
+                act[c * nloc + l] = g[c].min(ltl[c]);
+            }
+            let nc = ltl[c] - g[c];
+            if nc > 0.0 {
+                noncp[c * nloc + l] = nc;
+            }
+        }
+    }
+    let mut imb = vec![0.0; ncn * nloc];
+    let mut inter = vec![0.0; ncn * nloc];
+    for c in 0..ncn {
+        for l in 0..nloc {
+            let v = at(lcp, c, l);
+            if v > 0.0 {
+                let a = v / g[c] * imb_g[c];
+                if a > 0.0 {
+                    imb[c * nloc + l] = a;
+                }
+                let b = v / g[c] * hr_g[c];
+                if b > 0.0 {
+                    inter[c * nloc + l] = b;
+                }
+            }
+        }
+    }
+    [act, imb, inter, noncp]
+}

@@ -1,0 +1,106 @@
+//! The wrong-order Late Sender situations Scalasca 2.6 books differently from patterns.md
+//! §4.2.4 (docs/scalasca-differences.md §2 and §3): one receive that reclassifies several
+//! buffered instances at once, and two messages of one reclassification that came on different
+//! communicators where comparing their sources as communicator-local ranks (scout) and as world
+//! ranks (perfexpert) disagree. Only counted, for the report's diagnostics.
+
+use super::sync::call_span;
+use crate::model::{classify, EventKind, Trace};
+use crate::replay::{Replay, NONE};
+use std::collections::VecDeque;
+
+/// How many Late Sender instances each location keeps for wrong-order checks (§4.2.4).
+const BUFFER: usize = 100;
+
+/// One buffered Late Sender instance: (send time, source world process, source rank in its
+/// communicator, communicator, call path of the receive, whether the message had no bytes).
+type Buffered = (u64, u32, u32, u32, u32, bool);
+
+/// Instances Scalasca books differently: (reclassified together with others by one
+/// receive, reclassified against a message of another communicator with a different verdict).
+pub fn wrong_order_differences(trace: &Trace, replay: &Replay) -> (u64, u64) {
+    let (mut several, mut cross) = (0, 0);
+    for l in 0..trace.events.len() {
+        let (s, c) = location(trace, replay, l);
+        several += s;
+        cross += c;
+    }
+    (several, cross)
+}
+
+fn location(trace: &Trace, replay: &Replay, l: usize) -> (u64, u64) {
+    let ev = &trace.events[l];
+    let st = &replay.locations[l];
+    let links = &replay.msg_links[l];
+    let proc = |x: u32| replay.omp.master.get(x as usize).copied().unwrap_or(x);
+    let mut buf: VecDeque<Buffered> = VecDeque::new();
+    // the largest wait of the open wait-for-many call: (its ENTER, wait, instance)
+    let mut multi: Option<(u32, u64, Buffered)> = None;
+    let (mut several, mut cross) = (0, 0);
+    let push = |buf: &mut VecDeque<Buffered>, b: Buffered| {
+        if buf.len() == BUFFER {
+            buf.pop_front();
+        }
+        buf.push_back(b);
+    };
+    for i in 0..ev.len() {
+        if ev.kind[i] == EventKind::Leave {
+            if let Some((_, _, b)) = multi.filter(|m| m.0 == st.enterptr(i)) {
+                push(&mut buf, b);
+                multi = None;
+            }
+            continue;
+        }
+        if !matches!(ev.kind[i], EventKind::MpiRecv | EventKind::MpiIrecv) {
+            continue;
+        }
+        let (Some(m), Some(p)) = (ev.msg(i), links.partner.get(ev.arg[i] as usize).copied()) else {
+            continue;
+        };
+        if !p.is_some() {
+            continue;
+        }
+        let ts = trace.events[p.loc as usize].time[p.event as usize];
+        let me: Buffered = (ts, proc(p.loc), m.peer, m.comm, st.cnode(i), m.bytes == 0);
+        let e = st.enterptr(i);
+        let class = match (e != NONE).then(|| trace.defs.regions.get(ev.arg[e as usize] as usize)) {
+            Some(Some(r)) => classify::classify(r).0,
+            _ => "",
+        };
+        let spans = (
+            call_span(trace, replay, l, i as u32),
+            call_span(trace, replay, p.loc as usize, p.event),
+        );
+        if let (Some((re, rx)), Some((se, _))) = spans {
+            let idle = se.min(rx).saturating_sub(re);
+            if idle > 0 && !class.starts_with("P2P_TEST") {
+                if class == "P2P_WAIT_MULTI" {
+                    if multi.is_none_or(|m| m.0 != e || idle > m.1) {
+                        multi = Some((e, idle, me));
+                    }
+                } else {
+                    push(&mut buf, me);
+                }
+            }
+        }
+        let hit: Vec<Buffered> = buf.iter().copied().filter(|b| b.0 > ts).collect();
+        if hit.is_empty() {
+            continue;
+        }
+        buf.retain(|b| b.0 <= ts);
+        // scout books the split and the counts of all at the first one's call path, by the
+        // first one's source and size: those that differ from it are booked differently
+        let first = hit[0];
+        let verdict = |b: &Buffered| (b.4, b.1 == me.1, b.5);
+        several += hit[1..]
+            .iter()
+            .filter(|b| verdict(b) != verdict(&first))
+            .count() as u64;
+        for b in hit {
+            if b.3 != me.3 && (b.2 == me.2) != (b.1 == me.1) {
+                cross += 1;
+            }
+        }
+    }
+    (several, cross)
+}
