@@ -19,16 +19,18 @@ type Buffered = (u64, u32, u32, u32, u32, bool);
 /// Instances Scalasca books differently: (reclassified together with others by one
 /// receive, reclassified against a message of another communicator with a different verdict).
 pub fn wrong_order_differences(trace: &Trace, replay: &Replay) -> (u64, u64) {
-    let (mut several, mut cross) = (0, 0);
-    for l in 0..trace.events.len() {
-        let (s, c) = location(trace, replay, l);
-        several += s;
-        cross += c;
-    }
-    (several, cross)
+    use rayon::prelude::*;
+    // each region's class once, not once per receive
+    let classes: Vec<&'static str> = (trace.defs.regions.iter())
+        .map(|r| classify::classify(r).0)
+        .collect();
+    (0..trace.events.len())
+        .into_par_iter()
+        .map(|l| location(trace, replay, &classes, l))
+        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
 }
 
-fn location(trace: &Trace, replay: &Replay, l: usize) -> (u64, u64) {
+fn location(trace: &Trace, replay: &Replay, classes: &[&'static str], l: usize) -> (u64, u64) {
     let ev = &trace.events[l];
     let st = &replay.locations[l];
     let links = &replay.msg_links[l];
@@ -43,15 +45,16 @@ fn location(trace: &Trace, replay: &Replay, l: usize) -> (u64, u64) {
         }
         buf.push_back(b);
     };
-    for i in 0..ev.len() {
-        if ev.kind[i] == EventKind::Leave {
+    let kinds = &ev.kind[..];
+    for i in 0..kinds.len() {
+        if kinds[i] == EventKind::Leave {
             if let Some((_, _, b)) = multi.filter(|m| m.0 == st.enterptr(i)) {
                 push(&mut buf, b);
                 multi = None;
             }
             continue;
         }
-        if !matches!(ev.kind[i], EventKind::MpiRecv | EventKind::MpiIrecv) {
+        if !matches!(kinds[i], EventKind::MpiRecv | EventKind::MpiIrecv) {
             continue;
         }
         let (Some(m), Some(p)) = (ev.msg(i), links.partner.get(ev.arg[i] as usize).copied()) else {
@@ -63,8 +66,8 @@ fn location(trace: &Trace, replay: &Replay, l: usize) -> (u64, u64) {
         let ts = trace.events[p.loc as usize].time[p.event as usize];
         let me: Buffered = (ts, proc(p.loc), m.peer, m.comm, st.cnode(i), m.bytes == 0);
         let e = st.enterptr(i);
-        let class = match (e != NONE).then(|| trace.defs.regions.get(ev.arg[e as usize] as usize)) {
-            Some(Some(r)) => classify::classify(r).0,
+        let class = match (e != NONE).then(|| classes.get(ev.arg[e as usize] as usize)) {
+            Some(Some(c)) => *c,
             _ => "",
         };
         let spans = (
