@@ -206,18 +206,8 @@ fn hrefs_resolve(html: &str) {
     assert!(n > 0, "the strips link to the edits");
 }
 
-/// Debian's chromium, if installed.
 fn chromium() -> Option<PathBuf> {
-    for c in ["chromium", "chromium-browser"] {
-        for dir in std::env::var("PATH").unwrap_or_default().split(':') {
-            let p = Path::new(dir).join(c);
-            if p.is_file() {
-                return Some(p);
-            }
-        }
-    }
-    eprintln!("SKIPPED: chromium is not installed; the compare HTML page was not loaded");
-    None
+    common::chromium("the comparison page was not checked in a browser")
 }
 
 #[test]
@@ -244,30 +234,11 @@ fn the_html_page_links_its_strips_to_the_edits_and_loads_in_chromium() {
     assert_eq!(html.matches("<svg").count(), 2, "one strip per pair");
     hrefs_resolve(&html);
     let Some(chrome) = chromium() else { return };
-    let profile = tempfile::tempdir().unwrap();
     let shot = dir.path().join("c.png");
-    let o = std::process::Command::new(chrome)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--window-size=1200,1600",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    let console: Vec<&str> = err
-        .lines()
-        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
-        .collect();
+    let url = format!("file://{}", page.display());
+    let shot_arg = format!("--screenshot={}", shot.display());
+    let (_, console, err) =
+        common::headless(&chrome, &url, &["--window-size=1200,1600", &shot_arg]);
     assert!(console.is_empty(), "{console:?}");
     assert!(shot.is_file(), "no screenshot: {err}");
     let size = std::fs::metadata(&shot).unwrap().len();

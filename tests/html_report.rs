@@ -6,7 +6,7 @@ mod common;
 
 use common::perfexpert;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const LS: &str = "testdata/scorep/ls";
 
@@ -137,61 +137,18 @@ fn the_html_page_is_self_contained() {
     );
 }
 
-/// Debian's chromium, if installed.
-fn chromium() -> Option<PathBuf> {
-    for c in ["chromium", "chromium-browser"] {
-        for dir in std::env::var("PATH").unwrap_or_default().split(':') {
-            let p = Path::new(dir).join(c);
-            if p.is_file() {
-                return Some(p);
-            }
-        }
-    }
-    eprintln!(
-        "SKIPPED: chromium is not installed (.ci/run installs Debian's `chromium`); the HTML \
-         page was not checked in a browser"
-    );
-    None
-}
-
 /// Load `page` in headless chromium: (console messages at warning level or above, whether
 /// the screenshot was written).
 fn load(chrome: &Path, page: &Path, shot: &Path) -> (Vec<String>, bool) {
-    let profile = tempfile::tempdir().unwrap();
-    let o = std::process::Command::new(chrome)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--window-size=1200,2600",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    // console messages come as `...:CONSOLE(line)] "text", source: ...`; JavaScript errors
-    // (uncaught exceptions, failed loads) are logged at ERROR or WARNING level
-    let console: Vec<String> = err
-        .lines()
-        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
-        .map(str::to_string)
-        .collect();
+    let url = format!("file://{}", page.display());
+    let shot_arg = format!("--screenshot={}", shot.display());
+    let (_, console, _) = common::headless(chrome, &url, &["--window-size=1200,2600", &shot_arg]);
     (console, shot.is_file())
 }
 
 #[test]
 fn the_html_page_loads_in_chromium_without_console_errors() {
-    let Some(chrome) = chromium() else {
+    let Some(chrome) = common::chromium("the HTML page was not checked in a browser") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

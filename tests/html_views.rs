@@ -202,52 +202,17 @@ fn the_page_has_the_views_and_the_json_report_does_not() {
     );
 }
 
-/// Debian's chromium, if installed.
 fn chromium() -> Option<PathBuf> {
-    for dir in std::env::var("PATH").unwrap_or_default().split(':') {
-        let p = Path::new(dir).join("chromium");
-        if p.is_file() {
-            return Some(p);
-        }
-    }
-    eprintln!(
-        "SKIPPED: chromium is not installed (.ci/run installs Debian's `chromium`); the views \
-         were not checked in a browser"
-    );
-    None
+    common::chromium("the views were not checked in a browser")
 }
 
 /// Open `url` in headless chromium with virtual time for the page's timers: (the DOM after
 /// them, console messages).
 fn open(chrome: &Path, url: &str, extra: &[&str]) -> (String, Vec<String>) {
-    let profile = tempfile::tempdir().unwrap();
-    let o = std::process::Command::new(chrome)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--window-size=1200,2600",
-            "--virtual-time-budget=4000",
-        ])
-        .args(extra)
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(url)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    let console = (err.lines())
-        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
-        .map(str::to_string)
-        .collect();
-    (String::from_utf8_lossy(&o.stdout).into_owned(), console)
+    let mut args = vec!["--window-size=1200,2600", "--virtual-time-budget=4000"];
+    args.extend_from_slice(extra);
+    let (out, console, _) = common::headless(chrome, url, &args);
+    (out, console)
 }
 
 /// The text of the element with id `id` in a dumped DOM.

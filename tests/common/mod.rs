@@ -107,3 +107,56 @@ pub fn venv_python(why: &str) -> Option<PathBuf> {
         }
     }
 }
+
+/// Debian's chromium (or `chromium-browser`) on `PATH`, or `None` after a SKIPPED line saying what was `unchecked`.
+pub fn chromium(unchecked: &str) -> Option<PathBuf> {
+    for c in ["chromium", "chromium-browser"] {
+        for dir in std::env::var("PATH").unwrap_or_default().split(':') {
+            let p = Path::new(dir).join(c);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    eprintln!(
+        "SKIPPED: chromium is not installed (.ci/run installs Debian's `chromium`); {unchecked}"
+    );
+    None
+}
+
+/// `url` in headless chromium, with the flags this sandbox needs (no GPU, no network of its
+/// own, a new profile) and `extra` (window size, `--screenshot=`, `--dump-dom`, ...): its
+/// stdout, the console lines (messages and uncaught errors, logged on stderr as
+/// `...:CONSOLE(line)] "text", source: ...` at warning level or above) and all of stderr.
+pub fn headless(chrome: &Path, url: &str, extra: &[&str]) -> (String, Vec<String>, String) {
+    let profile = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(chrome)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .args(extra)
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(url)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    let console = (err.lines())
+        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
+        .map(str::to_string)
+        .collect();
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        console,
+        err,
+    )
+}

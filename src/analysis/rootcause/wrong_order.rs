@@ -45,16 +45,15 @@ fn location(trace: &Trace, replay: &Replay, classes: &[&'static str], l: usize) 
         }
         buf.push_back(b);
     };
-    let kinds = &ev.kind[..];
-    for i in 0..kinds.len() {
-        if kinds[i] == EventKind::Leave {
+    for (i, &kind) in ev.kind[..].iter().enumerate() {
+        if kind == EventKind::Leave {
             if let Some((_, _, b)) = multi.filter(|m| m.0 == st.enterptr(i)) {
                 push(&mut buf, b);
                 multi = None;
             }
             continue;
         }
-        if !matches!(kinds[i], EventKind::MpiRecv | EventKind::MpiIrecv) {
+        if !matches!(kind, EventKind::MpiRecv | EventKind::MpiIrecv) {
             continue;
         }
         let (Some(m), Some(p)) = (ev.msg(i), links.partner.get(ev.arg[i] as usize).copied()) else {
