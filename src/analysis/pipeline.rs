@@ -177,6 +177,7 @@ pub fn analyse_trace<V>(
             root_causes: root_causes.as_ref(),
         })
     };
+    drop(root_causes); // the view kept what it shows; the phases may need the memory
     // The critical path and matrices, and the phases' detection, read the same trace and
     // replay and nothing of each other: they run side by side (the detection is one
     // sequential walk, which leaves the other core to the critical path).
