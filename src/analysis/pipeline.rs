@@ -178,9 +178,9 @@ pub fn analyse_trace<V>(
         })
     };
     drop(root_causes); // the view kept what it shows; the phases may need the memory
-    // The critical path and matrices, and the phases' detection, read the same trace and
-    // replay and nothing of each other: they run side by side (the detection is one
-    // sequential walk, which leaves the other core to the critical path).
+                       // The critical path and matrices, and the phases' detection, read the same trace and
+                       // replay and nothing of each other: they run side by side (the detection is one
+                       // sequential walk, which leaves the other core to the critical path).
     let want_structure = opts.structure || !opts.what_if.is_empty();
     let (structured, found) = rayon::join(
         || {

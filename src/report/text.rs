@@ -341,18 +341,12 @@ fn write_metric_tree(
     st: &Style,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "{:<52} {:>16} {:>9}",
-        st.bold("Metric tree (non-zero metrics)"),
-        "total",
-        "% of time"
-    )?;
     let mut totals: HashMap<&str, f64> = HashMap::new();
     for v in &r.values {
         *totals.entry(v.metric.as_str()).or_default() += v.value;
     }
     let mut depth: HashMap<&str, usize> = HashMap::new();
+    let mut rows = Vec::new();
     for m in &r.metrics {
         let d = m
             .parent
@@ -370,7 +364,22 @@ fn write_metric_tree(
             String::new()
         };
         let label = format!("{:w$}{}", "", m.name, w = d * 2);
-        writeln!(out, "{label:<52} {:>16} {pct}", fmt_value(total, m.unit))?;
+        rows.push((label, fmt_value(total, m.unit), pct));
+    }
+    // 52 columns for the names, wider when one is longer (Scalasca's longest names)
+    let w = (rows.iter().map(|r| r.0.chars().count()))
+        .max()
+        .unwrap_or(0)
+        .max(52);
+    writeln!(
+        out,
+        "{:<w$} {:>16} {:>9}",
+        st.bold("Metric tree (non-zero metrics)"),
+        "total",
+        "% of time"
+    )?;
+    for (label, value, pct) in rows {
+        writeln!(out, "{label:<w$} {value:>16} {pct}")?;
     }
     Ok(())
 }
