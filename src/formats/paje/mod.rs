@@ -336,32 +336,26 @@ pub fn read(path: &Path) -> Result<Trace> {
 /// the ticks their shortest decimal form gives (so a trace converted from text has the text's
 /// ticks).
 pub fn parse_binary(path: &Path, data: &[u8]) -> Result<Trace> {
-    let mut r = Reader::new(path, 9);
-    r.binary = true;
-    let first = r.run_binary(data)?;
-    if !first.inexact {
-        return Ok(first.finish());
-    }
-    let mut r = Reader::new(path, 12);
-    r.binary = true;
-    let mut second = r.run_binary(data)?;
-    if second.inexact {
-        second.warnings.push(Warning {
-            file: path.display().to_string(),
-            message: "some dates have more than 12 fraction digits; they were rounded to 1 ps"
-                .into(),
-        });
-    }
-    Ok(second.finish())
+    exact_dates(path, |digits| {
+        let mut r = Reader::new(path, digits);
+        r.binary = true;
+        r.run_binary(data)
+    })
 }
 
 /// Read the Paje trace in `data` (the content of `path`, which errors name).
 pub fn parse(path: &Path, data: &[u8]) -> Result<Trace> {
-    let first = Reader::new(path, 9).run(data)?;
+    exact_dates(path, |digits| Reader::new(path, digits).run(data))
+}
+
+/// Read with ticks of 9 fraction digits (ns), again with 12 (ps) when a date had more, and
+/// a warning when even 12 were not enough.
+fn exact_dates<'a>(path: &Path, read: impl Fn(u32) -> Result<Reader<'a>>) -> Result<Trace> {
+    let first = read(9)?;
     if !first.inexact {
         return Ok(first.finish());
     }
-    let mut second = Reader::new(path, 12).run(data)?;
+    let mut second = read(12)?;
     if second.inexact {
         second.warnings.push(Warning {
             file: path.display().to_string(),
