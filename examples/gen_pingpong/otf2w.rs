@@ -18,12 +18,11 @@
 //! identifier and ClockProperties' realtime timestamp (wall clock at writing). Both are
 //! parameters here, so a test can reproduce an official archive exactly.
 
+use perfexpert::convert::otf2::stream::{self, u32c, u64c, AnchorInfo, Stream};
+pub use perfexpert::convert::otf2::stream::{empty_local_defs, DEF_CHUNK, EVENT_CHUNK};
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter};
 use std::path::Path;
-
-pub const EVENT_CHUNK: usize = 1 << 20;
-pub const DEF_CHUNK: usize = 4 << 20;
 
 const ENTER: u8 = 12;
 const LEAVE: u8 = 13;
@@ -32,7 +31,6 @@ const MPI_RECV: u8 = 18;
 /// Upper bounds the official event writer reserves (record type, length, fields at max).
 const BOUND_ENTER_LEAVE: usize = 6;
 const BOUND_MSG: usize = 26;
-const TIMESTAMP: usize = 9;
 
 // Region ids, in definition order.
 const MAIN: u32 = 0;
@@ -70,128 +68,6 @@ impl PingPong {
 pub struct Stamp {
     pub trace_id: u64,
     pub realtime_ns: u64,
-}
-
-/// Compressed unsigned integer (formats.md A.4), minimal size, 0 and all-ones as one byte.
-fn uc(out: &mut Vec<u8>, v: u64, all_ones: u64) {
-    if v == 0 || v == all_ones {
-        out.push(v as u8);
-        return;
-    }
-    let n = 8 - (v.leading_zeros() / 8) as usize;
-    out.push(n as u8);
-    out.extend_from_slice(&v.to_le_bytes()[..n]);
-}
-fn u32c(out: &mut Vec<u8>, v: u32) {
-    uc(out, v as u64, u32::MAX as u64);
-}
-fn u64c(out: &mut Vec<u8>, v: u64) {
-    uc(out, v, u64::MAX);
-}
-
-/// A chunked record stream (formats.md A.3) that writes each chunk as soon as it is full.
-struct Stream<W: Write> {
-    out: W,
-    chunk: Vec<u8>,
-    size: usize,
-    /// Events written so far (the chunk header's numbers are 1-based event numbers).
-    events: u64,
-    first_in_chunk: u64,
-    time: u64,
-}
-
-impl<W: Write> Stream<W> {
-    fn new(out: W, size: usize) -> Stream<W> {
-        let mut s = Stream {
-            out,
-            chunk: Vec::with_capacity(size),
-            size,
-            events: 0,
-            first_in_chunk: 1,
-            time: 0,
-        };
-        s.header();
-        s
-    }
-
-    fn header(&mut self) {
-        self.chunk.clear();
-        self.chunk.extend_from_slice(&[0x03, 0x42]);
-        self.chunk
-            .extend_from_slice(&self.first_in_chunk.to_le_bytes());
-        self.chunk.extend_from_slice(&[0; 8]); // last event: filled when the chunk is done
-    }
-
-    /// Ends the chunk (END_OF_CHUNK, zero padding), writes it and opens the next one.
-    fn next_chunk(&mut self) -> io::Result<()> {
-        let last = if self.events >= self.first_in_chunk {
-            self.events
-        } else {
-            0
-        };
-        self.chunk[10..18].copy_from_slice(&last.to_le_bytes());
-        self.chunk.resize(self.size, 0); // END_OF_CHUNK is the first of the zeros
-        self.out.write_all(&self.chunk)?;
-        self.first_in_chunk = self.events + 1;
-        self.header();
-        Ok(())
-    }
-
-    /// Makes room for a record of at most `bound` bytes (plus a timestamp in event files),
-    /// keeping one byte for END_OF_CHUNK, as libotf2 does.
-    fn reserve(&mut self, bound: usize) -> io::Result<()> {
-        if bound >= self.size - self.chunk.len() {
-            self.next_chunk()?;
-            if bound >= self.size - self.chunk.len() {
-                return Err(io::Error::other("a record does not fit in one chunk"));
-            }
-        }
-        Ok(())
-    }
-
-    /// One event: its timestamp item (when the time changed, and always at time 0 first)
-    /// and its record bytes.
-    fn event(&mut self, t: u64, bound: usize, record: &[u8]) -> io::Result<()> {
-        self.reserve(bound + TIMESTAMP)?;
-        if t > self.time || (t == 0 && self.events == 0) {
-            self.chunk.push(0x05);
-            self.chunk.extend_from_slice(&t.to_le_bytes());
-            self.time = t;
-        }
-        self.chunk.extend_from_slice(record);
-        self.events += 1;
-        Ok(())
-    }
-
-    /// One definition record: type, length (short or long form), payload.
-    fn def(&mut self, ty: u8, payload: &[u8]) -> io::Result<()> {
-        let long = payload.len() >= 255;
-        self.reserve(1 + if long { 9 } else { 1 } + payload.len())?;
-        self.chunk.push(ty);
-        if long {
-            self.chunk.push(0xff);
-            self.chunk
-                .extend_from_slice(&(payload.len() as u64).to_le_bytes());
-        } else {
-            self.chunk.push(payload.len() as u8);
-        }
-        self.chunk.extend_from_slice(payload);
-        Ok(())
-    }
-
-    /// END_OF_FILE, END_OF_BUFFER; the last chunk is cut after them.
-    fn finish(mut self) -> io::Result<W> {
-        let last = if self.events >= self.first_in_chunk {
-            self.events
-        } else {
-            0
-        };
-        self.chunk[10..18].copy_from_slice(&last.to_le_bytes());
-        self.chunk.extend_from_slice(&[0x02, 0x01]);
-        self.out.write_all(&self.chunk)?;
-        self.out.flush()?;
-        Ok(self.out)
-    }
 }
 
 /// Appends a message record (MpiSend/MpiRecv: peer, communicator 0, tag, 64 bytes).
@@ -390,31 +266,12 @@ pub fn global_defs(p: PingPong, planted: bool, stamp: Stamp) -> io::Result<(Vec<
 /// The anchor file `traces.otf2` (formats.md A.2): OTF2 3.2.0, anchor format 3, POSIX, no
 /// compression, no properties, snapshots or thumbnails.
 pub fn anchor(p: PingPong, defs: u64, stamp: Stamp) -> Vec<u8> {
-    let mut a = vec![0x03, 0x42];
-    a.extend_from_slice(b"OTF2\0");
-    a.extend_from_slice(&[3, 2, 3, 2, 0]);
-    a.extend_from_slice(&(EVENT_CHUNK as u64).to_le_bytes());
-    a.extend_from_slice(&(DEF_CHUNK as u64).to_le_bytes());
-    a.extend_from_slice(&[1, 1]);
-    a.extend_from_slice(&(p.ranks as u64).to_le_bytes());
-    a.extend_from_slice(&defs.to_le_bytes());
-    a.extend_from_slice(&[0, 0, 0]); // machine name, creator, description
-    a.extend_from_slice(&0u32.to_le_bytes()); // properties
-    a.extend_from_slice(&stamp.trace_id.to_le_bytes());
-    a.extend_from_slice(&0u32.to_le_bytes()); // snapshots
-    a.extend_from_slice(&0u32.to_le_bytes()); // thumbnails
-                                              // END_OF_FILE, END_OF_BUFFER and one more zero byte, as the official writer leaves them
-    a.extend_from_slice(&[0x02, 0x01, 0x00]);
-    a
-}
-
-/// A local definition file without records (no mapping tables, no clock offsets).
-pub fn empty_local_defs() -> Vec<u8> {
-    let mut d = vec![0x03, 0x42];
-    d.extend_from_slice(&1u64.to_le_bytes());
-    d.extend_from_slice(&0u64.to_le_bytes());
-    d.extend_from_slice(&[0x02, 0x01]);
-    d
+    stream::anchor(&AnchorInfo {
+        locations: p.ranks as u64,
+        global_definitions: defs,
+        trace_id: stamp.trace_id,
+        ..AnchorInfo::default()
+    })
 }
 
 /// Writes the whole archive into `dir` (`traces.otf2`, `traces.def`, `traces/<r>.def` and

@@ -6,7 +6,7 @@ use crate::convert::{self, Target};
 use crate::error::{Error, Result};
 use crate::formats::{self, Format};
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum To {
@@ -39,17 +39,7 @@ pub struct ConvertArgs {
 }
 
 pub fn run(args: &ConvertArgs, out: &mut dyn std::io::Write) -> Result<()> {
-    let target = match args.to {
-        To::Paje => Target::Paje,
-        To::PajeBinary => Target::PajeBinary,
-        To::PajeBinaryReference => Target::PajeBinaryReference,
-        To::Otf2 => {
-            return Err(Error::Usage(
-                "convert --to otf2 is not implemented yet (the OTF2 writer is still an example, examples/gen_pingpong)"
-                    .into(),
-            ))
-        }
-    };
+    let _ = out;
     if args.output.exists() && !args.force {
         return Err(Error::Usage(format!(
             "{} exists; use --force to overwrite it",
@@ -57,9 +47,21 @@ pub fn run(args: &ConvertArgs, out: &mut dyn std::io::Write) -> Result<()> {
         )));
     }
     let input = &args.input;
-    if formats::detect(input)? != Format::Paje {
+    if !input.exists() {
         return Err(Error::Usage(format!(
-            "{}: converting this format to Paje is not implemented yet (only Paje and binary Paje inputs)",
+            "{}: no such file or directory",
+            input.display()
+        )));
+    }
+    let target = match args.to {
+        To::Paje => Target::Paje,
+        To::PajeBinary => Target::PajeBinary,
+        To::PajeBinaryReference => Target::PajeBinaryReference,
+        To::Otf2 => return to_otf2(args),
+    };
+    if input.is_dir() || formats::detect(input)? != Format::Paje {
+        return Err(Error::Usage(format!(
+            "{}: converting OTF2 and OTF 1 traces to Paje is not implemented (only Paje and binary Paje inputs)",
             input.display()
         )));
     }
@@ -67,7 +69,7 @@ pub fn run(args: &ConvertArgs, out: &mut dyn std::io::Write) -> Result<()> {
     // SAFETY: read-only map, as in the readers
     let map =
         unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(input, "cannot map", e))?;
-    let bar = spinner(args.quiet);
+    let bar = spinner(args.quiet, "converting");
     let mut summary = None;
     super::run::write_file(&args.output, |w| {
         let mut tick = |n: u64| {
@@ -87,11 +89,78 @@ pub fn run(args: &ConvertArgs, out: &mut dyn std::io::Write) -> Result<()> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let s = summary.unwrap_or_default();
+    warn(&args.output, &summary.unwrap_or_default());
+    Ok(())
+}
+
+fn warn(output: &Path, s: &convert::Summary) {
     for d in &s.dropped {
-        eprintln!("perfexpert: warning: {}: {d}", args.output.display());
+        eprintln!("perfexpert: warning: {}: {d}", output.display());
     }
-    let _ = out;
+}
+
+/// Any trace to an OTF2 archive: read into the model, written into `OUT.tmp-<pid>` beside
+/// OUT, renamed to OUT when complete (an existing OUT, with `--force`, is replaced only then).
+fn to_otf2(args: &ConvertArgs) -> Result<()> {
+    let out = &args.output;
+    let read_bar = spinner(args.quiet, "reading");
+    let trace = formats::open(&args.input)?;
+    if let Some(b) = read_bar {
+        b.finish_and_clear();
+    }
+    let name = out
+        .file_name()
+        .ok_or_else(|| Error::Usage(format!("{}: not a directory name", out.display())))?;
+    let sibling = |what: &str| {
+        let mut n = name.to_os_string();
+        n.push(format!(".{what}-{}", std::process::id()));
+        out.with_file_name(n)
+    };
+    let tmp = sibling("tmp");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir(&tmp).map_err(|e| Error::io(out, "cannot create", e))?;
+    let bar = progress(args.quiet, trace.event_count());
+    let tick = |n: u64| {
+        if let Some(b) = &bar {
+            b.set_position(n);
+        }
+    };
+    let written = convert::otf2::write(&trace, &tmp, &tick);
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let summary = match written.and_then(|s| replace(&tmp, out, &sibling("old")).map(|()| s)) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(e);
+        }
+    };
+    warn(&out.join("traces.otf2"), &summary);
+    Ok(())
+}
+
+/// Renames the finished `tmp` to `out`; an existing `out` is moved to `old` first and
+/// removed after (put back if the rename fails).
+fn replace(tmp: &Path, out: &Path, old: &Path) -> Result<()> {
+    let existing = out.symlink_metadata().is_ok();
+    if existing {
+        std::fs::rename(out, old).map_err(|e| Error::io(out, "cannot replace", e))?;
+    }
+    if let Err(e) = std::fs::rename(tmp, out) {
+        if existing {
+            let _ = std::fs::rename(old, out);
+        }
+        return Err(Error::io(out, "cannot create", e));
+    }
+    if existing {
+        let r = if old.is_dir() {
+            std::fs::remove_dir_all(old)
+        } else {
+            std::fs::remove_file(old)
+        };
+        r.map_err(|e| Error::io(old, "cannot remove the replaced output", e))?;
+    }
     Ok(())
 }
 
@@ -122,12 +191,27 @@ fn unwrap_carried(e: Error) -> Error {
     }
 }
 
-fn spinner(quiet: bool) -> Option<indicatif::ProgressBar> {
+fn spinner(quiet: bool, what: &'static str) -> Option<indicatif::ProgressBar> {
     if quiet || !std::io::stderr().is_terminal() {
         return None;
     }
     let pb = indicatif::ProgressBar::new_spinner();
     pb.enable_steady_tick(std::time::Duration::from_millis(120));
-    pb.set_message("converting");
+    pb.set_message(what);
+    Some(pb)
+}
+
+/// A bar over the events to write, on a terminal only.
+fn progress(quiet: bool, total: u64) -> Option<indicatif::ProgressBar> {
+    if quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = indicatif::ProgressBar::new(total);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "writing {bar:40} {human_pos}/{human_len} events {eta}",
+    ) {
+        pb.set_style(style);
+    }
+    pb.enable_steady_tick(std::time::Duration::from_millis(120));
     Some(pb)
 }

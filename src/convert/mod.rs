@@ -1,8 +1,9 @@
 //! `perfexpert convert`: trace writers. A Paje trace (text or binary) converts to Paje text
 //! or binary Paje event by event (`paje.rs`, from `formats::paje::stream`), so everything a
-//! Paje file holds survives, not only what the model keeps. docs/convert.md says what each
-//! conversion keeps and drops.
+//! Paje file holds survives, not only what the model keeps. Any trace converts to OTF2 from
+//! its model (`otf2/`). docs/convert.md says what each conversion keeps and drops.
 
+pub mod otf2;
 pub mod paje;
 
 use crate::error::{Error, Result};
