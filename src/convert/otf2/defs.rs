@@ -9,15 +9,19 @@ use crate::model::*;
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 
-/// The ids each definition is written with: the trace's own where they are distinct and
-/// fit the field, else the model index.
+/// The ids each definition is written with: locations keep the trace's own where they are
+/// distinct (else the model index); the others are numbered as `dense` says.
 pub struct Ids {
     pub regions: Vec<u32>,
     pub comms: Vec<u32>,
+    /// The trace's communicator id → the id written (events name communicators by id in
+    /// their fields: thread teams).
+    pub comm_by_id: HashMap<u64, u32>,
     pub tree: Vec<u32>,
     pub location_groups: Vec<u32>,
     pub locations: Vec<u64>,
-    pub groups: Vec<u32>,
+    /// A Metric event's class id → the id it is written with.
+    pub metric_classes: HashMap<u32, u32>,
 }
 
 fn own_or_index(ids: impl Iterator<Item = u64>, max: u64) -> Vec<u64> {
@@ -30,26 +34,33 @@ fn own_or_index(ids: impl Iterator<Item = u64>, max: u64) -> Vec<u64> {
     }
 }
 
-fn u32s(v: Vec<u64>) -> Vec<u32> {
-    v.into_iter().map(|i| i as u32).collect()
+/// Ids 0, 1, 2, ... in definition order: the official reader wants system tree nodes,
+/// location groups, regions, groups, communicators and metrics numbered so (a trace
+/// written by it has them so already).
+fn dense(n: usize) -> Vec<u32> {
+    (0..n as u32).collect()
 }
 
 impl Ids {
     pub fn new(d: &Definitions) -> Ids {
-        let m = UNDEFINED as u64;
         Ids {
-            regions: u32s(own_or_index(d.regions.iter().map(|r| r.id), m)),
-            comms: u32s(own_or_index(d.comms.iter().map(|c| c.id), m)),
-            tree: u32s(own_or_index(d.system_tree.iter().map(|n| n.id), m)),
-            location_groups: u32s(own_or_index(d.location_groups.iter().map(|g| g.id), m)),
+            regions: dense(d.regions.len()),
+            comms: dense(d.comms.len()),
+            comm_by_id: (d.comms.iter().enumerate())
+                .map(|(k, c)| (c.id, k as u32))
+                .collect(),
+            tree: dense(d.system_tree.len()),
+            location_groups: dense(d.location_groups.len()),
             locations: own_or_index(d.locations.iter().map(|l| l.id), u64::MAX),
-            groups: u32s(own_or_index(d.groups.iter().map(|g| g.id), m)),
+            metric_classes: HashMap::new(),
         }
     }
 }
 
-/// Metric classes the Metric events name: class id → (members, value types).
-pub type MetricClasses = BTreeMap<u32, Vec<u32>>;
+/// The metric classes the Metric events name, by the id the events give them (written as
+/// 0, 1, 2, ... in this order, `Ids::metric_classes`), with their members (model indices
+/// of `Definitions::metrics`, written as the members' ids).
+pub type MetricClasses = Vec<(u32, Vec<u32>)>;
 
 /// The definition stream with its string table.
 struct Defs {
@@ -102,7 +113,7 @@ pub fn global_defs(t: &Trace, ids: &Ids, classes: &MetricClasses) -> io::Result<
     let counts: Vec<u64> = t.events.iter().map(|e| e.len() as u64).collect();
     system(&mut w, &t.defs, ids, &counts)?;
     regions(&mut w, &t.defs, ids)?;
-    comms(&mut w, &t.defs, ids)?;
+    comms(&mut w, &t.defs, ids, t.origin.format == "OTF2")?;
     metrics(&mut w, &t.defs, classes)?;
     let count = w.count;
     Ok((w.s.finish()?, count))
@@ -219,7 +230,7 @@ fn world_ranks(d: &Definitions, ids: &Ids, paradigm: Paradigm) -> Option<HashMap
     for (r, &m) in g.members.iter().enumerate() {
         let loc = match g.kind {
             GroupKind::CommLocations => ids.locations.iter().position(|&l| l == m),
-            _ => (ids.location_groups.iter().position(|&lg| lg as u64 == m))
+            _ => (d.location_groups.iter().position(|lg| lg.id == m))
                 .and_then(|lg| d.locations.iter().position(|l| l.group == Some(lg))),
         };
         if let Some(l) = loc {
@@ -234,23 +245,44 @@ fn world_ranks(d: &Definitions, ids: &Ids, paradigm: Paradigm) -> Option<HashMap
 /// COMM_GROUP of its members' ranks in the world group of its paradigm, which is written
 /// first when the trace has none: for MPI the locations by their rank, for any other
 /// paradigm all locations in order (so it gives no location a rank it did not have).
-fn comms(w: &mut Defs, d: &Definitions, ids: &Ids) -> io::Result<()> {
-    let mut next = ids.groups.iter().map(|&i| i as u64 + 1).max().unwrap_or(0) as u32;
+///
+/// Groups mean what OTF2 says only in a trace read from OTF2: from any other format
+/// (OTF 1's process groups list process ids) every communicator gets a group made here,
+/// named as the trace's group, and the trace's groups are not written.
+fn comms(w: &mut Defs, d: &Definitions, ids: &Ids, otf2: bool) -> io::Result<()> {
+    let own = |c: &Comm| c.group.filter(|_| otf2);
+    let trace_groups: &[Group] = if otf2 { &d.groups } else { &[] };
+    // groups are numbered 0, 1, 2, ... as written: the worlds made here, the trace's
+    // groups, the communicators' groups made here
+    let mut made: Vec<Group> = Vec::new();
     let mut worlds: BTreeMap<u8, HashMap<u32, u64>> = BTreeMap::new();
-    for c in d.comms.iter().filter(|c| c.group.is_none()) {
-        if worlds.contains_key(&c.paradigm.0) {
+    // the MPI world gives the locations their ranks (OTF 1 has ranks without communicators)
+    let ranked = d
+        .locations
+        .iter()
+        .any(|l| l.rank.is_some())
+        .then_some(Paradigm::MPI);
+    let needed = d
+        .comms
+        .iter()
+        .filter(|c| own(c).is_none())
+        .map(|c| c.paradigm);
+    for p in ranked.into_iter().chain(needed) {
+        if worlds.contains_key(&p.0) {
             continue;
         }
-        if let Some(r) = world_ranks(d, ids, c.paradigm) {
-            worlds.insert(c.paradigm.0, r);
+        if let Some(r) = world_ranks(d, ids, p) {
+            worlds.insert(p.0, r);
             continue;
         }
-        let order: Vec<(u64, u32)> = if c.paradigm == Paradigm::MPI {
+        let order: Vec<(u64, u32)> = if p == Paradigm::MPI {
             (d.locations.iter().enumerate())
                 .filter_map(|(k, l)| l.rank.map(|r| (r as u64, k as u32)))
                 .collect()
         } else {
-            (0..d.locations.len()).map(|k| (k as u64, k as u32)).collect()
+            (0..d.locations.len())
+                .map(|k| (k as u64, k as u32))
+                .collect()
         };
         let n = order.iter().map(|&(r, _)| r + 1).max().unwrap_or(0);
         let mut members = vec![u64::MAX; n as usize];
@@ -259,22 +291,23 @@ fn comms(w: &mut Defs, d: &Definitions, ids: &Ids) -> io::Result<()> {
         }
         let world = Group {
             id: 0,
-            name: format!("{} world", c.paradigm.name()),
+            name: format!("{} world", p.name()),
             kind: GroupKind::CommLocations,
-            paradigm: c.paradigm,
+            paradigm: p,
             flags: 0,
             members,
         };
-        group(w, next, &world)?;
-        next += 1;
-        worlds.insert(c.paradigm.0, order.iter().map(|&(r, k)| (k, r)).collect());
+        made.push(world);
+        worlds.insert(p.0, order.iter().map(|&(r, k)| (k, r)).collect());
     }
-    for (k, g) in d.groups.iter().enumerate() {
-        group(w, ids.groups[k], g)?;
+    let base = made.len() as u32;
+    for (k, g) in made.iter().chain(trace_groups).enumerate() {
+        group(w, k as u32, g)?;
     }
+    let mut next = base + trace_groups.len() as u32;
     for (k, c) in d.comms.iter().enumerate() {
-        let gid = match (c.group, &c.ranks) {
-            (Some(gi), _) => opt_id(&ids.groups, Some(gi)),
+        let gid = match (own(c), &c.ranks) {
+            (Some(gi), _) => base + gi as u32,
             (None, CommRanks::Unknown) => UNDEFINED,
             (None, ranks) => {
                 let world = &worlds[&c.paradigm.0];
@@ -290,7 +323,8 @@ fn comms(w: &mut Defs, d: &Definitions, ids: &Ids) -> io::Result<()> {
                 };
                 let g = Group {
                     id: 0,
-                    name: String::new(),
+                    name: (c.group.and_then(|g| d.groups.get(g)))
+                        .map_or_else(String::new, |g| g.name.clone()),
                     kind,
                     paradigm: c.paradigm,
                     flags: 0,
@@ -315,12 +349,13 @@ fn comms(w: &mut Defs, d: &Definitions, ids: &Ids) -> io::Result<()> {
 
 /// Metric members (19) and the classes (20) the Metric events name.
 fn metrics(w: &mut Defs, d: &Definitions, classes: &MetricClasses) -> io::Result<()> {
-    for m in &d.metrics {
+    // members and classes numbered 0, 1, 2, ... (the official reader wants them so)
+    for (k, m) in d.metrics.iter().enumerate() {
         let name = w.string(&m.name)?;
         let description = w.string(&m.description)?;
         let unit = w.string(&m.unit)?;
         w.b.clear();
-        u32c(&mut w.b, m.id as u32);
+        u32c(&mut w.b, k as u32);
         u32c(&mut w.b, name);
         u32c(&mut w.b, description);
         w.b.push(0); // metric type: OTHER (the model does not keep it)
@@ -331,9 +366,9 @@ fn metrics(w: &mut Defs, d: &Definitions, classes: &MetricClasses) -> io::Result
         u32c(&mut w.b, unit);
         w.record(19)?;
     }
-    for (&id, members) in classes {
+    for (id, (_, members)) in classes.iter().enumerate() {
         w.b.clear();
-        u32c(&mut w.b, id);
+        u32c(&mut w.b, id as u32);
         w.b.push(members.len() as u8);
         for &m in members {
             u32c(&mut w.b, m);

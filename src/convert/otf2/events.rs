@@ -6,7 +6,7 @@
 use super::defs::Ids;
 use super::stream::{length_prefixed, u32c, u64c, Stream, EVENT_CHUNK};
 use crate::formats::otf2::schema::EVENTS;
-use crate::formats::otf2::wire::{RecordSpec, Wire};
+use crate::formats::otf2::wire::{FieldSpec, MappingType, RecordSpec, Wire};
 use crate::model::{EventKind, Events};
 use std::io::{self, Write};
 
@@ -54,25 +54,37 @@ fn scalar(out: &mut Vec<u8>, wire: Wire, ty: u8, v: u64) {
 /// The payload of a record of `spec` from the model's fields (record order, arrays
 /// interleaved per element, as `Events::fields` holds them); returns (fields missing,
 /// fields left over).
-pub fn encode_fields(spec: &RecordSpec, vals: &[u64], out: &mut Vec<u8>) -> (usize, usize) {
+pub fn encode_fields(
+    spec: &RecordSpec,
+    vals: &[u64],
+    map: &dyn Fn(&FieldSpec, u64) -> u64,
+    out: &mut Vec<u8>,
+) -> (usize, usize) {
     let fields = spec.fields;
     let mut written: Vec<u64> = Vec::with_capacity(vals.len().max(fields.len()));
     let mut k = 0;
     let mut missing = 0;
-    let mut next = |k: &mut usize| {
+    // a missing reference is written as undefined, any other missing field as 0
+    let mut next = |k: &mut usize, f: &FieldSpec| {
         let v = vals.get(*k).copied();
         *k += 1;
-        v.unwrap_or_else(|| {
+        v.map(|v| map(f, v)).unwrap_or_else(|| {
             missing += 1;
-            0
+            if f.mapped_by.is_some() {
+                u32::MAX as u64
+            } else {
+                0
+            }
         })
     };
     let mut i = 0;
     while i < fields.len() {
         let f = &fields[i];
         let Some(cf) = f.count_field else {
-            let ty = f.type_field.map_or(0, |t| written.get(t).copied().unwrap_or(0)) as u8;
-            let v = next(&mut k);
+            let ty = f
+                .type_field
+                .map_or(0, |t| written.get(t).copied().unwrap_or(0)) as u8;
+            let v = next(&mut k, f);
             scalar(out, f.wire, ty, v);
             written.push(v);
             i += 1;
@@ -92,7 +104,7 @@ pub fn encode_fields(spec: &RecordSpec, vals: &[u64], out: &mut Vec<u8>) -> (usi
                     Some(t) => written.get(t).copied().unwrap_or(0) as u8,
                     None => 0,
                 };
-                let v = next(&mut k);
+                let v = next(&mut k, gf);
                 scalar(out, gf.wire, ty, v);
                 written.push(v);
             }
@@ -114,8 +126,17 @@ pub fn write_location(
     let mut losses = Losses::default();
     let mut rec: Vec<u8> = Vec::with_capacity(64);
     let mut payload: Vec<u8> = Vec::with_capacity(64);
-    let mut attr_at = ev.attribute_index.iter().map(|&(i, _)| i as usize).peekable();
+    let mut attr_at = ev
+        .attribute_index
+        .iter()
+        .map(|&(i, _)| i as usize)
+        .peekable();
     let comm = |c: u32| ids.comms.get(c as usize).copied().unwrap_or(c);
+    // communicators named in fields (thread teams) by the trace's id
+    let team = |f: &FieldSpec, v: u64| match f.mapped_by {
+        Some(MappingType::Comm) => ids.comm_by_id.get(&v).map_or(v, |&c| c as u64),
+        _ => v,
+    };
     for i in 0..ev.len() {
         if attr_at.next_if_eq(&i).is_some() {
             losses.attributes += 1;
@@ -164,7 +185,17 @@ pub fn write_location(
                         kind.name()
                     )));
                 };
-                let (missing, extra) = encode_fields(spec, ev.fields(i), &mut payload);
+                let mut fields = ev.fields(i);
+                let renamed;
+                if kind == EventKind::Metric {
+                    // the class id, renumbered as the definitions are
+                    if let Some((&c, rest)) = fields.split_first() {
+                        let c = ids.metric_classes.get(&(c as u32)).map_or(c, |&n| n as u64);
+                        renamed = [&[c][..], rest].concat();
+                        fields = &renamed;
+                    }
+                }
+                let (missing, extra) = encode_fields(spec, fields, &team, &mut payload);
                 losses.missing_fields += (missing > 0) as u64;
                 losses.extra_fields += (extra > 0) as u64;
                 if spec.length_prefixed {

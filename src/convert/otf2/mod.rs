@@ -20,8 +20,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Write `trace` as an OTF2 archive into the directory `dir` (created; it should not
 /// exist). `progress` gets the number of events written so far, now and then.
 pub fn write(trace: &Trace, dir: &Path, progress: &(dyn Fn(u64) + Sync)) -> Result<Summary> {
-    let ids = Ids::new(&trace.defs);
+    if trace.defs.locations.is_empty() {
+        return Err(Error::Usage(format!(
+            "{}: the trace has no locations (nothing the model keeps happens on any of its containers or processes); the OTF2 library refuses an archive without locations",
+            trace.path.display()
+        )));
+    }
+    let mut ids = Ids::new(&trace.defs);
     let classes = metric_classes(trace);
+    ids.metric_classes = (classes.iter().enumerate())
+        .map(|(k, &(c, _))| (c, k as u32))
+        .collect();
     let sub = dir.join("traces");
     std::fs::create_dir_all(&sub).map_err(|e| Error::io(&sub, "cannot create", e))?;
     let local = stream::empty_local_defs();
@@ -83,15 +92,14 @@ fn metric_classes(trace: &Trace) -> MetricClasses {
             }
         }
     }
-    let members: Vec<u32> = trace.defs.metrics.iter().map(|m| m.id as u32).collect();
+    let metrics = &trace.defs.metrics;
+    let by_id = |c: u32| metrics.iter().position(|m| m.id == c as u64);
     seen.into_iter()
         .map(|(c, n)| {
-            let m = if n == 1 && members.contains(&c) {
-                vec![c]
-            } else if members.is_empty() {
-                Vec::new()
-            } else {
-                (0..n).map(|k| members[k % members.len()]).collect()
+            let m = match by_id(c) {
+                Some(k) if n == 1 => vec![k as u32],
+                _ if metrics.is_empty() => Vec::new(),
+                _ => (0..n).map(|k| (k % metrics.len()) as u32).collect(),
             };
             (c, m)
         })
@@ -123,15 +131,30 @@ fn say(out: &mut Vec<String>, n: u64, what: &str) {
 /// The warning lines of what the archive does not hold.
 fn dropped(trace: &Trace, lost: &events::Losses, classes: &MetricClasses) -> Vec<String> {
     let mut out = Vec::new();
-    say(&mut out, lost.attributes, "event(s) carried attributes: left out (the model keeps no attribute definitions)");
-    say(&mut out, lost.extra_fields, "event(s) had fields their OTF2 record has no place for: left out");
-    say(&mut out, lost.missing_fields, "event(s) lacked fields their OTF2 record needs: written as 0");
+    say(
+        &mut out,
+        lost.attributes,
+        "event(s) carried attributes: left out (the model keeps no attribute definitions)",
+    );
+    say(
+        &mut out,
+        lost.extra_fields,
+        "event(s) had fields their OTF2 record has no place for: left out",
+    );
+    say(
+        &mut out,
+        lost.missing_fields,
+        "event(s) lacked fields their OTF2 record needs: written as 0",
+    );
     say(&mut out, lost.unknown, "event(s) of record types OTF2 does not know: written as unknown records without their content");
     let mut unkept = 0u64;
     for ev in &trace.events {
         for i in 0..ev.len() {
             let k = ev.kind[i];
-            if let Some(spec) = crate::formats::otf2::schema::EVENTS.iter().find(|s| s.id == k as u8) {
+            if let Some(spec) = crate::formats::otf2::schema::EVENTS
+                .iter()
+                .find(|s| s.id == k as u8)
+            {
                 if spec.fields.iter().any(|f| {
                     !matches!(
                         f.mapped_by,
@@ -158,8 +181,16 @@ fn dropped(trace: &Trace, lost: &events::Losses, classes: &MetricClasses) -> Vec
         ));
     }
     if let Some(p) = &trace.paje {
-        say(&mut out, p.variables, "Paje variable piece(s): the model does not keep variables");
-        say(&mut out, p.events, "PajeNewEvent record(s): the model does not keep them");
+        say(
+            &mut out,
+            p.variables,
+            "Paje variable piece(s): the model does not keep variables",
+        );
+        say(
+            &mut out,
+            p.events,
+            "PajeNewEvent record(s): the model does not keep them",
+        );
         out.push("Paje containers that are no process, entity types, colours and values the model does not keep are not written".into());
     }
     out

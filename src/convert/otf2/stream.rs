@@ -208,7 +208,7 @@ pub fn anchor(a: &AnchorInfo) -> Vec<u8> {
     b.extend_from_slice(&a.trace_id.to_le_bytes());
     b.extend_from_slice(&0u32.to_le_bytes()); // snapshots
     b.extend_from_slice(&0u32.to_le_bytes()); // thumbnails
-    // END_OF_FILE, END_OF_BUFFER and one more zero byte, as the official writer leaves them
+                                              // END_OF_FILE, END_OF_BUFFER and one more zero byte, as the official writer leaves them
     b.extend_from_slice(&[0x02, 0x01, 0x00]);
     b
 }
