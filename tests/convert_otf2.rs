@@ -225,3 +225,122 @@ fn every_shipped_trace_converts_to_an_archive_that_reads_back_alike() {
     }
     eprintln!("{converted} traces converted and read back alike, {refused} refused as expected");
 }
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+fn convert(args: &[&str], input: &Path, out: &Path) -> (Option<i32>, String) {
+    let o = common::bin()
+        .arg("convert")
+        .args(args)
+        .arg("-o")
+        .arg(out)
+        .arg(input)
+        .output()
+        .unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn an_archive_out_is_replaced_only_with_force_and_never_left_half_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = common::testdata("scorep/wo");
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("keep"), "me").unwrap();
+    let (code, err) = convert(&["--to", "otf2"], &src, &out);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("--force"), "{err}");
+    assert_eq!(names(&out), ["keep"]);
+
+    // a truncated event file: one line naming it and the byte, exit 2, OUT untouched and
+    // no temporary directory left
+    let cut = dir.path().join("cut");
+    copy_dir(&src, &cut);
+    let evt = cut.join("traces/1.evt");
+    let full = std::fs::read(&evt).unwrap();
+    std::fs::write(&evt, &full[..full.len() - 7]).unwrap();
+    let (code, err) = convert(&["-q", "--force", "--to", "otf2"], &cut, &out);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("1.evt: byte "), "{err}");
+    assert_eq!(names(&out), ["keep"]);
+    assert_eq!(names(dir.path()), ["cut", "out"]);
+
+    // with --force a directory OUT is replaced by the archive
+    let (code, err) = convert(&["-q", "--force", "--to", "otf2"], &src, &out);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(names(&out), ["traces", "traces.def", "traces.otf2"]);
+    assert_eq!(names(dir.path()), ["cut", "out"]);
+    // and so is a file
+    let file = dir.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let (code, err) = convert(&["-q", "--force", "--to", "otf2"], &src, &file);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(file.join("traces.otf2").is_file());
+
+    // an OUT that cannot be made (its parent is a file), a missing input: one line, exit 2
+    let (code, err) = convert(
+        &["-q", "--to", "otf2"],
+        &src,
+        &dir.path().join("cut/traces.otf2/x"),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("traces.otf2/x"), "{err}");
+    let (code, err) = convert(
+        &["-q", "--to", "otf2"],
+        &dir.path().join("none"),
+        &dir.path().join("o2"),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("none"), "{err}");
+    assert_eq!(names(dir.path()), ["cut", "file", "out"]);
+}
+
+#[test]
+fn the_archive_is_the_same_bytes_each_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = common::testdata("scorep-omp/hybrid");
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    for o in [&a, &b] {
+        let (code, err) = convert(&["-q", "--to", "otf2"], &src, o);
+        assert_eq!(code, Some(0), "{err}");
+    }
+    for f in [
+        "traces.otf2",
+        "traces.def",
+        "traces/0.evt",
+        "traces/4294967297.evt",
+    ] {
+        assert_eq!(
+            std::fs::read(a.join(f)).unwrap(),
+            std::fs::read(b.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}
