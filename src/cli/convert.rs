@@ -60,10 +60,7 @@ pub fn run(args: &ConvertArgs, out: &mut dyn std::io::Write) -> Result<()> {
         To::Otf2 => return to_otf2(args),
     };
     if input.is_dir() || formats::detect(input)? != Format::Paje {
-        return Err(Error::Usage(format!(
-            "{}: converting OTF2 and OTF 1 traces to Paje is not implemented (only Paje and binary Paje inputs)",
-            input.display()
-        )));
+        return model_to_paje(args, target);
     }
     let file = std::fs::File::open(input).map_err(|e| Error::io(input, "cannot open", e))?;
     // SAFETY: read-only map, as in the readers
@@ -97,6 +94,37 @@ fn warn(output: &Path, s: &convert::Summary) {
     for d in &s.dropped {
         eprintln!("perfexpert: warning: {}: {d}", output.display());
     }
+}
+
+/// An OTF2 or OTF 1 trace to Paje: read into the model, written through `write_file`.
+fn model_to_paje(args: &ConvertArgs, target: Target) -> Result<()> {
+    let read_bar = spinner(args.quiet, "reading");
+    let trace = formats::open(&args.input)?;
+    if let Some(b) = read_bar {
+        b.finish_and_clear();
+    }
+    let bar = progress(args.quiet, trace.event_count());
+    let mut summary = None;
+    super::run::write_file(&args.output, |w| {
+        let mut tick = |n: u64| {
+            if let Some(b) = &bar {
+                b.set_position(n);
+            }
+        };
+        match convert::model_to_paje(&trace, target, &args.output, w, &mut tick) {
+            Ok(s) => {
+                summary = Some(s);
+                Ok(())
+            }
+            Err(e) => Err(std::io::Error::other(Carried(e))),
+        }
+    })
+    .map_err(unwrap_carried)?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    warn(&args.output, &summary.unwrap_or_default());
+    Ok(())
 }
 
 /// Any trace to an OTF2 archive: read into the model, written into `OUT.tmp-<pid>` beside

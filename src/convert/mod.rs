@@ -5,6 +5,7 @@
 
 pub mod otf2;
 pub mod paje;
+pub mod paje_model;
 
 use crate::error::{Error, Result};
 use std::io::Write;
@@ -50,4 +51,30 @@ pub fn paje(
         paje::Failure::Input(e) => e,
         paje::Failure::Output(e) => Error::io(output, "cannot write", e),
     })
+}
+
+/// Convert the model of `trace` (any format) to `target` on `out` (named `output` in
+/// errors): Paje text as `paje_model` writes it, binary Paje from that text.
+pub fn model_to_paje(
+    trace: &crate::model::Trace,
+    target: Target,
+    output: &Path,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Summary> {
+    let io = |e| Error::io(output, "cannot write", e);
+    let reference = match target {
+        Target::Paje => return paje_model::to_text(trace, out, progress).map_err(io),
+        Target::PajeBinary => false,
+        Target::PajeBinaryReference => true,
+    };
+    let mut text = Vec::new();
+    let mut s = paje_model::to_text(trace, &mut text, &mut |_| {}).map_err(io)?;
+    let b = paje::to_binary(&trace.path, &text, reference, out, progress).map_err(|e| match e {
+        paje::Failure::Input(e) => e,
+        paje::Failure::Output(e) => io(e),
+    })?;
+    s.dropped.extend(b.dropped);
+    s.events = b.events;
+    Ok(s)
 }

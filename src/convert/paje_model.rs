@@ -1,0 +1,283 @@
+//! The model of any trace (OTF2, OTF 1) as Paje text, laid out as SimGrid's SMPI writes it,
+//! so that the Paje reader finds the same MPI program again: one container per location
+//! (`rank-N` where the location has MPI rank N), states of the type `MPI_STATE` named by
+//! the regions (Enter → PushState, Leave → PopState), one link per message, its two ends
+//! paired as MPI pairs them (per sender, receiver, communicator and tag, in order), with
+//! the message size in SimGrid's `Size` field; all events in time order. Binary Paje is
+//! this text converted by `paje::to_binary`. docs/convert.md lists what Paje cannot hold.
+
+use super::Summary;
+use crate::model::{EventKind, Trace};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::io::{self, Write};
+
+const HEADER: &str = "\
+%EventDef PajeDefineContainerType 0
+% Alias string
+% Type string
+% Name string
+%EndEventDef
+%EventDef PajeDefineStateType 1
+% Alias string
+% Type string
+% Name string
+%EndEventDef
+%EventDef PajeDefineLinkType 2
+% Alias string
+% Type string
+% StartContainerType string
+% EndContainerType string
+% Name string
+%EndEventDef
+%EventDef PajeCreateContainer 3
+% Time date
+% Alias string
+% Type string
+% Container string
+% Name string
+%EndEventDef
+%EventDef PajeDestroyContainer 4
+% Time date
+% Type string
+% Name string
+%EndEventDef
+%EventDef PajePushState 5
+% Time date
+% Type string
+% Container string
+% Value string
+%EndEventDef
+%EventDef PajePopState 6
+% Time date
+% Type string
+% Container string
+%EndEventDef
+%EventDef PajeStartLink 7
+% Time date
+% Type string
+% Container string
+% Value string
+% StartContainer string
+% Key string
+% Size string
+%EndEventDef
+%EventDef PajeEndLink 8
+% Time date
+% Type string
+% Container string
+% Value string
+% EndContainer string
+% Key string
+%EndEventDef
+0 1 0 MPI
+1 2 1 MPI_STATE
+2 3 0 1 1 MPI_LINK
+";
+
+/// Decimal seconds of a tick count, exact where the resolution divides 10^12 (9 fraction
+/// digits where it divides 10^9), else rounded to 12 digits.
+struct Clock {
+    res: u64,
+    offset: u64,
+    digits: u32,
+}
+
+impl Clock {
+    fn new(t: &Trace) -> Clock {
+        let res = t.timer_resolution.max(1);
+        let digits = if 1_000_000_000 % res == 0 { 9 } else { 12 };
+        Clock {
+            res,
+            offset: t.global_offset,
+            digits,
+        }
+    }
+
+    fn exact(&self) -> bool {
+        10u64.pow(self.digits) % self.res == 0
+    }
+
+    fn write(&self, buf: &mut Vec<u8>, tick: u64) {
+        let t = tick.saturating_sub(self.offset);
+        let (s, r) = (t / self.res, t % self.res);
+        let scale = 10u128.pow(self.digits);
+        let frac = (r as u128 * scale + self.res as u128 / 2) / self.res as u128;
+        let _ = write!(buf, "{s}.{frac:0w$}", w = self.digits as usize);
+    }
+}
+
+/// A name as one Paje field (quoted when empty or holding white space or a quote).
+fn name(buf: &mut Vec<u8>, s: &str) {
+    if s.is_empty() || s.starts_with('#') || s.contains(|c: char| c.is_whitespace() || c == '"') {
+        buf.push(b'"');
+        buf.extend(s.bytes().filter(|&b| b != b'"' && b != b'\n'));
+        buf.push(b'"');
+    } else {
+        buf.extend_from_slice(s.as_bytes());
+    }
+}
+
+/// The message ends: for each (location, event index) of a send or receive, the link key
+/// (pair number), in MPI's order per (sender, receiver, communicator, tag).
+fn pair_messages(t: &Trace) -> (HashMap<(u32, u32), u64>, u64) {
+    type Key = (u32, u32, u32, u32);
+    let mut sends: HashMap<Key, VecDeque<(u32, u32)>> = HashMap::new();
+    let mut recvs: HashMap<Key, VecDeque<(u32, u32)>> = HashMap::new();
+    for (l, ev) in t.events.iter().enumerate() {
+        let l = l as u32;
+        for i in 0..ev.len() {
+            let send = matches!(ev.kind[i], EventKind::MpiSend | EventKind::MpiIsend);
+            let recv = matches!(ev.kind[i], EventKind::MpiRecv | EventKind::MpiIrecv);
+            if !(send || recv) {
+                continue;
+            }
+            let Some(m) = ev.msg(i) else { continue };
+            let Some(peer) =
+                (t.defs.comms.get(m.comm as usize)).and_then(|c| c.location_of(m.peer, l))
+            else {
+                continue;
+            };
+            if send {
+                sends
+                    .entry((l, peer, m.comm, m.tag))
+                    .or_default()
+                    .push_back((l, i as u32));
+            } else {
+                recvs
+                    .entry((peer, l, m.comm, m.tag))
+                    .or_default()
+                    .push_back((l, i as u32));
+            }
+        }
+    }
+    let mut keys = HashMap::new();
+    let mut n = 0u64;
+    let mut order: Vec<_> = sends.into_iter().collect();
+    order.sort_unstable_by_key(|(k, _)| *k);
+    for (k, s) in order {
+        let Some(r) = recvs.get_mut(&k) else { continue };
+        for (a, b) in s.into_iter().zip(r.drain(..)) {
+            keys.insert(a, n);
+            keys.insert(b, n);
+            n += 1;
+        }
+    }
+    (keys, n)
+}
+
+/// Write `trace` as Paje text to `out`; `progress` gets the events written now and then.
+pub fn to_text(
+    trace: &Trace,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<Summary> {
+    let clock = Clock::new(trace);
+    let (keys, _) = pair_messages(trace);
+    let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);
+    buf.extend_from_slice(HEADER.as_bytes());
+    // container names: rank-N for MPI ranks (the reader gives them rank N), else the
+    // location's name, made unique
+    let mut taken: HashMap<String, u32> = HashMap::new();
+    let names: Vec<String> = (trace.defs.locations.iter())
+        .map(|l| {
+            let base = l
+                .rank
+                .map_or_else(|| l.name.clone(), |r| format!("rank-{r}"));
+            let n = taken.entry(base.clone()).or_insert(0);
+            *n += 1;
+            if *n == 1 {
+                base
+            } else {
+                format!("{base}#{n}")
+            }
+        })
+        .collect();
+    let start = trace
+        .time_span()
+        .map_or(trace.global_offset, |(a, _)| a.min(trace.global_offset));
+    for (k, n) in names.iter().enumerate() {
+        buf.extend_from_slice(b"3 ");
+        clock.write(&mut buf, start);
+        let _ = write!(buf, " c{k} 1 0 ");
+        name(&mut buf, n);
+        buf.push(b'\n');
+    }
+    // every location's events merged in time order (ties: location order)
+    let mut heap: BinaryHeap<std::cmp::Reverse<(u64, u32, u32)>> = BinaryHeap::new();
+    for (l, ev) in trace.events.iter().enumerate() {
+        if !ev.is_empty() {
+            heap.push(std::cmp::Reverse((ev.time[0], l as u32, 0)));
+        }
+    }
+    let (mut written, mut dropped_kinds) = (0u64, 0u64);
+    let mut end = start;
+    while let Some(std::cmp::Reverse((t, l, i))) = heap.pop() {
+        let ev = &trace.events[l as usize];
+        if let Some(&nt) = ev.time.get(i as usize + 1) {
+            heap.push(std::cmp::Reverse((nt, l, i + 1)));
+        }
+        end = end.max(t);
+        let kind = ev.kind[i as usize];
+        match kind {
+            EventKind::Enter => {
+                buf.extend_from_slice(b"5 ");
+                clock.write(&mut buf, t);
+                let _ = write!(buf, " 2 c{l} ");
+                let r = &trace.defs.regions[ev.arg[i as usize] as usize];
+                name(&mut buf, &r.name);
+            }
+            EventKind::Leave => {
+                buf.extend_from_slice(b"6 ");
+                clock.write(&mut buf, t);
+                let _ = write!(buf, " 2 c{l}");
+            }
+            _ => match (keys.get(&(l, i)), ev.msg(i as usize)) {
+                (Some(key), Some(m)) => {
+                    let send = matches!(kind, EventKind::MpiSend | EventKind::MpiIsend);
+                    buf.extend_from_slice(if send { b"7 " } else { b"8 " });
+                    clock.write(&mut buf, t);
+                    let _ = write!(buf, " 3 0 PTP c{l} k{key}");
+                    if send {
+                        let _ = write!(buf, " {}", m.bytes);
+                    }
+                }
+                _ => {
+                    dropped_kinds += 1;
+                    continue;
+                }
+            },
+        }
+        buf.push(b'\n');
+        written += 1;
+        if buf.len() >= 1 << 16 {
+            out.write_all(&buf)?;
+            buf.clear();
+            progress(written);
+        }
+    }
+    for k in 0..names.len() {
+        buf.extend_from_slice(b"4 ");
+        clock.write(&mut buf, end);
+        let _ = writeln!(buf, " 1 c{k}");
+    }
+    out.write_all(&buf)?;
+    progress(written);
+    let mut dropped = Vec::new();
+    if dropped_kinds > 0 {
+        dropped.push(format!(
+            "{dropped_kinds} event(s) that are no Enter/Leave nor a paired message (collective ends, OpenMP, metrics, requests, unmatched messages, ...): Paje has no place for them (collectives are found again from the MPI_* state names)"
+        ));
+    }
+    if !clock.exact() {
+        dropped.push(format!(
+            "times rounded to 12 decimals (timer resolution {} does not divide 10^12)",
+            clock.res
+        ));
+    }
+    dropped.push("definitions beyond locations and region names (system tree, groups, communicators, region roles and paradigms, metrics) and the events' order within a timestamp across locations are not kept; locations with an MPI rank are named rank-N".into());
+    Ok(Summary {
+        definitions: 3 + names.len() as u64,
+        events: written,
+        dropped,
+    })
+}
