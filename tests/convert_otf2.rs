@@ -10,6 +10,7 @@
 
 mod common;
 
+use perfexpert::model::EventKind;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -342,5 +343,107 @@ fn the_archive_is_the_same_bytes_each_time() {
             std::fs::read(b.join(f)).unwrap(),
             "{f}"
         );
+    }
+}
+
+/// `info --json`'s Paje counts (pj_dump's rows) and the model's events per kind.
+fn paje_counts(path: &Path) -> (Vec<u64>, BTreeMap<String, u64>) {
+    let o = common::bin()
+        .args(["info", "--json"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let counts = ["containers", "states", "links", "events", "variables"]
+        .iter()
+        .map(|k| v[k].as_u64().unwrap())
+        .collect();
+    let kinds = (v["events_per_kind"].as_object().unwrap().iter())
+        .map(|(k, n)| (k.clone(), n.as_u64().unwrap()))
+        .collect();
+    (counts, kinds)
+}
+
+/// `pj_dump`'s rows per kind (Container, State, Link, Event, Variable).
+fn pj_dump(path: &Path) -> Option<Vec<u64>> {
+    let o = Command::new("pj_dump").arg(path).output().ok()?;
+    assert!(
+        o.status.success(),
+        "pj_dump {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let mut c = vec![0u64; 5];
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        let k = ["Container", "State", "Link", "Event", "Variable"]
+            .iter()
+            .position(|k| line.split(',').next() == Some(k));
+        if let Some(k) = k {
+            c[k] += 1;
+        }
+    }
+    Some(c)
+}
+
+/// OTF2 and OTF 1 traces to Paje (text and both binary variants): `pj_dump` counts the
+/// text as perfexpert predicts; every form reads back with the same counts; the Enter and
+/// Leave events and the paired messages of the source all arrive (as states and links).
+#[test]
+fn otf2_and_otf1_traces_convert_to_paje_that_pj_dump_reads_as_predicted() {
+    let dir = tempfile::tempdir().unwrap();
+    let have_pj_dump = Command::new("pj_dump").arg("--help").output().is_ok();
+    if !have_pj_dump {
+        eprintln!("SKIPPED (pj_dump part): pj_dump (Debian pajeng) is not installed");
+    }
+    let mut traces: Vec<PathBuf> = [
+        "scorep/ls",
+        "scorep/nb",
+        "scorep/npb_lu_S",
+        "scorep-omp/hybrid",
+        "generated/alltoall5",
+    ]
+    .iter()
+    .map(|t| common::testdata(t))
+    .collect();
+    if let Some(s) = common::shared() {
+        traces.push(s.join("traces/public/otf1-philosophers/philosophers.otf"));
+        traces.push(s.join("traces/public/sstmacro-otf2-10rank/traces.otf2"));
+    }
+    for t in traces {
+        let name = t.display().to_string();
+        let text = dir.path().join("t.paje");
+        let (code, err) = convert(&["-q", "--force", "--to", "paje"], &t, &text);
+        assert_eq!(code, Some(0), "{name}: {err}");
+        let (counts, kinds) = paje_counts(&text);
+        if have_pj_dump {
+            assert_eq!(pj_dump(&text).unwrap(), counts, "{name}: pj_dump's counts");
+        }
+        let src = perfexpert::formats::open(&t).unwrap();
+        let n = |k: EventKind| -> u64 {
+            src.events
+                .iter()
+                .map(|e| e.kind.iter().filter(|&&x| x == k).count() as u64)
+                .sum()
+        };
+        assert_eq!(
+            counts[1],
+            n(EventKind::Enter),
+            "{name}: one state per Enter"
+        );
+        assert_eq!(kinds.get("ENTER"), Some(&n(EventKind::Enter)), "{name}");
+        assert_eq!(kinds.get("LEAVE"), Some(&n(EventKind::Leave)), "{name}");
+        let sends = n(EventKind::MpiSend) + n(EventKind::MpiIsend);
+        assert!(counts[2] <= sends, "{name}: links");
+        for to in ["paje-binary", "paje-binary-reference"] {
+            let rst = dir.path().join(format!("t-{to}.rst"));
+            let (code, err) = convert(&["-q", "--force", "--to", to], &t, &rst);
+            assert_eq!(code, Some(0), "{name} {to}: {err}");
+            assert_eq!(
+                paje_counts(&rst),
+                (counts.clone(), kinds.clone()),
+                "{name} {to}"
+            );
+        }
     }
 }

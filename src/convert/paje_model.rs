@@ -209,7 +209,8 @@ pub fn to_text(
             heap.push(std::cmp::Reverse((ev.time[0], l as u32, 0)));
         }
     }
-    let (mut written, mut dropped_kinds) = (0u64, 0u64);
+    let (mut written, mut dropped_kinds, mut unopened) = (0u64, 0u64, 0u64);
+    let mut depth = vec![0u64; trace.events.len()];
     let mut end = start;
     while let Some(std::cmp::Reverse((t, l, i))) = heap.pop() {
         let ev = &trace.events[l as usize];
@@ -220,13 +221,19 @@ pub fn to_text(
         let kind = ev.kind[i as usize];
         match kind {
             EventKind::Enter => {
+                depth[l as usize] += 1;
                 buf.extend_from_slice(b"5 ");
                 clock.write(&mut buf, t);
                 let _ = write!(buf, " 2 c{l} ");
                 let r = &trace.defs.regions[ev.arg[i as usize] as usize];
                 name(&mut buf, &r.name);
             }
+            EventKind::Leave if depth[l as usize] == 0 => {
+                unopened += 1;
+                continue;
+            }
             EventKind::Leave => {
+                depth[l as usize] -= 1;
                 buf.extend_from_slice(b"6 ");
                 clock.write(&mut buf, t);
                 let _ = write!(buf, " 2 c{l}");
@@ -266,6 +273,11 @@ pub fn to_text(
     if dropped_kinds > 0 {
         dropped.push(format!(
             "{dropped_kinds} event(s) that are no Enter/Leave nor a paired message (collective ends, OpenMP, metrics, requests, unmatched messages, ...): Paje has no place for them (collectives are found again from the MPI_* state names)"
+        ));
+    }
+    if unopened > 0 {
+        dropped.push(format!(
+            "{unopened} Leave event(s) without an open region on their location: a Paje state stack cannot pop them"
         ));
     }
     if !clock.exact() {
