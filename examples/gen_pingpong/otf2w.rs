@@ -14,6 +14,10 @@
 //! * a timestamp item precedes every event whose time differs from the previous one (here:
 //!   every event, the first one at time 0 included).
 //!
+//! The chunked stream, compressed integers and the anchor are the library's
+//! (`perfexpert::convert::otf2::stream`, which `perfexpert convert --to otf2` writes with);
+//! this file keeps what is particular to the ping-pong: its definitions and records.
+//!
 //! Two values differ from run to run with the official writer: the anchor's random trace
 //! identifier and ClockProperties' realtime timestamp (wall clock at writing). Both are
 //! parameters here, so a test can reproduce an official archive exactly.
