@@ -9,6 +9,7 @@
 use super::Summary;
 use crate::model::{EventKind, Trace};
 use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{self, Write};
 
 const HEADER: &str = "\
@@ -100,10 +101,33 @@ impl Clock {
     fn write(&self, buf: &mut Vec<u8>, tick: u64) {
         let t = tick.saturating_sub(self.offset);
         let (s, r) = (t / self.res, t % self.res);
-        let scale = 10u128.pow(self.digits);
-        let frac = (r as u128 * scale + self.res as u128 / 2) / self.res as u128;
-        let _ = write!(buf, "{s}.{frac:0w$}", w = self.digits as usize);
+        let scale = 10u64.pow(self.digits);
+        let frac = if scale % self.res == 0 {
+            r * (scale / self.res)
+        } else {
+            ((r as u128 * scale as u128 + self.res as u128 / 2) / self.res as u128) as u64
+        };
+        digits(buf, s, 0);
+        buf.push(b'.');
+        digits(buf, frac, self.digits as usize);
     }
+}
+
+/// The decimal digits of `v`, zero-padded to `width`.
+fn digits(buf: &mut Vec<u8>, mut v: u64, width: usize) {
+    let mut d = [b'0'; 20];
+    let mut k = d.len();
+    loop {
+        k -= 1;
+        d[k] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    let n = d.len() - k;
+    buf.extend(std::iter::repeat_n(b'0', width.saturating_sub(n)));
+    buf.extend_from_slice(&d[k..]);
 }
 
 /// A name as one Paje field (quoted when empty or holding white space or a quote).
@@ -117,12 +141,13 @@ fn name(buf: &mut Vec<u8>, s: &str) {
     }
 }
 
-/// The message ends: for each (location, event index) of a send or receive, the link key
-/// (pair number), in MPI's order per (sender, receiver, communicator, tag).
-fn pair_messages(t: &Trace) -> (HashMap<(u32, u32), u64>, u64) {
+/// The message ends: per location and message index (`Events::msg` columns), the link key
+/// (pair number, u64::MAX: unpaired), in MPI's order per (sender, receiver, communicator,
+/// tag).
+fn pair_messages(t: &Trace) -> (Vec<Vec<u64>>, u64) {
     type Key = (u32, u32, u32, u32);
-    let mut sends: HashMap<Key, VecDeque<(u32, u32)>> = HashMap::new();
-    let mut recvs: HashMap<Key, VecDeque<(u32, u32)>> = HashMap::new();
+    type Q = HashMap<Key, VecDeque<(u32, u32)>, BuildHasherDefault<Fx>>;
+    let (mut sends, mut recvs) = (Q::default(), Q::default());
     for (l, ev) in t.events.iter().enumerate() {
         let l = l as u32;
         for i in 0..ev.len() {
@@ -141,28 +166,51 @@ fn pair_messages(t: &Trace) -> (HashMap<(u32, u32), u64>, u64) {
                 sends
                     .entry((l, peer, m.comm, m.tag))
                     .or_default()
-                    .push_back((l, i as u32));
+                    .push_back((l, ev.arg[i]));
             } else {
                 recvs
                     .entry((peer, l, m.comm, m.tag))
                     .or_default()
-                    .push_back((l, i as u32));
+                    .push_back((l, ev.arg[i]));
             }
         }
     }
-    let mut keys = HashMap::new();
+    let mut keys: Vec<Vec<u64>> = (t.events.iter())
+        .map(|e| vec![u64::MAX; e.msg.peer.len()])
+        .collect();
     let mut n = 0u64;
     let mut order: Vec<_> = sends.into_iter().collect();
     order.sort_unstable_by_key(|(k, _)| *k);
     for (k, s) in order {
         let Some(r) = recvs.get_mut(&k) else { continue };
-        for (a, b) in s.into_iter().zip(r.drain(..)) {
-            keys.insert(a, n);
-            keys.insert(b, n);
+        for ((la, a), (lb, b)) in s.into_iter().zip(r.drain(..)) {
+            keys[la as usize][a as usize] = n;
+            keys[lb as usize][b as usize] = n;
             n += 1;
         }
     }
     (keys, n)
+}
+
+/// A small multiplicative hasher for the integer keys of `pair_messages`.
+#[derive(Default)]
+struct Fx(u64);
+
+impl Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64);
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// Write `trace` as Paje text to `out`; `progress` gets the events written now and then.
@@ -210,6 +258,19 @@ pub fn to_text(
         }
     }
     let (mut written, mut dropped_kinds, mut unopened) = (0u64, 0u64, 0u64);
+    let regions: Vec<Vec<u8>> = (trace.defs.regions.iter())
+        .map(|r| {
+            let mut b = Vec::new();
+            name(&mut b, &r.name);
+            b
+        })
+        .collect();
+    let push: Vec<Vec<u8>> = (0..names.len())
+        .map(|l| format!(" 2 c{l} ").into_bytes())
+        .collect();
+    let pop: Vec<Vec<u8>> = (0..names.len())
+        .map(|l| format!(" 2 c{l}").into_bytes())
+        .collect();
     let mut depth = vec![0u64; trace.events.len()];
     let mut end = start;
     while let Some(std::cmp::Reverse((t, l, i))) = heap.pop() {
@@ -224,9 +285,8 @@ pub fn to_text(
                 depth[l as usize] += 1;
                 buf.extend_from_slice(b"5 ");
                 clock.write(&mut buf, t);
-                let _ = write!(buf, " 2 c{l} ");
-                let r = &trace.defs.regions[ev.arg[i as usize] as usize];
-                name(&mut buf, &r.name);
+                buf.extend_from_slice(&push[l as usize]);
+                buf.extend_from_slice(&regions[ev.arg[i as usize] as usize]);
             }
             EventKind::Leave if depth[l as usize] == 0 => {
                 unopened += 1;
@@ -236,10 +296,11 @@ pub fn to_text(
                 depth[l as usize] -= 1;
                 buf.extend_from_slice(b"6 ");
                 clock.write(&mut buf, t);
-                let _ = write!(buf, " 2 c{l}");
+                buf.extend_from_slice(&pop[l as usize]);
             }
-            _ => match (keys.get(&(l, i)), ev.msg(i as usize)) {
-                (Some(key), Some(m)) => {
+            _ => match ev.msg(i as usize) {
+                Some(m) if keys[l as usize][ev.arg[i as usize] as usize] != u64::MAX => {
+                    let key = keys[l as usize][ev.arg[i as usize] as usize];
                     let send = matches!(kind, EventKind::MpiSend | EventKind::MpiIsend);
                     buf.extend_from_slice(if send { b"7 " } else { b"8 " });
                     clock.write(&mut buf, t);
