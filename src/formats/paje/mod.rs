@@ -124,6 +124,14 @@ impl SymMap {
     /// The value of a canonical decimal key below `NUM_KEYS` (no sign, no leading zero).
     #[inline]
     fn numeric(k: &[u8]) -> Option<usize> {
+        // one or two digits (most aliases) without the general parser
+        match *k {
+            [a] if a.is_ascii_digit() => return Some((a - b'0') as usize),
+            [a @ b'1'..=b'9', b] if b.is_ascii_digit() => {
+                return Some(((a - b'0') * 10 + (b - b'0')) as usize)
+            }
+            _ => {}
+        }
         if k.is_empty() || k.len() > 7 || (k[0] == b'0' && k.len() > 1) {
             return None;
         }
@@ -285,6 +293,9 @@ fn exact_dates<'a>(
     Ok(second.finish(sim))
 }
 
+/// Times converted to ticks, remembered by the binary decoder: 2^this.
+const TIME_SLOT_BITS: u32 = 12;
+
 /// Ops per batch handed from the binary decoding thread to the simulation.
 const OPS_PER_BATCH: usize = 1 << 12;
 
@@ -430,8 +441,11 @@ impl<'a> Reader<'a> {
         let mut dec = binary::Decoder::new(self.path, data)?;
         let mut f: [&[u8]; binary::MAX_FIELDS] = [&[]; binary::MAX_FIELDS];
         let mut ev = binary::Event::new();
-        // 0.0 s is 0 ticks at any resolution
-        let mut last_time = (0u64, 0u64);
+        // recently converted times, (bits, ticks) by a hash of the bits (0.0 s is 0 ticks)
+        let mut times = vec![(0u64, 0u64); 1 << TIME_SLOT_BITS];
+        let time_slot = |x: f64| {
+            (x.to_bits().wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - TIME_SLOT_BITS)) as usize
+        };
         loop {
             match dec.next_step(&mut ev)? {
                 binary::Step::End => break,
@@ -439,15 +453,18 @@ impl<'a> Reader<'a> {
                 binary::Step::Event => {}
             }
             let d = &dec.defs[ev.def as usize];
-            for (slot, v) in f.iter_mut().zip(ev.fields()) {
-                *slot = match v {
+            for j in 0..ev.n.min(binary::MAX_FIELDS) {
+                f[j] = match ev.vals[j] {
                     binary::Val::Str(s) => s,
                     _ => b"",
                 };
             }
             let t = match d.def.has(Role::Time).then(|| ev.vals[d.def.at(Role::Time)]) {
-                // events in a row often share their time: convert it once
-                Some(binary::Val::Num(x)) if x.to_bits() == last_time.0 => last_time.1,
+                // times recur (on every container, at the start and end of a state):
+                // convert each once
+                Some(binary::Val::Num(x)) if times[time_slot(x)].0 == x.to_bits() => {
+                    times[time_slot(x)].1
+                }
                 Some(binary::Val::Num(x)) => {
                     let t = lex::seconds_to_ticks(x, self.digits, &mut self.inexact).map_err(
                         |e| {
@@ -457,7 +474,7 @@ impl<'a> Reader<'a> {
                             )
                         },
                     )?;
-                    last_time = (x.to_bits(), t);
+                    times[time_slot(x)] = (x.to_bits(), t);
                     t
                 }
                 _ => 0,
