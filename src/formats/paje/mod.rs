@@ -250,10 +250,28 @@ pub fn read(path: &Path) -> Result<Trace> {
     // never undefined behaviour beyond what reading a racing file gives (as in the OTF2 reader).
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, "cannot map", e))?;
     if binary::sniff(&map) {
-        return parse_binary(path, &map);
+        let map = &map;
+        // the decoder gives back the pages it has passed, so the file's pages do not stay
+        // in the resident set beside the model
+        let release = move |from: usize, to: usize| {
+            // SAFETY: the mapping is read-only and never written: MADV_DONTNEED only drops
+            // its pages from the resident set, and a later read of them faults them in
+            // again from the file (the same contents), as the first read did.
+            let _ = unsafe {
+                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, to - from)
+            };
+        };
+        return exact_dates(path, |digits| {
+            let mut r = Reader::new(path, digits);
+            r.binary = true;
+            r.run_binary(map, Some(&release))
+        });
     }
     parse(path, &map)
 }
+
+/// Release the file's pages behind the binary decoder in steps of this many bytes.
+const RELEASE_STEP: usize = 1 << 25;
 
 /// Read the binary Paje trace in `data` (formats.md §F): the same simulation and model as
 /// the text reader, fed with the decoded events; dates are the binary64 times converted to
@@ -263,7 +281,7 @@ pub fn parse_binary(path: &Path, data: &[u8]) -> Result<Trace> {
     exact_dates(path, |digits| {
         let mut r = Reader::new(path, digits);
         r.binary = true;
-        r.run_binary(data)
+        r.run_binary(data, None)
     })
 }
 
@@ -388,7 +406,11 @@ impl<'a> Reader<'a> {
 
     /// Decode (binary.rs) and resolve on a second thread, simulate (sim.rs) here, batch by
     /// batch: the two halves of the work run side by side.
-    fn run_binary(self, data: &[u8]) -> Result<(Reader<'a>, Sim<'a>)> {
+    fn run_binary(
+        self,
+        data: &[u8],
+        release: Option<&(dyn Fn(usize, usize) + Sync)>,
+    ) -> Result<(Reader<'a>, Sim<'a>)> {
         let path = self.path;
         let mut sim = Sim::new(path, true, self.digits);
         let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(4);
@@ -397,7 +419,7 @@ impl<'a> Reader<'a> {
             let decoder = s.spawn(move || {
                 let mut r = self;
                 let mut batch = Batch::with_capacity(OPS_PER_BATCH);
-                if let Err(e) = r.decode(data, &mut batch, &tx, &back_rx) {
+                if let Err(e) = r.decode(data, &mut batch, &tx, &back_rx, release) {
                     batch.err = Some(Box::new(e));
                     batch.push(Code::Err, 0, 0, 0, 0, 0);
                 }
@@ -434,6 +456,7 @@ impl<'a> Reader<'a> {
         batch: &mut Batch,
         tx: &std::sync::mpsc::SyncSender<Batch>,
         back: &std::sync::mpsc::Receiver<Batch>,
+        release: Option<&(dyn Fn(usize, usize) + Sync)>,
     ) -> Result<()>
     where
         'a: 'd,
@@ -441,6 +464,7 @@ impl<'a> Reader<'a> {
         let mut dec = binary::Decoder::new(self.path, data)?;
         let mut f: [&[u8]; binary::MAX_FIELDS] = [&[]; binary::MAX_FIELDS];
         let mut ev = binary::Event::new();
+        let mut released = 0;
         // recently converted times, (bits, ticks) by a hash of the bits (0.0 s is 0 ticks)
         let mut times = vec![(0u64, 0u64); 1 << TIME_SLOT_BITS];
         let time_slot = |x: f64| {
@@ -480,6 +504,16 @@ impl<'a> Reader<'a> {
                 _ => 0,
             };
             self.event(&d.def, &f[..ev.n], t, ev.offset, batch)?;
+            if let Some(release) = release {
+                // nothing refers to the bytes before the event just decoded any more (names
+                // and keys are copied; references of the reference variant that point back
+                // are read again from the file)
+                let upto = (ev.offset as usize) & !(RELEASE_STEP - 1);
+                if upto > released {
+                    release(released, upto);
+                    released = upto;
+                }
+            }
             if batch.len() >= OPS_PER_BATCH {
                 let next = back
                     .try_recv()
