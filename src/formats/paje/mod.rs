@@ -477,8 +477,8 @@ impl<'a> Reader<'a> {
                 binary::Step::Event => {}
             }
             let d = &dec.defs[ev.def as usize];
-            for j in 0..ev.n.min(binary::MAX_FIELDS) {
-                f[j] = match ev.vals[j] {
+            for (slot, v) in f.iter_mut().zip(&ev.vals).take(ev.n) {
+                *slot = match *v {
                     binary::Val::Str(s) => s,
                     _ => b"",
                 };
@@ -552,7 +552,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn consume<'d>(&mut self, b: &mut scan::Batch, ops: &mut Batch, sim: &mut Sim) -> Result<()> {
+    fn consume(&mut self, b: &mut scan::Batch, ops: &mut Batch, sim: &mut Sim) -> Result<()> {
         let fields = &b.fields;
         for item in b.items.drain(..) {
             match item {
@@ -706,10 +706,10 @@ impl<'a> Reader<'a> {
     }
 
     /// Resolve one event's names; what the simulation must do goes to `out`.
-    fn event<'d>(
+    fn event(
         &mut self,
         def: &EventDef,
-        f: &[&'d [u8]],
+        f: &[&[u8]],
         t: u64,
         line: u64,
         out: &mut Batch,
@@ -797,10 +797,10 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    fn link<'d>(
+    fn link(
         &mut self,
         def: &EventDef,
-        f: &[&'d [u8]],
+        f: &[&[u8]],
         t: u64,
         line: u64,
         out: &mut Batch,
