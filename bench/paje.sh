@@ -9,9 +9,11 @@
 # Generates bench/out/paje/big.paje (git-ignored) with tools/gen_paje.py unless it is there,
 # then runs the divan benchmark `paje_smpi_520mb` (perfexpert::open on that file, page cache
 # warm) and prints its bytes/s. Then converts big.paje to binary Paje (both variants) with
-# `perfexpert convert` (timed) and reads the three files with `perfexpert info`, side by side
-# and alternating, page cache warm: a table of wall time, CPU time, peak RSS and the ratio of
-# each binary read to the text read.
+# `perfexpert convert` (timed) and reads the three files with `perfexpert info FILE`, side by
+# side and alternating, page cache warm. "Read" is that command: the read and the model build
+# (the same code `run` starts with) plus the few milliseconds of the summary; it is the same
+# command for every file. A table of wall time (best of RUNS), CPU time (user + system) and
+# peak RSS (`/usr/bin/time`) of each read, and the ratio text wall / binary wall.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=bench/out/paje
@@ -52,13 +54,14 @@ for ((i = 0; i < RUNS; i++)); do
     done
 done
 echo
-echo "perfexpert info, best of $RUNS alternating runs ($(nproc) cores, $(date -u +%F))"
+echo "read = \`perfexpert info FILE\`, best of $RUNS alternating runs ($(nproc) cores, $(date -u +%F), load average $(cut -d' ' -f1 /proc/loadavg))"
 echo
-echo "| file | bytes | wall s | CPU s | peak RSS MB | MB/s (of the text) | speed-up vs text |"
-echo "|---|--:|--:|--:|--:|--:|--:|"
+echo "| read | file | bytes | wall s | CPU s | peak RSS MB | MB/s (of the text) | speed-up vs text (wall) |"
+echo "|---|---|--:|--:|--:|--:|--:|--:|"
 text_bytes=$(stat -c %s "$OUT/big.paje")
+declare -A label=([big.paje]="text" [big.paje-binary.rst]="binary" [big.paje-binary-reference.rst]="binary-reference")
 for f in "${files[@]}"; do
-    awk -v f="$f" -v b="$(stat -c %s "$OUT/$f")" -v w="${best[$f]}" -v c="${cpu[$f]}" \
+    awk -v l="${label[$f]}" -v f="$f" -v b="$(stat -c %s "$OUT/$f")" -v w="${best[$f]}" -v c="${cpu[$f]}" \
         -v m="${rss[$f]}" -v tb="$text_bytes" -v tw="${best[big.paje]}" \
-        'BEGIN{printf "| %s | %d | %.2f | %.2f | %.0f | %.0f | %.2fx |\n", f, b, w, c, m/1024, tb/1e6/w, tw/w}'
+        'BEGIN{printf "| %s | %s | %d | %.2f | %.2f | %.0f | %.0f | %.2fx |\n", l, f, b, w, c, m/1024, tb/1e6/w, tw/w}'
 done

@@ -1,23 +1,50 @@
 //! Read arbitrary bytes as a binary Paje (libRastro) trace: the decoder (formats.md §F) and
 //! the simulation it feeds, both layouts. Inputs that do not start with an INIT event get a
 //! valid one put before them, so the fuzzer spends its time past it. Errors are expected; a
-//! panic, abort, timeout or running out of memory is a bug.
+//! panic, abort, timeout or running out of memory is a bug. The decoder's fast path (plans
+//! learnt per event id and header words) must decode exactly what its general path decodes,
+//! and stop at the same error: a difference is a bug too.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use perfexpert::formats::paje::binary::{Decoder, Event, Step};
 
 /// INIT of the fork layout: type 16383, LAST, TIME_SET, items u64 u64 string; ids 0, 0, "vm".
 const INIT: [u8; 24] = [
     0x10, 0x44, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, b'v', b'm', 0, 0,
 ];
 
+/// Every step of a decoder until the end or the first error, as text.
+fn steps(mut d: Decoder<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut ev = Event::new();
+    loop {
+        match d.next_step(&mut ev) {
+            Ok(Step::End) => return out,
+            Ok(Step::Def(k)) => out.push(format!("def {k} {:?}", d.defs[k as usize].fields)),
+            Ok(Step::Event) => out.push(format!("{} {} {:?}", ev.offset, ev.def, ev.fields())),
+            Err(e) => {
+                out.push(e.to_string());
+                return out;
+            }
+        }
+    }
+}
+
+fn check(path: &std::path::Path, data: &[u8]) {
+    let _ = perfexpert::formats::paje::parse_binary(path, data);
+    if let (Ok(a), Ok(b)) = (Decoder::new(path, data), Decoder::new(path, data)) {
+        assert_eq!(steps(a), steps(b.without_plans()), "fast and general decoding differ");
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     let path = std::path::Path::new("fuzz.rst");
     if perfexpert::formats::paje::binary::sniff(data) {
-        let _ = perfexpert::formats::paje::parse_binary(path, data);
+        check(path, data);
     } else {
         let mut v = INIT.to_vec();
         v.extend_from_slice(data);
-        let _ = perfexpert::formats::paje::parse_binary(path, &v);
+        check(path, &v);
     }
 });

@@ -203,9 +203,35 @@ pub struct Decoder<'a> {
     pub swapped_add_variable: u64,
     done: bool,
     spare: Option<Box<Items<'a>>>,
+    /// Per Paje event id: how the events with the header words seen last decode (the fast
+    /// path of `next_step`; the fork's layout only).
+    plans: Vec<Option<Plan>>,
+    /// Whether `next_step` may use the plans (always, but for the fuzz target's comparison).
+    use_plans: bool,
 }
 
 const NO_DEF: u32 = u32::MAX;
+
+/// At most this many items in an event the fast path decodes (two header words).
+const MAX_PLAN: usize = 4 + 7;
+
+/// How the events of one Paje id with given header words decode, learnt from the first such
+/// event the general path decoded (§F.2.4 done once): item k (in file order) has code
+/// `codes[k]` and fills field `dest[k]`, with poti's quotes removed where `unquote[k]`.
+/// Valid until a new definition of the id, or until the first 888 event (which turns string
+/// fields into references).
+#[derive(Clone, Copy)]
+struct Plan {
+    w0: u32,
+    /// The continuation word, or 0 for events of one header word.
+    w1: u32,
+    def: u32,
+    n: u8,
+    len: u8,
+    codes: [u8; MAX_PLAN],
+    dest: [u8; MAX_PLAN],
+    unquote: [bool; MAX_PLAN],
+}
 
 fn kind_of(id: u32) -> Option<Kind> {
     use Kind::*;
@@ -279,19 +305,26 @@ pub fn quoted(kind: Kind, role: Role) -> bool {
     }
 }
 
-/// The position of the first NUL: strings are short (most below 8 bytes), so a plain loop
-/// over the first bytes beats `memchr`'s set-up; longer ones go to `memchr`.
+/// The position of the first NUL: strings are short (most below 8 bytes), so the first 16
+/// bytes are looked at 8 at a time (the lowest zero byte of a little-endian word is exact with
+/// the usual `(v - 0x01..) & !v & 0x80..` test); longer ones go to `memchr`.
 #[inline]
 fn nul(b: &[u8]) -> Option<usize> {
-    for (k, &x) in b.iter().take(16).enumerate() {
-        if x == 0 {
-            return Some(k);
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let mut k = 0;
+    while k < 16 {
+        let Some(w) = b.get(k..k + 8) else {
+            return b[k..].iter().position(|&x| x == 0).map(|i| i + k);
+        };
+        let v = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        let z = v.wrapping_sub(LO) & !v & HI;
+        if z != 0 {
+            return Some(k + (z.trailing_zeros() / 8) as usize);
         }
+        k += 8;
     }
-    if b.len() <= 16 {
-        return None;
-    }
-    memchr::memchr(0, &b[16..]).map(|k| k + 16)
+    memchr::memchr(0, &b[16..]).map(|i| i + 16)
 }
 
 #[inline]
@@ -316,6 +349,8 @@ impl<'a> Decoder<'a> {
             swapped_add_variable: 0,
             done: false,
             spare: None,
+            plans: Vec::new(),
+            use_plans: true,
         };
         if !sniff(data) {
             return Err(d.err(
@@ -460,6 +495,9 @@ impl<'a> Decoder<'a> {
         if self.done {
             return Ok(Step::End);
         }
+        if self.use_plans && self.layout == Layout::Fork && self.fast(ev) {
+            return Ok(Step::Event);
+        }
         // the item queues are allocated once (zeroing them per event would cost more than
         // decoding it)
         let mut items = self.spare.take().unwrap_or_else(|| Box::new(Items::new()));
@@ -499,6 +537,10 @@ impl<'a> Decoder<'a> {
                             ),
                         ));
                     }
+                    if self.entries == 0 {
+                        // string fields are references from now on
+                        self.plans.clear();
+                    }
                     let k = (self.entries % 65536) as usize;
                     if k == self.table.len() {
                         self.table.push(items.s[0]);
@@ -514,7 +556,13 @@ impl<'a> Decoder<'a> {
                         "a second INIT event (type 16383); expected it only at byte 0",
                     ))
                 }
-                _ => return self.paje_event(ty, start, items, ev).map(|_| Step::Event),
+                _ => {
+                    self.paje_event(ty, start, items, ev)?;
+                    if self.layout == Layout::Fork {
+                        self.learn(ty, start, ev.def);
+                    }
+                    return Ok(Step::Event);
+                }
             }
         }
     }
@@ -666,6 +714,9 @@ impl<'a> Decoder<'a> {
             self.by_id.resize(id as usize + 1, NO_DEF);
         }
         self.by_id[id as usize] = k;
+        if let Some(p) = self.plans.get_mut(id as usize) {
+            *p = None;
+        }
         Ok(k)
     }
 
@@ -776,12 +827,197 @@ impl<'a> Decoder<'a> {
         Ok(())
     }
 
+    /// Decode the next event with the plan of its id and header words, if there is one and
+    /// the event fits it (strings terminated, references defined, the file long enough);
+    /// 888 events on the way go to the string table. False: leave it to the general path
+    /// (from the same position), which decodes it or says what is wrong.
+    #[inline]
+    fn fast(&mut self, ev: &mut Event<'a>) -> bool {
+        let data = self.data;
+        loop {
+            let start = self.pos;
+            let Some(w0) = self.u32_at(start) else {
+                return false;
+            };
+            let ty = w0 >> 18;
+            if ty == STRING_ENTRY && w0 & 0x2_ffff == 0x2_1000 && self.entries > 0 {
+                // one string, one header word
+                let Some(k) = data.get(start + 4..).and_then(nul) else {
+                    return false;
+                };
+                let end = align4(start + 4 + k + 1);
+                if end > data.len() {
+                    return false;
+                }
+                let slot = (self.entries % 65536) as usize;
+                let s = &data[start + 4..start + 4 + k];
+                if slot == self.table.len() {
+                    self.table.push(s);
+                } else {
+                    self.table[slot] = s;
+                }
+                self.entries += 1;
+                self.pos = end;
+                continue;
+            }
+            let Some(Some(plan)) = self.plans.get(ty as usize) else {
+                return false;
+            };
+            if plan.w0 != w0 {
+                return false;
+            }
+            let mut p = start + 4;
+            if plan.w1 != 0 {
+                if self.u32_at(p) != Some(plan.w1) {
+                    return false;
+                }
+                p += 4;
+            }
+            for k in 0..plan.len as usize {
+                let j = plan.dest[k] as usize;
+                ev.vals[j] = match plan.codes[k] {
+                    1 => {
+                        let Some(n) = data.get(p..).and_then(nul) else {
+                            return false;
+                        };
+                        let v = &data[p..p + n];
+                        p = align4(p + n + 1);
+                        Val::Str(if plan.unquote[k] { strip_quotes(v) } else { v })
+                    }
+                    2 => {
+                        let Some(x) = self.u64_at(p) else {
+                            return false;
+                        };
+                        p += 8;
+                        Val::Num(f64::from_bits(x))
+                    }
+                    7 => {
+                        let Some(x) = self.u32_at(p) else {
+                            return false;
+                        };
+                        p += 4;
+                        Val::Int(x)
+                    }
+                    _ => {
+                        let Some(b) = data.get(p..p + 2) else {
+                            return false;
+                        };
+                        let Some(v) = self.string_ref(u16::from_le_bytes([b[0], b[1]])) else {
+                            return false;
+                        };
+                        p += 2;
+                        Val::Str(if plan.unquote[k] { strip_quotes(v) } else { v })
+                    }
+                };
+            }
+            let end = align4(p);
+            if end > data.len() {
+                return false;
+            }
+            ev.offset = start as u64;
+            ev.def = plan.def;
+            ev.n = plan.n as usize;
+            self.pos = end;
+            self.events += 1;
+            return true;
+        }
+    }
+
+    /// Make the plan of the event at `start` that the general path just decoded with
+    /// definition `k` (fork layout): the item codes of its header words and the field each
+    /// fills, as `paje_event` put them.
+    fn learn(&mut self, ty: u32, start: usize, k: u32) {
+        let Some(w0) = self.u32_at(start) else { return };
+        let mut codes = Vec::with_capacity(MAX_PLAN);
+        let nibbles = |word: u32, n: u32, codes: &mut Vec<u8>| {
+            for i in (0..n).rev() {
+                let c = ((word >> (4 * i)) & 0xf) as u8;
+                if c == 0 {
+                    break;
+                }
+                codes.push(c);
+            }
+        };
+        nibbles(w0 & 0xffff, 4, &mut codes);
+        let mut w1 = 0;
+        if w0 & 0x2_0000 == 0 {
+            match self.u32_at(start + 4) {
+                // exactly one continuation word, the last
+                Some(c) if c & 0x2000_0000 != 0 && c & 0xd000_0000 == 0 => w1 = c,
+                _ => return,
+            }
+            nibbles(w1 & 0x0fff_ffff, 7, &mut codes);
+        }
+        let d = &self.defs[k as usize];
+        if codes.len() > MAX_PLAN || d.fields.len() > MAX_FIELDS {
+            return;
+        }
+        let reference = self.entries > 0;
+        // field j of class X takes the next item of class X (§F.2.4)
+        let class = |c: u8| match c {
+            1 | 5 => Some(FieldType::Str),
+            2 => Some(FieldType::Double),
+            7 => Some(FieldType::Int),
+            _ => None,
+        };
+        let mut plan = Plan {
+            w0,
+            w1,
+            def: k,
+            n: d.fields.len() as u8,
+            len: codes.len() as u8,
+            codes: [0; MAX_PLAN],
+            dest: [0; MAX_PLAN],
+            unquote: [false; MAX_PLAN],
+        };
+        let mut used = [false; MAX_FIELDS];
+        for (i, &c) in codes.iter().enumerate() {
+            if (c == 1 && reference) || (c == 5 && !reference) {
+                return;
+            }
+            let Some(x) = class(c) else { return };
+            let Some(j) = (0..d.fields.len()).find(|&j| !used[j] && d.fields[j].1 == x) else {
+                return;
+            };
+            used[j] = true;
+            plan.codes[i] = c;
+            plan.dest[i] = j as u8;
+            plan.unquote[i] = quoted(d.kind, d.fields[j].0);
+        }
+        if used[..d.fields.len()].iter().any(|u| !u) {
+            return;
+        }
+        // ResetState's Container and Type are stored exchanged (§F.2.8)
+        if d.kind == Kind::ResetState && d.def.has(Role::Type) && d.def.has(Role::Container) {
+            let (a, b) = (d.def.at(Role::Type) as u8, d.def.at(Role::Container) as u8);
+            for x in &mut plan.dest[..codes.len()] {
+                if *x == a {
+                    *x = b;
+                } else if *x == b {
+                    *x = a;
+                }
+            }
+        }
+        if self.plans.len() <= ty as usize {
+            self.plans.resize(ty as usize + 1, None);
+        }
+        self.plans[ty as usize] = Some(plan);
+    }
+
     #[inline]
     fn string_ref(&self, r: u16) -> Option<&'a [u8]> {
         if (r as u64) >= self.entries {
             return None;
         }
         self.table.get(r as usize).copied()
+    }
+
+    /// The decoder without its fast path: every event through the general one (the fuzz
+    /// target checks that both decode the same events and stop at the same error).
+    #[doc(hidden)]
+    pub fn without_plans(mut self) -> Self {
+        self.use_plans = false;
+        self
     }
 
     /// Byte offset of the next event.
@@ -798,7 +1034,17 @@ impl<'a> Decoder<'a> {
 /// A Name or Color without the pair of quotes poti added (§F.2.7).
 #[inline]
 fn unquote(kind: Kind, role: Role, s: &[u8]) -> &[u8] {
-    if s.len() >= 2 && s[0] == b'"' && s[s.len() - 1] == b'"' && quoted(kind, role) {
+    if quoted(kind, role) {
+        strip_quotes(s)
+    } else {
+        s
+    }
+}
+
+/// `s` without an enclosing pair of double quotes.
+#[inline]
+fn strip_quotes(s: &[u8]) -> &[u8] {
+    if s.len() >= 2 && s[0] == b'"' && s[s.len() - 1] == b'"' {
         &s[1..s.len() - 1]
     } else {
         s

@@ -26,11 +26,13 @@ pub mod header;
 pub mod lex;
 pub mod mpi;
 pub mod scan;
+mod sim;
 pub mod stream;
 
 use crate::error::{Error, Place, Result, Warning};
 use crate::model::*;
 use header::{EventDef, Kind, Role};
+use sim::{Batch, Code, Container, Loc, Sim};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::Path;
@@ -122,6 +124,14 @@ impl SymMap {
     /// The value of a canonical decimal key below `NUM_KEYS` (no sign, no leading zero).
     #[inline]
     fn numeric(k: &[u8]) -> Option<usize> {
+        // one or two digits (most aliases) without the general parser
+        match *k {
+            [a] if a.is_ascii_digit() => return Some((a - b'0') as usize),
+            [a @ b'1'..=b'9', b] if b.is_ascii_digit() => {
+                return Some(((a - b'0') * 10 + (b - b'0')) as usize)
+            }
+            _ => {}
+        }
         if k.is_empty() || k.len() > 7 || (k[0] == b'0' && k.len() > 1) {
             return None;
         }
@@ -188,83 +198,8 @@ struct Type {
     declared: u64,
 }
 
-struct Container {
-    name: String,
-    ty: u32,
-    parent: Option<u32>,
-    destroyed: bool,
-    /// (state type or u32::MAX for "messages only", location)
-    locs: Vec<(u32, u32)>,
-    /// (event, variable or link type, time of its last event): the time-order check.
-    last: Vec<(u32, u64)>,
-    /// (variable type, start time of its current piece).
-    pieces: Vec<(u32, u64)>,
-}
-
-/// Set the value of `key` in a short association list; the old value, if any.
-#[inline]
-fn replace(list: &mut Vec<(u32, u64)>, key: u32, v: u64) -> Option<u64> {
-    match list.iter_mut().find(|x| x.0 == key) {
-        Some(x) => Some(std::mem::replace(&mut x.1, v)),
-        None => {
-            list.push((key, v));
-            None
-        }
-    }
-}
-
-/// One location being filled.
-struct Loc {
-    container: u32,
-    events: Events,
-    /// Open states: region of each.
-    stack: Vec<RegionIdx>,
-    /// Time of the last state change (time-order check per (container, type)).
-    last: u64,
-    /// States entered so far: identifies the current state instance.
-    enters: u32,
-    /// The last StartLink sent from here: (state instance, time, key without its counter,
-    /// counter), to spot SimGrid's duplicated links (see `link`).
-    last_start: Option<(u32, u64, LinkKey, u64)>,
-}
-
-/// A SimGrid SMPI key `<src>_<dst>_<tag>_<n>`: (`<src>_<dst>_<tag>`, n).
-fn split_key(k: &[u8]) -> Option<(&[u8], u64)> {
-    let cut = k.iter().rposition(|&b| b == b'_')?;
-    Some((&k[..cut], lex::uint(&k[cut + 1..])?))
-}
-
-/// A link key: short ones inline (no allocation per link), long ones boxed.
-#[derive(Clone, PartialEq, Eq, Hash)]
-enum LinkKey {
-    Short(u8, [u8; 23]),
-    Long(Box<[u8]>),
-}
-
-impl LinkKey {
-    #[inline]
-    fn of(k: &[u8]) -> LinkKey {
-        if k.len() <= 23 {
-            let mut a = [0u8; 23];
-            a[..k.len()].copy_from_slice(k);
-            LinkKey::Short(k.len() as u8, a)
-        } else {
-            LinkKey::Long(Box::from(k))
-        }
-    }
-}
-
-/// One half of a link waiting for the other (keyed by container, type, key).
-struct Half {
-    start: bool,
-    /// Message size from the StartLink's `Size` field (0 if none).
-    bytes: u64,
-    /// The message event it produced: (location, message index).
-    msg: Option<(u32, u32)>,
-    /// A StartLink SimGrid wrote twice for one message: neither half is a message.
-    duplicate: bool,
-}
-
+/// The first half of the simulation: definitions, and the names of every event resolved to
+/// types, containers and regions (the second half, `sim.rs`, applies the resulting ops).
 struct Reader<'a> {
     path: &'a Path,
     /// Binary Paje: the `line` of errors and warnings is a byte offset.
@@ -277,7 +212,8 @@ struct Reader<'a> {
     type_ids: SymMap,
     /// Types by alias, looked up before names.
     type_aliases: SymMap,
-    containers: Vec<Container>,
+    /// Containers so far, the root `0` included.
+    ncontainers: u32,
     cont_ids: SymMap,
     /// Containers by alias, looked up before names (an alias may equal another's name).
     cont_aliases: SymMap,
@@ -287,21 +223,9 @@ struct Reader<'a> {
     value_region: Vec<Option<RegionIdx>>,
     region_ids: FxMap<String, RegionIdx>,
     regions: Vec<Region>,
-    /// Per region: Some(op) for blocking MPI collectives; whether it is MPI point-to-point.
-    region_coll: Vec<Option<u8>>,
-    region_p2p: Vec<bool>,
-    region_mpi: Vec<bool>,
-    locs: Vec<Loc>,
-    pending: FxMap<(u32, u32, LinkKey), Half>,
-    counts: PajeCounts,
-    pairs: u32,
-    messages: u64,
-    end_time: u64,
     creator: String,
     format_version: String,
     warnings: Vec<Warning>,
-    order_warnings: u64,
-    first_order_warning: Option<String>,
 }
 
 fn lossy(b: &[u8]) -> String {
@@ -326,10 +250,28 @@ pub fn read(path: &Path) -> Result<Trace> {
     // never undefined behaviour beyond what reading a racing file gives (as in the OTF2 reader).
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, "cannot map", e))?;
     if binary::sniff(&map) {
-        return parse_binary(path, &map);
+        let map = &map;
+        // the decoder gives back the pages it has passed, so the file's pages do not stay
+        // in the resident set beside the model
+        let release = move |from: usize, to: usize| {
+            // SAFETY: the mapping is read-only and never written: MADV_DONTNEED only drops
+            // its pages from the resident set, and a later read of them faults them in
+            // again from the file (the same contents), as the first read did.
+            let _ = unsafe {
+                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, to - from)
+            };
+        };
+        return exact_dates(path, |digits| {
+            let mut r = Reader::new(path, digits);
+            r.binary = true;
+            r.run_binary(map, Some(&release))
+        });
     }
     parse(path, &map)
 }
+
+/// Release the file's pages behind the binary decoder in steps of this many bytes.
+const RELEASE_STEP: usize = 1 << 25;
 
 /// Read the binary Paje trace in `data` (formats.md §F): the same simulation and model as
 /// the text reader, fed with the decoded events; dates are the binary64 times converted to
@@ -339,7 +281,7 @@ pub fn parse_binary(path: &Path, data: &[u8]) -> Result<Trace> {
     exact_dates(path, |digits| {
         let mut r = Reader::new(path, digits);
         r.binary = true;
-        r.run_binary(data)
+        r.run_binary(data, None)
     })
 }
 
@@ -350,12 +292,15 @@ pub fn parse(path: &Path, data: &[u8]) -> Result<Trace> {
 
 /// Read with ticks of 9 fraction digits (ns), again with 12 (ps) when a date had more, and
 /// a warning when even 12 were not enough.
-fn exact_dates<'a>(path: &Path, read: impl Fn(u32) -> Result<Reader<'a>>) -> Result<Trace> {
-    let first = read(9)?;
+fn exact_dates<'a>(
+    path: &Path,
+    read: impl Fn(u32) -> Result<(Reader<'a>, Sim<'a>)>,
+) -> Result<Trace> {
+    let (first, sim) = read(9)?;
     if !first.inexact {
-        return Ok(first.finish());
+        return Ok(first.finish(sim));
     }
-    let mut second = read(12)?;
+    let (mut second, sim) = read(12)?;
     if second.inexact {
         second.warnings.push(Warning {
             file: path.display().to_string(),
@@ -363,8 +308,14 @@ fn exact_dates<'a>(path: &Path, read: impl Fn(u32) -> Result<Reader<'a>>) -> Res
                 .into(),
         });
     }
-    Ok(second.finish())
+    Ok(second.finish(sim))
 }
+
+/// Times converted to ticks, remembered by the binary decoder: 2^this.
+const TIME_SLOT_BITS: u32 = 12;
+
+/// Ops per batch handed from the binary decoding thread to the simulation.
+const OPS_PER_BATCH: usize = 1 << 12;
 
 impl<'a> Reader<'a> {
     fn new(path: &'a Path, digits: u32) -> Reader<'a> {
@@ -377,7 +328,7 @@ impl<'a> Reader<'a> {
             types: Vec::new(),
             type_ids: SymMap::default(),
             type_aliases: SymMap::default(),
-            containers: Vec::new(),
+            ncontainers: 1,
             cont_ids: SymMap::default(),
             cont_aliases: SymMap::default(),
             value_names: Vec::new(),
@@ -385,23 +336,9 @@ impl<'a> Reader<'a> {
             value_region: Vec::new(),
             region_ids: FxMap::default(),
             regions: Vec::new(),
-            region_coll: Vec::new(),
-            region_p2p: Vec::new(),
-            region_mpi: Vec::new(),
-            locs: Vec::new(),
-            pending: FxMap::default(),
-            counts: PajeCounts {
-                containers: 1,
-                ..Default::default()
-            },
-            pairs: 0,
-            messages: 0,
-            end_time: 0,
             creator: String::new(),
             format_version: String::new(),
             warnings: Vec::new(),
-            order_warnings: 0,
-            first_order_warning: None,
         };
         // the implicit root type and container `0`
         r.types.push(Type {
@@ -411,15 +348,6 @@ impl<'a> Reader<'a> {
             declared: 0,
         });
         r.type_ids.insert(&b"0"[..], 0);
-        r.containers.push(Container {
-            name: "0".into(),
-            ty: 0,
-            parent: None,
-            destroyed: false,
-            locs: Vec::new(),
-            last: Vec::new(),
-            pieces: Vec::new(),
-        });
         r.cont_ids.insert(&b"0"[..], 0);
         r
     }
@@ -433,10 +361,11 @@ impl<'a> Reader<'a> {
         Error::format(self.path, place, what)
     }
 
-    /// Scan on a second thread (scan.rs), simulate here, batch by batch.
-    fn run(mut self, data: &[u8]) -> Result<Reader<'a>> {
+    /// Scan on a second thread (scan.rs), resolve and simulate here, batch by batch.
+    fn run(mut self, data: &[u8]) -> Result<(Reader<'a>, Sim<'a>)> {
         let path: &Path = self.path;
         let digits = self.digits;
+        let mut sim = Sim::new(path, false, digits);
         let (tx, rx) = std::sync::mpsc::sync_channel::<scan::Batch>(2);
         // emptied batches go back to the scanner, so their buffers are allocated once
         let (back_tx, back_rx) = std::sync::mpsc::sync_channel::<scan::Batch>(4);
@@ -453,8 +382,9 @@ impl<'a> Reader<'a> {
                 sc.inexact
             });
             let mut result = Ok(());
+            let mut ops = Batch::with_capacity(4);
             for mut b in rx.iter() {
-                if let Err(e) = self.consume(&mut b) {
+                if let Err(e) = self.consume(&mut b, &mut ops, &mut sim) {
                     result = Err(e);
                     break;
                 }
@@ -471,14 +401,75 @@ impl<'a> Reader<'a> {
                 "internal error: the Paje scanner failed",
             )
         })?;
-        Ok(self)
+        Ok((self, sim))
     }
 
-    /// Decode (binary.rs) and simulate, event by event.
-    fn run_binary(mut self, data: &[u8]) -> Result<Reader<'a>> {
+    /// Decode (binary.rs) and resolve on a second thread, simulate (sim.rs) here, batch by
+    /// batch: the two halves of the work run side by side.
+    fn run_binary(
+        self,
+        data: &[u8],
+        release: Option<&(dyn Fn(usize, usize) + Sync)>,
+    ) -> Result<(Reader<'a>, Sim<'a>)> {
+        let path = self.path;
+        let mut sim = Sim::new(path, true, self.digits);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(4);
+        let (back_tx, back_rx) = std::sync::mpsc::sync_channel::<Batch>(8);
+        let (result, reader) = std::thread::scope(|s| {
+            let decoder = s.spawn(move || {
+                let mut r = self;
+                let mut batch = Batch::with_capacity(OPS_PER_BATCH);
+                if let Err(e) = r.decode(data, &mut batch, &tx, &back_rx, release) {
+                    batch.err = Some(Box::new(e));
+                    batch.push(Code::Err, 0, 0, 0, 0, 0);
+                }
+                let _ = tx.send(batch);
+                r
+            });
+            let mut result = Ok(());
+            for mut b in rx.iter() {
+                if let Err(e) = sim.apply(&mut b) {
+                    result = Err(e);
+                    break;
+                }
+                b.clear();
+                let _ = back_tx.try_send(b);
+            }
+            drop(rx);
+            (result, decoder.join())
+        });
+        result?;
+        let reader = reader.map_err(|_| {
+            Error::format(
+                path,
+                Place::File,
+                "internal error: the binary Paje decoder failed",
+            )
+        })?;
+        Ok((reader, sim))
+    }
+
+    /// Decode every event and resolve it into `batch`, handing full batches to `tx`.
+    fn decode<'d>(
+        &mut self,
+        data: &'d [u8],
+        batch: &mut Batch,
+        tx: &std::sync::mpsc::SyncSender<Batch>,
+        back: &std::sync::mpsc::Receiver<Batch>,
+        release: Option<&(dyn Fn(usize, usize) + Sync)>,
+    ) -> Result<()>
+    where
+        'a: 'd,
+    {
         let mut dec = binary::Decoder::new(self.path, data)?;
         let mut f: [&[u8]; binary::MAX_FIELDS] = [&[]; binary::MAX_FIELDS];
         let mut ev = binary::Event::new();
+        let mut released = 0;
+        // recently converted times, (bits, ticks) by a hash of the bits (0.0 s is 0 ticks)
+        let mut times = vec![(0u64, 0u64); 1 << TIME_SLOT_BITS];
+        let time_slot = |x: f64| {
+            (x.to_bits().wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - TIME_SLOT_BITS)) as usize
+        };
         loop {
             match dec.next_step(&mut ev)? {
                 binary::Step::End => break,
@@ -486,33 +477,54 @@ impl<'a> Reader<'a> {
                 binary::Step::Event => {}
             }
             let d = &dec.defs[ev.def as usize];
-            for (slot, v) in f.iter_mut().zip(ev.fields()) {
-                *slot = match v {
+            for (slot, v) in f.iter_mut().zip(&ev.vals).take(ev.n) {
+                *slot = match *v {
                     binary::Val::Str(s) => s,
                     _ => b"",
                 };
             }
-            let t = if d.def.has(Role::Time) {
-                match ev.vals[d.def.at(Role::Time)] {
-                    binary::Val::Num(x) => lex::seconds_to_ticks(x, self.digits, &mut self.inexact)
-                        .map_err(|e| {
+            let t = match d.def.has(Role::Time).then(|| ev.vals[d.def.at(Role::Time)]) {
+                // times recur (on every container, at the start and end of a state):
+                // convert each once
+                Some(binary::Val::Num(x)) if times[time_slot(x)].0 == x.to_bits() => {
+                    times[time_slot(x)].1
+                }
+                Some(binary::Val::Num(x)) => {
+                    let t = lex::seconds_to_ticks(x, self.digits, &mut self.inexact).map_err(
+                        |e| {
                             self.err(
                                 ev.offset,
                                 format!("{} has the time {x} s ({e:?}); expected a date of at least 0 s", d.kind),
                             )
-                        })?,
-                    _ => 0,
+                        },
+                    )?;
+                    times[time_slot(x)] = (x.to_bits(), t);
+                    t
                 }
-            } else {
-                0
+                _ => 0,
             };
-            if t > self.end_time {
-                self.end_time = t;
+            self.event(&d.def, &f[..ev.n], t, ev.offset, batch)?;
+            if let Some(release) = release {
+                // nothing refers to the bytes before the event just decoded any more (names
+                // and keys are copied; references of the reference variant that point back
+                // are read again from the file)
+                let upto = (ev.offset as usize) & !(RELEASE_STEP - 1);
+                if upto > released {
+                    release(released, upto);
+                    released = upto;
+                }
             }
-            self.event(&d.def, &f[..ev.n], t, ev.offset)?;
+            if batch.len() >= OPS_PER_BATCH {
+                let next = back
+                    .try_recv()
+                    .unwrap_or_else(|_| Batch::with_capacity(OPS_PER_BATCH));
+                if tx.send(std::mem::replace(batch, next)).is_err() {
+                    return Ok(()); // the simulation stopped at an error
+                }
+            }
         }
         self.origin_binary(&dec);
-        Ok(self)
+        Ok(())
     }
 
     /// What the decoder found out about the file: variant, layout, the AddVariable fix.
@@ -540,7 +552,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn consume(&mut self, b: &mut scan::Batch) -> Result<()> {
+    fn consume(&mut self, b: &mut scan::Batch, ops: &mut Batch, sim: &mut Sim) -> Result<()> {
         let fields = &b.fields;
         for item in b.items.drain(..) {
             match item {
@@ -555,10 +567,9 @@ impl<'a> Reader<'a> {
                 } => {
                     let d = self.defs[def as usize].clone();
                     let f = &fields[first as usize..first as usize + d.nfields];
-                    if time > self.end_time {
-                        self.end_time = time;
-                    }
-                    self.event(&d, f, time, line)?;
+                    self.event(&d, f, time, line, ops)?;
+                    sim.apply(ops)?;
+                    ops.clear();
                 }
             }
         }
@@ -649,8 +660,8 @@ impl<'a> Reader<'a> {
         k
     }
 
-    /// The region of state value `k` of state type `ty`.
-    fn region_of_value(&mut self, k: u32, ty: u32) -> RegionIdx {
+    /// The region of state value `k` of state type `ty` (a new one is announced in `out`).
+    fn region_of_value(&mut self, k: u32, ty: u32, out: &mut Batch) -> RegionIdx {
         if let Some(r) = self.value_region[k as usize] {
             return r;
         }
@@ -664,13 +675,12 @@ impl<'a> Reader<'a> {
                 let coll = (paradigm == Paradigm::MPI)
                     .then(|| mpi::collective_op(&name))
                     .flatten();
-                self.region_coll.push(coll);
-                self.region_p2p.push(
-                    paradigm == Paradigm::MPI && role == RegionRole::POINT2POINT
-                        || name.starts_with("MPI_Wait")
-                        || name.starts_with("MPI_Test"),
-                );
-                self.region_mpi.push(paradigm == Paradigm::MPI);
+                let p2p = paradigm == Paradigm::MPI && role == RegionRole::POINT2POINT
+                    || name.starts_with("MPI_Wait")
+                    || name.starts_with("MPI_Test");
+                let isend = name.starts_with("MPI_I");
+                let coll = coll.map_or(u32::MAX, u32::from);
+                out.push(Code::Region, coll, p2p as u32, isend as u32, 0, 0);
                 self.regions.push(Region {
                     id: r as u64,
                     name: name.clone(),
@@ -695,104 +705,129 @@ impl<'a> Reader<'a> {
         r
     }
 
-    /// The location of (container, state type); `u32::MAX` = the container's message location.
-    fn loc(&mut self, c: u32, stype: u32) -> u32 {
-        let cont = &mut self.containers[c as usize];
-        if let Some(&(_, l)) = cont.locs.iter().find(|x| x.0 == stype) {
-            return l;
-        }
-        if stype == u32::MAX {
-            if let Some(&(_, l)) = cont.locs.first() {
-                return l;
-            }
-        } else if let Some(x) = cont.locs.iter_mut().find(|x| x.0 == u32::MAX) {
-            // a location made for messages before the first state: it takes this type
-            x.0 = stype;
-            return x.1;
-        }
-        let l = self.locs.len() as u32;
-        cont.locs.push((stype, l));
-        self.locs.push(Loc {
-            container: c,
-            events: Events::default(),
-            stack: Vec::new(),
-            last: 0,
-            enters: 0,
-            last_start: None,
-        });
-        l
-    }
-
-    fn check_order(&mut self, last: u64, t: u64, what: &str, c: u32, line: u64) {
-        if t < last {
-            self.order_warnings += 1;
-            if self.first_order_warning.is_none() {
-                self.first_order_warning = Some(format!(
-                    "{} {line}: {what} of container '{}' at {} s is earlier than the previous one at {} s",
-                    if self.binary { "byte" } else { "line" },
-                    self.containers[c as usize].name,
-                    t as f64 / 10f64.powi(self.digits as i32),
-                    last as f64 / 10f64.powi(self.digits as i32),
-                ));
-            }
-        }
-    }
-
-    fn leave_top(&mut self, l: u32, t: u64) {
-        let loc = &mut self.locs[l as usize];
-        if let Some(r) = loc.stack.pop() {
-            if let Some(op) = self.region_coll[r as usize] {
-                loc.events.push_coll(
-                    t,
-                    EventKind::MpiCollectiveEnd,
-                    Coll {
-                        op,
-                        // the region for now; the reconstructed communicator in `finish`
-                        comm: r,
-                        root: if mpi::rooted(op) { 0 } else { u32::MAX },
-                        // the trace holds no payload: unknown, stored as 0 (the analysis
-                        // treats unknown payloads of reconstructed instances as > 0)
-                        sent: 0,
-                        received: 0,
-                        request: None,
-                    },
-                );
-            }
-            loc.events.push_region(t, EventKind::Leave, r);
-        }
-    }
-
-    /// Close every open state of location `l` at `t`.
-    #[inline]
-    fn leave_all(&mut self, l: u32, t: u64) {
-        while !self.locs[l as usize].stack.is_empty() {
-            self.leave_top(l, t);
-        }
-    }
-
-    fn event(&mut self, def: &EventDef, f: &[&[u8]], t: u64, line: u64) -> Result<()> {
+    /// Resolve one event's names; what the simulation must do goes to `out`.
+    fn event(
+        &mut self,
+        def: &EventDef,
+        f: &[&[u8]],
+        t: u64,
+        line: u64,
+        out: &mut Batch,
+    ) -> Result<()> {
         match def.kind {
-            Kind::DefineContainerType => self.define_type(def, f, Nature::Container, line),
-            Kind::DefineStateType => self.define_type(def, f, Nature::State, line),
-            Kind::DefineEventType => self.define_type(def, f, Nature::Event, line),
-            Kind::DefineVariableType => self.define_type(def, f, Nature::Variable, line),
-            Kind::DefineLinkType => self.define_type(def, f, Nature::Link, line),
-            Kind::DefineEntityValue => self.define_value(def, f, line),
-            Kind::CreateContainer => self.create_container(def, f, line),
-            Kind::DestroyContainer => self.destroy_container(def, f, t, line),
-            Kind::NewEvent => self.new_event(def, f, t, line),
+            Kind::DefineContainerType => self.define_type(def, f, Nature::Container, line)?,
+            Kind::DefineStateType => self.define_type(def, f, Nature::State, line)?,
+            Kind::DefineEventType => self.define_type(def, f, Nature::Event, line)?,
+            Kind::DefineVariableType => self.define_type(def, f, Nature::Variable, line)?,
+            Kind::DefineLinkType => self.define_type(def, f, Nature::Link, line)?,
+            Kind::DefineEntityValue => self.define_value(def, f, line)?,
+            Kind::CreateContainer => {
+                let (ty, parent) = self.type_and_container(
+                    def,
+                    f,
+                    Nature::Container,
+                    "PajeCreateContainer",
+                    line,
+                )?;
+                let name = f[def.at(Role::Name)];
+                let idx = self.ncontainers;
+                self.ncontainers += 1;
+                self.cont_ids.insert(name, idx);
+                if def.has(Role::Alias) {
+                    self.cont_aliases.insert(f[def.at(Role::Alias)], idx);
+                }
+                out.names.push(lossy(name));
+                out.push(Code::Container, ty, parent, 0, t, line);
+                return Ok(());
+            }
+            Kind::DestroyContainer => {
+                let ty = f[def.at(Role::Type)];
+                self.type_of(ty, Nature::Container, "PajeDestroyContainer", line)?;
+                let c = self.container(f[def.at(Role::Name)], line)?;
+                out.push(Code::Destroy, 0, c, 0, t, line);
+                return Ok(());
+            }
+            Kind::NewEvent => {
+                let (ty, c) =
+                    self.type_and_container(def, f, Nature::Event, "PajeNewEvent", line)?;
+                out.push(Code::NewEvent, ty, c, 0, t, line);
+                return Ok(());
+            }
             Kind::SetState | Kind::PushState | Kind::PopState | Kind::ResetState => {
-                self.state(def, f, t, line)
+                let (ty, c) =
+                    self.type_and_container(def, f, Nature::State, "a state event", line)?;
+                let region = if matches!(def.kind, Kind::PushState | Kind::SetState) {
+                    let v = self.value(ty, f[def.at(Role::Value)]);
+                    self.region_of_value(v, ty, out)
+                } else {
+                    0
+                };
+                let code = match def.kind {
+                    Kind::SetState => Code::SetState,
+                    Kind::PushState => Code::PushState,
+                    Kind::PopState => Code::PopState,
+                    _ => Code::ResetState,
+                };
+                out.push(code, ty, c, region, t, line);
+                return Ok(());
             }
             Kind::SetVariable | Kind::AddVariable | Kind::SubVariable => {
-                self.variable(def, f, t, line)
+                let (ty, c) =
+                    self.type_and_container(def, f, Nature::Variable, "a variable event", line)?;
+                let code = match def.kind {
+                    Kind::SetVariable => Code::SetVariable,
+                    Kind::AddVariable => Code::AddVariable,
+                    _ => Code::SubVariable,
+                };
+                out.push(code, ty, c, 0, t, line);
+                return Ok(());
             }
-            Kind::StartLink | Kind::EndLink => self.link(def, f, t, line),
-            Kind::TraceFile => Err(self.err(
-                line,
-                "PajeTraceFile (including another trace file) is not supported",
-            )),
+            Kind::StartLink | Kind::EndLink => return self.link(def, f, t, line, out),
+            Kind::TraceFile => {
+                return Err(self.err(
+                    line,
+                    "PajeTraceFile (including another trace file) is not supported",
+                ))
+            }
         }
+        // a definition with a Time field still moves the end of the trace
+        if t > 0 {
+            out.push(Code::Time, 0, 0, 0, t, line);
+        }
+        Ok(())
+    }
+
+    fn link(
+        &mut self,
+        def: &EventDef,
+        f: &[&[u8]],
+        t: u64,
+        line: u64,
+        out: &mut Batch,
+    ) -> Result<()> {
+        let start = def.kind == Kind::StartLink;
+        let ty = self.type_of(f[def.at(Role::Type)], Nature::Link, "a link event", line)?;
+        let c = self.container(f[def.at(Role::Container)], line)?;
+        let end_role = if start {
+            Role::StartContainer
+        } else {
+            Role::EndContainer
+        };
+        let e = self.container(f[def.at(end_role)], line)?;
+        let size = if start && def.has(Role::Size) {
+            lex::lenient_count(f[def.at(Role::Size)]).unwrap_or(0)
+        } else {
+            0
+        };
+        out.keys
+            .push((sim::LinkKey::of(f[def.at(Role::Key)]), size));
+        let code = if start {
+            Code::StartLink
+        } else {
+            Code::EndLink
+        };
+        out.push(code, ty, c, e, t, line);
+        Ok(())
     }
 
     fn define_value(&mut self, def: &EventDef, f: &[&[u8]], line: u64) -> Result<()> {
@@ -822,247 +857,14 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    fn create_container(&mut self, def: &EventDef, f: &[&[u8]], line: u64) -> Result<()> {
-        let (ty, parent) =
-            self.type_and_container(def, f, Nature::Container, "PajeCreateContainer", line)?;
-        let name = f[def.at(Role::Name)];
-        let idx = self.containers.len() as u32;
-        self.containers.push(Container {
-            name: lossy(name),
-            ty,
-            parent: Some(parent),
-            destroyed: false,
-            locs: Vec::new(),
-            last: Vec::new(),
-            pieces: Vec::new(),
-        });
-        self.cont_ids.insert(name, idx);
-        if def.has(Role::Alias) {
-            self.cont_aliases.insert(f[def.at(Role::Alias)], idx);
-        }
-        self.counts.containers += 1;
-        Ok(())
-    }
-
-    fn destroy_container(&mut self, def: &EventDef, f: &[&[u8]], t: u64, line: u64) -> Result<()> {
-        self.type_of(
-            f[def.at(Role::Type)],
-            Nature::Container,
-            "PajeDestroyContainer",
-            line,
-        )?;
-        let c = self.container(f[def.at(Role::Name)], line)?;
-        let locs: Vec<u32> = self.containers[c as usize]
-            .locs
-            .iter()
-            .map(|x| x.1)
-            .collect();
-        for l in locs {
-            self.leave_all(l, t);
-        }
-        self.containers[c as usize].destroyed = true;
-        Ok(())
-    }
-
-    #[inline]
-    fn new_event(&mut self, def: &EventDef, f: &[&[u8]], t: u64, line: u64) -> Result<()> {
-        let (ty, c) = self.type_and_container(def, f, Nature::Event, "PajeNewEvent", line)?;
-        let last = replace(&mut self.containers[c as usize].last, ty, t).unwrap_or(0);
-        self.check_order(last, t, "an event", c, line);
-        self.counts.events += 1;
-        Ok(())
-    }
-
-    /// PajeSetState, PajePushState, PajePopState, PajeResetState: Enter and Leave events.
-    #[inline(always)]
-    fn state(&mut self, def: &EventDef, f: &[&[u8]], t: u64, line: u64) -> Result<()> {
-        let (ty, c) = self.type_and_container(def, f, Nature::State, "a state event", line)?;
-        let l = self.loc(c, ty);
-        let last = self.locs[l as usize].last;
-        self.check_order(last, t, "a state change", c, line);
-        self.locs[l as usize].last = t.max(last);
-        match def.kind {
-            Kind::PushState | Kind::SetState => {
-                if def.kind == Kind::SetState {
-                    self.leave_all(l, t);
-                }
-                let v = self.value(ty, f[def.at(Role::Value)]);
-                let r = self.region_of_value(v, ty);
-                let loc = &mut self.locs[l as usize];
-                loc.stack.push(r);
-                loc.events.push_region(t, EventKind::Enter, r);
-                loc.enters = loc.enters.wrapping_add(1);
-                self.counts.states += 1;
-            }
-            Kind::PopState => {
-                if self.locs[l as usize].stack.is_empty() {
-                    return Err(self.err(
-                        line,
-                        format!(
-                            "PajePopState on container '{}' whose state stack is empty",
-                            self.containers[c as usize].name
-                        ),
-                    ));
-                }
-                self.leave_top(l, t);
-            }
-            _ => self.leave_all(l, t),
-        }
-        Ok(())
-    }
-
-    /// PajeSetVariable, PajeAddVariable, PajeSubVariable: counted as pj_dump counts pieces.
-    #[inline]
-    fn variable(&mut self, def: &EventDef, f: &[&[u8]], t: u64, line: u64) -> Result<()> {
-        let (ty, c) =
-            self.type_and_container(def, f, Nature::Variable, "a variable event", line)?;
-        let last = replace(&mut self.containers[c as usize].last, ty, t).unwrap_or(0);
-        self.check_order(last, t, "a variable change", c, line);
-        // a change at the start time of the current piece modifies it (formats.md §C.4)
-        match replace(&mut self.containers[c as usize].pieces, ty, t) {
-            Some(start) if start == t => {}
-            Some(_) => self.counts.variables += 1,
-            None => {
-                if def.kind != Kind::SetVariable {
-                    return Err(self.err(
-                        line,
-                        format!(
-                            "{} on container '{}' before any PajeSetVariable of that variable",
-                            def.kind, self.containers[c as usize].name
-                        ),
-                    ));
-                }
-                self.counts.variables += 1;
-            }
-        }
-        Ok(())
-    }
-
-    fn link(&mut self, def: &EventDef, f: &[&[u8]], t: u64, line: u64) -> Result<()> {
-        let start = def.kind == Kind::StartLink;
-        let ty = self.type_of(f[def.at(Role::Type)], Nature::Link, "a link event", line)?;
-        let c = self.container(f[def.at(Role::Container)], line)?;
-        let end_role = if start {
-            Role::StartContainer
-        } else {
-            Role::EndContainer
-        };
-        let e = self.container(f[def.at(end_role)], line)?;
-        let last = replace(&mut self.containers[c as usize].last, ty, t).unwrap_or(0);
-        self.check_order(last, t, "a link end", c, line);
-        let key = LinkKey::of(f[def.at(Role::Key)]);
-        let other = self.pending.remove(&(c, ty, key.clone()));
-        if let Some(h) = &other {
-            if h.start == start {
-                return Err(self.err(
-                    line,
-                    format!(
-                        "link key '{}' is already open with a {} on this container and type",
-                        lossy(f[def.at(Role::Key)]),
-                        if start {
-                            "PajeStartLink"
-                        } else {
-                            "PajeEndLink"
-                        }
-                    ),
-                ));
-            }
-        }
-        let bytes = if start {
-            if def.has(Role::Size) {
-                lex::lenient_count(f[def.at(Role::Size)]).unwrap_or(0)
-            } else {
-                0
-            }
-        } else {
-            other.as_ref().map_or(0, |h| h.bytes)
-        };
-        // a message end only inside an MPI point-to-point or wait state
-        let mut msg = None;
-        let mut duplicate = false;
-        if let Some(&(_, l)) = self.containers[e as usize].locs.first() {
-            if let Some(&r) = self.locs[l as usize].stack.last() {
-                if start {
-                    // SimGrid with `tracing/smpi/internals` writes every user MPI_Isend as two
-                    // links with consecutive keys, same time, same state instance (testdata/
-                    // smpi/README.md): the second is no message of its own
-                    let loc = &mut self.locs[l as usize];
-                    if let Some((prefix, n)) = split_key(f[def.at(Role::Key)]) {
-                        let prefix = LinkKey::of(prefix);
-                        duplicate = matches!(&loc.last_start,
-                            Some((inst, tp, pp, np))
-                                if *inst == loc.enters && *tp == t && *pp == prefix && n == np + 1);
-                        loc.last_start = Some((loc.enters, t, prefix, n));
-                    }
-                } else {
-                    duplicate = other.as_ref().is_some_and(|h| h.duplicate);
-                }
-                if self.region_p2p[r as usize] && !duplicate {
-                    let kind = match (start, self.regions[r as usize].name.starts_with("MPI_I")) {
-                        (true, true) => EventKind::MpiIsend,
-                        (true, false) => EventKind::MpiSend,
-                        (false, _) => EventKind::MpiRecv,
-                    };
-                    let loc = &mut self.locs[l as usize];
-                    let i = loc.events.msg.peer.len() as u32;
-                    loc.events.push_msg(
-                        t,
-                        kind,
-                        Msg {
-                            peer: u32::MAX,
-                            comm: 0,
-                            tag: 0,
-                            bytes,
-                            request: None,
-                        },
-                    );
-                    msg = Some((l, i));
-                    self.messages += 1;
-                }
-            }
-        }
-        match other {
-            Some(h) => {
-                self.counts.links += 1;
-                if let (Some((la, ia)), Some((lb, ib))) = (h.msg, msg) {
-                    // paired by key: a tag unique to the pair makes the replay's matching
-                    // (comm, from, to, tag, order) pair exactly these two (patterns.md §5.3.6)
-                    let tag = self.pairs;
-                    self.pairs = self.pairs.wrapping_add(1);
-                    for (l, i, peer) in [(la, ia, lb), (lb, ib, la)] {
-                        let m = &mut self.locs[l as usize].events.msg;
-                        m.peer[i as usize] = peer;
-                        m.tag[i as usize] = tag;
-                    }
-                }
-            }
-            None => {
-                self.pending.insert(
-                    (c, ty, key),
-                    Half {
-                        start,
-                        bytes,
-                        msg,
-                        duplicate,
-                    },
-                );
-            }
-        }
-        Ok(())
-    }
-
     /// The common model from what the simulation built; states still open close at the end.
-    fn finish(mut self) -> Trace {
-        let end = self.end_time;
-        // states still open close at the end of the trace (as PajeNG closes containers)
-        for l in 0..self.locs.len() as u32 {
-            self.leave_all(l, end);
-        }
-        self.end_warnings();
-        let (system_tree, node_of) = system_tree(&self.containers, &self.types);
-        let locs = std::mem::take(&mut self.locs);
+    fn finish(mut self, mut sim: Sim) -> Trace {
+        sim.close(&mut self.warnings);
+        let end = sim.end_time;
+        let (system_tree, node_of) = system_tree(&sim.containers, &self.types);
+        let locs = std::mem::take(&mut sim.locs);
         let (location_groups, locations, mut events) =
-            locations(locs, &self.containers, &self.types, &node_of);
+            locations(locs, &sim.containers, &self.types, &node_of);
         let comms = communicators(&self.regions, &locations, &mut events);
         let record_counts = record_counts(&self.types);
         Trace {
@@ -1090,32 +892,8 @@ impl<'a> Reader<'a> {
             },
             events,
             warnings: self.warnings,
-            paje: Some(self.counts),
+            paje: Some(sim.counts),
             native_event_kinds: Default::default(),
-        }
-    }
-
-    /// Events out of time order, link halves without the other half.
-    fn end_warnings(&mut self) {
-        let file = self.path.display().to_string();
-        if self.order_warnings > 0 {
-            self.warnings.push(Warning {
-                file: file.clone(),
-                message: format!(
-                    "{} event(s) are not time-ordered within their container and type (PajeNG rejects this; perfexpert keeps the file order); first at {}",
-                    self.order_warnings,
-                    self.first_order_warning.as_deref().unwrap_or("?")
-                ),
-            });
-        }
-        if !self.pending.is_empty() {
-            self.warnings.push(Warning {
-                file: file.clone(),
-                message: format!(
-                    "{} link half/halves without the other half (not counted as links)",
-                    self.pending.len()
-                ),
-            });
         }
     }
 }

@@ -1,0 +1,675 @@
+//! The second half of the Paje simulation: what happens to containers, state stacks, links
+//! and variable pieces once every name of an event is resolved to an index (`mod.rs` resolves
+//! types, containers and state values and hands over an `Op` per event). Text traces apply
+//! the ops as they are resolved; binary traces resolve on the decoding thread and apply them
+//! here on a second one, so the two halves run side by side.
+
+use super::header::Kind;
+use super::lex;
+use super::FxMap;
+use crate::error::{Error, Place, Result, Warning};
+use crate::model::*;
+use std::path::Path;
+
+/// What an op does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Code {
+    /// PajeCreateContainer: the next container index (`ty`, `c` = parent, name from the
+    /// batch's `names`).
+    Container,
+    /// A new region, made when a state value is first used (`ty` = collective op or
+    /// u32::MAX, `c` = point-to-point or wait/test, `x` = its name starts with `MPI_I`).
+    Region,
+    Destroy,
+    NewEvent,
+    /// The state events, `x` = the region of the value (Set, Push).
+    SetState,
+    PushState,
+    PopState,
+    ResetState,
+    SetVariable,
+    AddVariable,
+    SubVariable,
+    /// The link ends, `x` = the start or end container; key and `Size` from the batch's
+    /// `keys`.
+    StartLink,
+    EndLink,
+    /// A definition with a Time field: it only moves the end of the trace.
+    Time,
+    /// The first error of the file: the batch's `err`.
+    Err,
+}
+
+/// One resolved Paje event: 24 bytes, so that handing them from the decoding thread to the
+/// simulation moves little memory between the cores (the rarely needed parts live in side
+/// vectors of the batch).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Op {
+    pub code: Code,
+    pub ty: u32,
+    pub c: u32,
+    pub x: u32,
+    pub t: u64,
+}
+
+/// Ops in file order with their lines (or byte offsets), link keys and sizes, container
+/// names and the error that ends the file, if any.
+#[derive(Default)]
+pub(super) struct Batch {
+    pub ops: Vec<Op>,
+    pub lines: Vec<u64>,
+    pub keys: Vec<(LinkKey, u64)>,
+    pub names: Vec<String>,
+    pub err: Option<Box<Error>>,
+}
+
+impl Batch {
+    pub fn with_capacity(n: usize) -> Batch {
+        Batch {
+            ops: Vec::with_capacity(n),
+            lines: Vec::with_capacity(n),
+            keys: Vec::with_capacity(n / 4),
+            names: Vec::new(),
+            err: None,
+        }
+    }
+
+    #[inline(always)]
+    pub fn push(&mut self, code: Code, ty: u32, c: u32, x: u32, t: u64, line: u64) {
+        self.ops.push(Op { code, ty, c, x, t });
+        self.lines.push(line);
+    }
+
+    pub fn clear(&mut self) {
+        self.ops.clear();
+        self.lines.clear();
+        self.keys.clear();
+        self.names.clear();
+        self.err = None;
+    }
+
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Read one word of every cache line of the ops and keys before they are used: the
+    /// decoding thread wrote them on the other core, and independent loads fetch them many
+    /// at a time where the simulation's dependent ones would wait for each in turn.
+    #[inline]
+    fn touch(&self) {
+        let mut acc = 0u64;
+        for op in self.ops.iter().step_by(2) {
+            acc ^= op.t;
+        }
+        for k in self.keys.iter().step_by(2) {
+            acc ^= k.1;
+        }
+        std::hint::black_box(acc);
+    }
+}
+
+pub(super) struct Container {
+    pub name: String,
+    pub ty: u32,
+    pub parent: Option<u32>,
+    pub destroyed: bool,
+    /// (state type or u32::MAX for "messages only", location)
+    pub locs: Vec<(u32, u32)>,
+    /// (event, variable or link type, time of its last event): the time-order check.
+    last: Vec<(u32, u64)>,
+    /// (variable type, start time of its current piece).
+    pieces: Vec<(u32, u64)>,
+}
+
+impl Container {
+    pub fn new(name: String, ty: u32, parent: Option<u32>) -> Container {
+        Container {
+            name,
+            ty,
+            parent,
+            destroyed: false,
+            locs: Vec::new(),
+            last: Vec::new(),
+            pieces: Vec::new(),
+        }
+    }
+}
+
+/// Set the value of `key` in a short association list; the old value, if any.
+#[inline]
+fn replace(list: &mut Vec<(u32, u64)>, key: u32, v: u64) -> Option<u64> {
+    match list.iter_mut().find(|x| x.0 == key) {
+        Some(x) => Some(std::mem::replace(&mut x.1, v)),
+        None => {
+            list.push((key, v));
+            None
+        }
+    }
+}
+
+/// One location being filled.
+pub(super) struct Loc {
+    pub container: u32,
+    pub events: Events,
+    /// Open states: region of each.
+    stack: Vec<RegionIdx>,
+    /// Time of the last state change (time-order check per (container, type)).
+    last: u64,
+    /// States entered so far: identifies the current state instance.
+    enters: u32,
+    /// The last StartLink sent from here: (state instance, time, key without its counter,
+    /// counter), to spot SimGrid's duplicated links (see `link`).
+    last_start: Option<(u32, u64, LinkKey, u64)>,
+}
+
+/// A SimGrid SMPI key `<src>_<dst>_<tag>_<n>`: (`<src>_<dst>_<tag>`, n).
+fn split_key(k: &[u8]) -> Option<(&[u8], u64)> {
+    let cut = k.iter().rposition(|&b| b == b'_')?;
+    Some((&k[..cut], lex::uint(&k[cut + 1..])?))
+}
+
+/// A link key: short ones inline in three aligned words (no allocation per link; the last
+/// byte holds the length), long ones boxed.
+#[derive(Clone, PartialEq, Eq)]
+pub(super) enum LinkKey {
+    Short([u64; 3]),
+    Long(Box<[u8]>),
+}
+
+impl std::hash::Hash for LinkKey {
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        match self {
+            LinkKey::Short(w) => {
+                h.write_u64(w[0]);
+                h.write_u64(w[1]);
+                h.write_u64(w[2]);
+            }
+            LinkKey::Long(b) => h.write(b),
+        }
+    }
+}
+
+impl Default for LinkKey {
+    fn default() -> Self {
+        LinkKey::Short([0; 3])
+    }
+}
+
+impl LinkKey {
+    #[inline]
+    pub fn of(k: &[u8]) -> LinkKey {
+        if k.len() <= 23 {
+            let mut a = [0u8; 24];
+            a[..k.len()].copy_from_slice(k);
+            a[23] = k.len() as u8;
+            let w = |i: usize| {
+                u64::from_le_bytes([
+                    a[i],
+                    a[i + 1],
+                    a[i + 2],
+                    a[i + 3],
+                    a[i + 4],
+                    a[i + 5],
+                    a[i + 6],
+                    a[i + 7],
+                ])
+            };
+            LinkKey::Short([w(0), w(8), w(16)])
+        } else {
+            LinkKey::Long(Box::from(k))
+        }
+    }
+
+    /// `f` of the key's bytes.
+    #[inline]
+    fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        match self {
+            LinkKey::Short(w) => {
+                let mut a = [0u8; 24];
+                for (i, x) in w.iter().enumerate() {
+                    a[8 * i..8 * i + 8].copy_from_slice(&x.to_le_bytes());
+                }
+                f(&a[..a[23] as usize])
+            }
+            LinkKey::Long(b) => f(b),
+        }
+    }
+}
+
+/// One half of a link waiting for the other (keyed by container, type, key).
+struct Half {
+    start: bool,
+    /// Message size from the StartLink's `Size` field (0 if none).
+    bytes: u64,
+    /// The message event it produced: (location, message index).
+    msg: Option<(u32, u32)>,
+    /// A StartLink SimGrid wrote twice for one message: neither half is a message.
+    duplicate: bool,
+}
+
+/// The simulation's state: containers, locations and their events, open link halves,
+/// counts.
+pub(super) struct Sim<'p> {
+    path: &'p Path,
+    /// Binary Paje: the `line` of errors and warnings is a byte offset.
+    binary: bool,
+    digits: u32,
+    pub containers: Vec<Container>,
+    pub locs: Vec<Loc>,
+    /// Per region: Some(op) for blocking MPI collectives; whether it is MPI point-to-point
+    /// (or wait/test); whether its name starts with `MPI_I`.
+    region_coll: Vec<Option<u8>>,
+    region_p2p: Vec<bool>,
+    region_isend: Vec<bool>,
+    pending: FxMap<(u32, u32, LinkKey), Half>,
+    pub counts: PajeCounts,
+    pairs: u32,
+    pub end_time: u64,
+    order_warnings: u64,
+    first_order_warning: Option<String>,
+}
+
+impl<'p> Sim<'p> {
+    pub fn new(path: &'p Path, binary: bool, digits: u32) -> Sim<'p> {
+        Sim {
+            path,
+            binary,
+            digits,
+            // the implicit root container `0`
+            containers: vec![Container::new("0".into(), 0, None)],
+            locs: Vec::new(),
+            region_coll: Vec::new(),
+            region_p2p: Vec::new(),
+            region_isend: Vec::new(),
+            pending: FxMap::default(),
+            counts: PajeCounts {
+                containers: 1,
+                ..Default::default()
+            },
+            pairs: 0,
+            end_time: 0,
+            order_warnings: 0,
+            first_order_warning: None,
+        }
+    }
+
+    fn err(&self, line: u64, what: impl Into<String>) -> Error {
+        let place = if self.binary {
+            Place::Byte(line)
+        } else {
+            Place::Line(line)
+        };
+        Error::format(self.path, place, what)
+    }
+
+    /// Apply the ops of a batch, in file order (the batch is left as it is).
+    pub fn apply(&mut self, b: &mut Batch) -> Result<()> {
+        b.touch();
+        let (mut keys, mut names) = (0, 0);
+        for (i, op) in b.ops.iter().enumerate() {
+            let Op { code, ty, c, x, t } = *op;
+            self.time(t);
+            match code {
+                Code::PushState | Code::PopState | Code::SetState | Code::ResetState => {
+                    let kind = match code {
+                        Code::PushState => Kind::PushState,
+                        Code::PopState => Kind::PopState,
+                        Code::SetState => Kind::SetState,
+                        _ => Kind::ResetState,
+                    };
+                    self.state(kind, ty, c, x, t, &b.lines, i)?;
+                }
+                Code::StartLink | Code::EndLink => {
+                    let (key, size) = std::mem::take(&mut b.keys[keys]);
+                    keys += 1;
+                    let start = code == Code::StartLink;
+                    self.link(start, ty, c, x, key, size, t, &b.lines, i)?;
+                }
+                Code::Container => {
+                    let name = std::mem::take(&mut b.names[names]);
+                    names += 1;
+                    self.containers.push(Container::new(name, ty, Some(c)));
+                    self.counts.containers += 1;
+                }
+                Code::Region => {
+                    self.region_coll.push((ty != u32::MAX).then_some(ty as u8));
+                    self.region_p2p.push(c != 0);
+                    self.region_isend.push(x != 0);
+                }
+                Code::Destroy => {
+                    let locs: Vec<u32> = self.containers[c as usize]
+                        .locs
+                        .iter()
+                        .map(|x| x.1)
+                        .collect();
+                    for l in locs {
+                        self.leave_all(l, t);
+                    }
+                    self.containers[c as usize].destroyed = true;
+                }
+                Code::NewEvent => {
+                    let last = replace(&mut self.containers[c as usize].last, ty, t).unwrap_or(0);
+                    if t < last {
+                        self.order_warning(last, t, "an event", c, b.lines[i]);
+                    }
+                    self.counts.events += 1;
+                }
+                Code::SetVariable | Code::AddVariable | Code::SubVariable => {
+                    let kind = match code {
+                        Code::SetVariable => Kind::SetVariable,
+                        Code::AddVariable => Kind::AddVariable,
+                        _ => Kind::SubVariable,
+                    };
+                    self.variable(kind, ty, c, t, b.lines[i])?;
+                }
+                Code::Time => {}
+                Code::Err => {
+                    return Err(b.err.take().map_or_else(
+                        || self.err(b.lines[i], "internal error: an error op without its error"),
+                        |e| *e,
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn time(&mut self, t: u64) {
+        if t > self.end_time {
+            self.end_time = t;
+        }
+    }
+
+    /// The location of (container, state type); `u32::MAX` = the container's message location.
+    fn loc(&mut self, c: u32, stype: u32) -> u32 {
+        let cont = &mut self.containers[c as usize];
+        if let Some(&(_, l)) = cont.locs.iter().find(|x| x.0 == stype) {
+            return l;
+        }
+        if stype == u32::MAX {
+            if let Some(&(_, l)) = cont.locs.first() {
+                return l;
+            }
+        } else if let Some(x) = cont.locs.iter_mut().find(|x| x.0 == u32::MAX) {
+            // a location made for messages before the first state: it takes this type
+            x.0 = stype;
+            return x.1;
+        }
+        let l = self.locs.len() as u32;
+        cont.locs.push((stype, l));
+        self.locs.push(Loc {
+            container: c,
+            events: Events::default(),
+            stack: Vec::new(),
+            last: 0,
+            enters: 0,
+            last_start: None,
+        });
+        l
+    }
+
+    /// An event at `t` earlier than the previous one at `last` (`t < last`).
+    #[cold]
+    fn order_warning(&mut self, last: u64, t: u64, what: &str, c: u32, line: u64) {
+        self.order_warnings += 1;
+        if self.first_order_warning.is_none() {
+            self.first_order_warning = Some(format!(
+                "{} {line}: {what} of container '{}' at {} s is earlier than the previous one at {} s",
+                if self.binary { "byte" } else { "line" },
+                self.containers[c as usize].name,
+                t as f64 / 10f64.powi(self.digits as i32),
+                last as f64 / 10f64.powi(self.digits as i32),
+            ));
+        }
+    }
+
+    fn leave_top(&mut self, l: u32, t: u64) {
+        let loc = &mut self.locs[l as usize];
+        if let Some(r) = loc.stack.pop() {
+            if let Some(op) = self.region_coll[r as usize] {
+                loc.events.push_coll(
+                    t,
+                    EventKind::MpiCollectiveEnd,
+                    Coll {
+                        op,
+                        // the region for now; the reconstructed communicator in `finish`
+                        comm: r,
+                        root: if super::mpi::rooted(op) { 0 } else { u32::MAX },
+                        // the trace holds no payload: unknown, stored as 0 (the analysis
+                        // treats unknown payloads of reconstructed instances as > 0)
+                        sent: 0,
+                        received: 0,
+                        request: None,
+                    },
+                );
+            }
+            loc.events.push_region(t, EventKind::Leave, r);
+        }
+    }
+
+    /// Close every open state of location `l` at `t`.
+    #[inline]
+    pub fn leave_all(&mut self, l: u32, t: u64) {
+        while !self.locs[l as usize].stack.is_empty() {
+            self.leave_top(l, t);
+        }
+    }
+
+    /// PajeSetState, PajePushState, PajePopState, PajeResetState: Enter and Leave events.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn state(
+        &mut self,
+        kind: Kind,
+        ty: u32,
+        c: u32,
+        r: RegionIdx,
+        t: u64,
+        lines: &[u64],
+        i: usize,
+    ) -> Result<()> {
+        let l = self.loc(c, ty);
+        let last = self.locs[l as usize].last;
+        if t < last {
+            self.order_warning(last, t, "a state change", c, lines[i]);
+        }
+        self.locs[l as usize].last = t.max(last);
+        match kind {
+            Kind::PushState | Kind::SetState => {
+                if kind == Kind::SetState {
+                    self.leave_all(l, t);
+                }
+                let loc = &mut self.locs[l as usize];
+                loc.stack.push(r);
+                loc.events.push_region(t, EventKind::Enter, r);
+                loc.enters = loc.enters.wrapping_add(1);
+                self.counts.states += 1;
+            }
+            Kind::PopState => {
+                if self.locs[l as usize].stack.is_empty() {
+                    return Err(self.err(
+                        lines[i],
+                        format!(
+                            "PajePopState on container '{}' whose state stack is empty",
+                            self.containers[c as usize].name
+                        ),
+                    ));
+                }
+                self.leave_top(l, t);
+            }
+            _ => self.leave_all(l, t),
+        }
+        Ok(())
+    }
+
+    /// PajeSetVariable, PajeAddVariable, PajeSubVariable: counted as pj_dump counts pieces.
+    #[inline]
+    fn variable(&mut self, kind: Kind, ty: u32, c: u32, t: u64, line: u64) -> Result<()> {
+        let last = replace(&mut self.containers[c as usize].last, ty, t).unwrap_or(0);
+        if t < last {
+            self.order_warning(last, t, "a variable change", c, line);
+        }
+        // a change at the start time of the current piece modifies it (formats.md §C.4)
+        match replace(&mut self.containers[c as usize].pieces, ty, t) {
+            Some(start) if start == t => {}
+            Some(_) => self.counts.variables += 1,
+            None => {
+                if kind != Kind::SetVariable {
+                    return Err(self.err(
+                        line,
+                        format!(
+                            "{} on container '{}' before any PajeSetVariable of that variable",
+                            kind, self.containers[c as usize].name
+                        ),
+                    ));
+                }
+                self.counts.variables += 1;
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn link(
+        &mut self,
+        start: bool,
+        ty: u32,
+        c: u32,
+        e: u32,
+        key: LinkKey,
+        size: u64,
+        t: u64,
+        lines: &[u64],
+        i: usize,
+    ) -> Result<()> {
+        let last = replace(&mut self.containers[c as usize].last, ty, t).unwrap_or(0);
+        if t < last {
+            self.order_warning(last, t, "a link end", c, lines[i]);
+        }
+        let other = self.pending.remove(&(c, ty, key.clone()));
+        if let Some(h) = &other {
+            if h.start == start {
+                return Err(self.err(
+                    lines[i],
+                    format!(
+                        "link key '{}' is already open with a {} on this container and type",
+                        key.with_bytes(|k| String::from_utf8_lossy(k).into_owned()),
+                        if start {
+                            "PajeStartLink"
+                        } else {
+                            "PajeEndLink"
+                        }
+                    ),
+                ));
+            }
+        }
+        let bytes = if start {
+            size
+        } else {
+            other.as_ref().map_or(0, |h| h.bytes)
+        };
+        // a message end only inside an MPI point-to-point or wait state
+        let mut msg = None;
+        let mut duplicate = false;
+        if let Some(&(_, l)) = self.containers[e as usize].locs.first() {
+            if let Some(&r) = self.locs[l as usize].stack.last() {
+                if start {
+                    // SimGrid with `tracing/smpi/internals` writes every user MPI_Isend as two
+                    // links with consecutive keys, same time, same state instance (testdata/
+                    // smpi/README.md): the second is no message of its own
+                    let loc = &mut self.locs[l as usize];
+                    if let Some((prefix, n)) =
+                        key.with_bytes(|k| split_key(k).map(|(p, n)| (LinkKey::of(p), n)))
+                    {
+                        duplicate = matches!(&loc.last_start,
+                            Some((inst, tp, pp, np))
+                                if *inst == loc.enters && *tp == t && *pp == prefix && n == np + 1);
+                        loc.last_start = Some((loc.enters, t, prefix, n));
+                    }
+                } else {
+                    duplicate = other.as_ref().is_some_and(|h| h.duplicate);
+                }
+                if self.region_p2p[r as usize] && !duplicate {
+                    let kind = match (start, self.region_isend[r as usize]) {
+                        (true, true) => EventKind::MpiIsend,
+                        (true, false) => EventKind::MpiSend,
+                        (false, _) => EventKind::MpiRecv,
+                    };
+                    let loc = &mut self.locs[l as usize];
+                    let i = loc.events.msg.peer.len() as u32;
+                    loc.events.push_msg(
+                        t,
+                        kind,
+                        Msg {
+                            peer: u32::MAX,
+                            comm: 0,
+                            tag: 0,
+                            bytes,
+                            request: None,
+                        },
+                    );
+                    msg = Some((l, i));
+                }
+            }
+        }
+        match other {
+            Some(h) => {
+                self.counts.links += 1;
+                if let (Some((la, ia)), Some((lb, ib))) = (h.msg, msg) {
+                    // paired by key: a tag unique to the pair makes the replay's matching
+                    // (comm, from, to, tag, order) pair exactly these two (patterns.md §5.3.6)
+                    let tag = self.pairs;
+                    self.pairs = self.pairs.wrapping_add(1);
+                    for (l, i, peer) in [(la, ia, lb), (lb, ib, la)] {
+                        let m = &mut self.locs[l as usize].events.msg;
+                        m.peer[i as usize] = peer;
+                        m.tag[i as usize] = tag;
+                    }
+                }
+            }
+            None => {
+                self.pending.insert(
+                    (c, ty, key),
+                    Half {
+                        start,
+                        bytes,
+                        msg,
+                        duplicate,
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// States still open close at the end of the trace (as PajeNG closes containers); the
+    /// warnings about events out of time order and link halves without the other half.
+    pub fn close(&mut self, warnings: &mut Vec<Warning>) {
+        let end = self.end_time;
+        for l in 0..self.locs.len() as u32 {
+            self.leave_all(l, end);
+        }
+        let file = self.path.display().to_string();
+        if self.order_warnings > 0 {
+            warnings.push(Warning {
+                file: file.clone(),
+                message: format!(
+                    "{} event(s) are not time-ordered within their container and type (PajeNG rejects this; perfexpert keeps the file order); first at {}",
+                    self.order_warnings,
+                    self.first_order_warning.as_deref().unwrap_or("?")
+                ),
+            });
+        }
+        if !self.pending.is_empty() {
+            warnings.push(Warning {
+                file: file.clone(),
+                message: format!(
+                    "{} link half/halves without the other half (not counted as links)",
+                    self.pending.len()
+                ),
+            });
+        }
+    }
+}
