@@ -11,8 +11,10 @@
 
 mod common;
 
+use perfexpert::analysis::analyse;
 use perfexpert::analysis::rootcause::{root_causes, RootCauses};
 use perfexpert::replay::Replay;
+use perfexpert::rules::RuleSet;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -80,7 +82,8 @@ fn compare(dir: &Path, tally: &mut Tally, bad: &mut Vec<String>) {
     let name = dir.file_name().unwrap().to_string_lossy().to_string();
     let trace = perfexpert::open(&dir.join("traces.otf2")).unwrap();
     let replay = Replay::new(&trace);
-    let rc: RootCauses = root_causes(&trace, &replay);
+    let analysis = analyse(&trace, &replay, RuleSet::load(&[]).unwrap());
+    let rc: RootCauses = root_causes(&trace, &replay, &analysis);
     let by_path: HashMap<String, u32> = (0..replay.tree.len() as u32)
         .map(|c| (replay.path_name(&trace, c), c))
         .collect();
@@ -194,7 +197,6 @@ fn critical_path_metrics_agree_with_scalasca() {
 #[test]
 fn the_two_critical_paths_differ() {
     use perfexpert::analysis::pipeline::{analyse_trace, Options};
-    use perfexpert::rules::RuleSet;
     let trace = perfexpert::open(&common::testdata("scorep/ls/traces.otf2")).unwrap();
     let opts = Options {
         structure: true,
@@ -220,7 +222,7 @@ fn the_two_critical_paths_differ() {
     );
 }
 
-/// The metric table (`metrics.toml`) parses and names every metric of the issue once, each
+/// The root-cause metric files (`rules/rootcause/`) parse and names every metric of the issue once, each
 /// parent before its children.
 #[test]
 fn the_metric_table_has_every_metric() {

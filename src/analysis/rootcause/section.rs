@@ -4,6 +4,7 @@
 
 use super::{MetricInfo, RootCauses};
 use crate::model::Trace;
+use crate::rules::causes::{RcWhat, Term};
 use serde::Serialize;
 
 /// A call path on a location whose delay caused waits of `wait_state`.
@@ -45,7 +46,14 @@ impl RootCauses {
             let of = |long: bool| {
                 (self.metrics.iter())
                     .find(|(m, _)| {
-                        m.cause_of.as_deref() == Some(w) && (m.quantity == "long") == long
+                        m.cause_of.as_deref() == Some(w)
+                            && matches!(
+                                m.what,
+                                RcWhat::Delay {
+                                    term: Term::Long,
+                                    ..
+                                }
+                            ) == long
                     })
                     .map(|(_, v)| v.as_slice())
             };
