@@ -467,3 +467,52 @@ fn replacing_a_wait_state_without_its_cause_drops_its_delay_costs() {
     assert!(nonzero(&t, &r, &rc, "delay_alltoallv_longterm").is_empty());
     assert!(!nonzero(&t, &r, &rc, "delay_alltoallv").is_empty());
 }
+
+/// A rule fed by a built-in wait state (`on = "rule"`) may declare the cause too: its waits
+/// are the built-in's (the same synchronisation points), and each rule gets the full delay
+/// costs of the waits it booked.
+#[test]
+fn a_fed_rule_with_a_cause_shares_the_points_of_its_feeder() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules");
+    std::fs::create_dir_all(&rules).unwrap();
+    std::fs::write(
+        rules.join("mpi_ls_payload.toml"),
+        r#"id = "mpi_ls_payload"
+name = "With payload"
+parent = "mpi_latesender"
+unit = "sec"
+order = 9
+on = "rule"
+of = "mpi_latesender"
+when = "S.bytes > 0"
+severity = "value"
+at = "at"
+description = "Late Sender of messages with payload."
+diagnosis = "d"
+
+[cause]
+partner = "S"
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        rules.join("delay_ls_payload.toml"),
+        r#"id = "delay_ls_payload"
+name = "With payload"
+parent = "delay_latesender_aggregate"
+unit = "sec"
+order = 9
+kind = "delay"
+of = "mpi_ls_payload"
+term = "short"
+description = "d"
+"#,
+    )
+    .unwrap();
+    let anchor = write_fixture(&dir.path().join("trace"));
+    let (t, r, rc) = root_causes_of(&anchor, &[rules]);
+    let want = [("main/compute", 0, 1.0)];
+    assert_values(&nonzero(&t, &r, &rc, "delay_ls_payload"), &want);
+    assert_values(&nonzero(&t, &r, &rc, "delay_latesender"), &want);
+}

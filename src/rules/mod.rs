@@ -566,10 +566,22 @@ fn parse_files(
             let off = e.span().map_or(0, |r| r.start);
             rule_error(s, off, e.message().trim())
         };
-        let rf = if causes::is_rc_file(&s.text) {
-            AnyFile::Rc(Box::new(toml::from_str(&s.text).map_err(err)?))
-        } else {
-            AnyFile::Rule(Box::new(toml::from_str(&s.text).map_err(err)?))
+        // read as what a line `kind = ...` suggests (one parse for almost every file); when
+        // that fails, the file is what its top-level keys say, and its errors are that kind's
+        let rc = |t: &str| -> Result<AnyFile> {
+            Ok(AnyFile::Rc(Box::new(toml::from_str(t).map_err(err)?)))
+        };
+        let rule = |t: &str| -> Result<AnyFile> {
+            Ok(AnyFile::Rule(Box::new(toml::from_str(t).map_err(err)?)))
+        };
+        let looks_rc = (s.text.lines())
+            .any(|l| (l.strip_prefix("kind")).is_some_and(|r| r.trim_start().starts_with('=')));
+        let first = if looks_rc { rc(&s.text) } else { rule(&s.text) };
+        let rf = match first {
+            Ok(f) => f,
+            Err(e) if looks_rc == causes::is_rc_file(&s.text) => return Err(e),
+            Err(_) if looks_rc => rule(&s.text)?,
+            Err(_) => rc(&s.text)?,
         };
         let id = rf.id().get_ref();
         if !id.chars().next().is_some_and(|c| c.is_ascii_lowercase())
