@@ -14,7 +14,11 @@ use crate::replay::Replay;
 use std::collections::{BTreeMap, HashMap};
 
 /// The kinds of wait state with delay costs, in Scalasca's metric order.
-const KINDS: usize = 6;
+const KINDS: usize = 8;
+
+/// The OpenMP kinds: thread barriers and idle threads.
+const OMP_BARRIER: usize = 6;
+const OMP_IDLE: usize = 7;
 
 fn kind_of(k: Kind) -> Option<usize> {
     Some(match k {
@@ -24,6 +28,7 @@ fn kind_of(k: Kind) -> Option<usize> {
         Kind::Coll(Shape::AllToAll) => 3,
         Kind::Coll(Shape::OneToAll) => 4,
         Kind::Coll(Shape::AllToOne) => 5,
+        Kind::OmpBarrier => OMP_BARRIER,
         _ => return None,
     })
 }
@@ -34,6 +39,10 @@ fn kind_of(k: Kind) -> Option<usize> {
 enum Task {
     P2p(usize, usize),
     Coll(usize),
+    /// A thread barrier instance; the serial interval before a parallel region's point
+    /// (`None`: after the last region) of a master thread.
+    OmpBarrier(usize),
+    OmpIdle(usize, Option<usize>),
 }
 
 /// What the pass books: per kind, short- and long-term costs; indirect and propagating
@@ -157,7 +166,17 @@ impl Pass<'_> {
         for (m, &s) in g.members.iter().zip(&waits) {
             Self::book(&mut self.out.short[t], self.nloc, rl, &m.d, s);
         }
+        // a worker thread has no long-term costs in Scalasca (those metrics are the master
+        // thread's): a thread barrier whose last member is a worker passes none on
+        if t == OMP_BARRIER && self.replay.omp.thread.get(rl).is_some_and(|&n| n > 0) {
+            return;
+        }
         for k in 0..KINDS {
+            if k == t && t == OMP_BARRIER {
+                // Scalasca hands no long-term barrier cost on across a thread barrier
+                self.add_scaled(k, g, &waits);
+                continue;
+            }
             let sc: Vec<f64> = (g.members.iter())
                 .map(|m| scale_of(self.cost[k].get(&m.waiter).copied().unwrap_or(0.0), m))
                 .collect();
@@ -167,6 +186,20 @@ impl Pass<'_> {
             self.add_scaled(k, g, &sc);
             if k == t {
                 self.add_scaled(k, g, &waits);
+            }
+        }
+    }
+
+    /// Idle worker threads: the master's serial time, once per worker; the waits inside
+    /// carry that scale as long-term idleness cost.
+    fn omp_idle(&mut self, l: usize, x: &super::omp::IdleDelay) {
+        if x.dsum > 0.0 {
+            Self::book(&mut self.out.short[OMP_IDLE], self.nloc, l, &x.d, x.scale);
+        }
+        if x.wsum > 0.0 && x.scale > 0.0 {
+            let sps = &self.sync.sps[l];
+            for j in x.inside.clone().filter(|&j| sps[j].wait > 0.0) {
+                *self.cost[OMP_IDLE].entry((l, j)).or_insert(0.0) += x.scale * sps[j].wait;
             }
         }
     }
@@ -209,6 +242,13 @@ fn tasks(sync: &Sync, replay: &Replay) -> Vec<Vec<Pending>> {
         if let Some(cj) = sync.at(c.loc as usize, c.event) {
             t[c.loc as usize].push((cj, Task::Coll(n), pts));
         }
+    }
+    for (l, j, task, needs) in super::omp::tasks(sync) {
+        let task = match task {
+            super::omp::OmpTask::Barrier(n) => Task::OmpBarrier(n),
+            super::omp::OmpTask::Idle(f) => Task::OmpIdle(l, f),
+        };
+        t[l].push((j, task, needs));
     }
     for v in &mut t {
         v.sort_by_key(|x| std::cmp::Reverse(x.0));
@@ -259,7 +299,10 @@ pub(super) fn costs(trace: &Trace, replay: &Replay, sync: &Sync) -> Costs {
         // blocked (clock-condition violations): go on with the latest pending point
         let Some(l) = (0..nloc)
             .filter(|&l| next[l] < all[l].len())
-            .max_by_key(|&l| trace.events[l].time[sync.sps[l][all[l][next[l]].0].event as usize])
+            .max_by_key(|&l| {
+                (sync.sps[l].get(all[l][next[l]].0))
+                    .map_or(u64::MAX, |sp| trace.events[l].time[sp.event as usize])
+            })
         else {
             break;
         };
@@ -289,6 +332,16 @@ fn run(p: &mut Pass, task: Task) {
         Task::Coll(n) => {
             if let Some(g) = delay::coll_delay(p.trace, p.replay, p.sync, n) {
                 p.coll(&g);
+            }
+        }
+        Task::OmpBarrier(n) => {
+            if let Some(g) = super::omp::barrier_delay(p.trace, p.replay, p.sync, n) {
+                p.coll(&g);
+            }
+        }
+        Task::OmpIdle(l, f) => {
+            if let Some(x) = super::omp::idle_delay(p.trace, p.replay, p.sync, l, f) {
+                p.omp_idle(l, &x);
             }
         }
     }

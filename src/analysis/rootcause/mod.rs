@@ -27,6 +27,7 @@
 
 mod costs;
 mod delay;
+mod omp;
 mod section;
 mod sync;
 mod wrong_order;
@@ -238,7 +239,10 @@ pub fn root_causes(trace: &Trace, replay: &Replay) -> RootCauses {
     let res = trace.timer_resolution.max(1) as f64;
     let (nloc, ncn) = (trace.events.len(), replay.tree.len());
     let sync = sync::synchpoints(trace, replay, res);
-    let (lcp, steps) = walk(trace, replay, &sync, res);
+    let (lcp, steps) = match sync.omp {
+        Some(_) => omp::walk(trace, replay, &sync, res),
+        None => walk(trace, replay, &sync, res),
+    };
     if steps.is_empty() {
         return RootCauses {
             nloc,
@@ -249,7 +253,10 @@ pub fn root_causes(trace: &Trace, replay: &Replay) -> RootCauses {
     let mut lt = vec![0.0; ncn * nloc];
     for l in 0..nloc {
         let mut t = vec![0.0; ncn];
-        runtimes(trace, replay, l, 0, u32::MAX, &mut t);
+        match &sync.omp {
+            Some(o) => o.each_runtime(l, (0, u32::MAX), &mut |c, x| t[c as usize] += x as f64),
+            None => runtimes(trace, replay, l, 0, u32::MAX, &mut t),
+        }
         let mut w = vec![0.0; ncn];
         for x in sync.sps[l].iter().filter(|x| x.wait > 0.0) {
             let c = replay.locations[l].cnode(x.event as usize);
@@ -289,6 +296,8 @@ pub fn root_causes(trace: &Trace, replay: &Replay) -> RootCauses {
             Some("all_to_all") => 3,
             Some("one_to_all") => 4,
             Some("all_to_one") => 5,
+            Some("omp_barrier") => 6,
+            Some("omp_idle") => 7,
             Some(_) => return None,
         };
         let zero = Vec::new();
@@ -377,6 +386,11 @@ fn derived(nloc: usize, ncn: usize, lcp: &[f64], lt: &[f64]) -> [Vec<f64>; 4] {
                 }
             }
         }
+    }
+    // Scalasca's imbalance impact includes the inter-partition imbalance below it: its own
+    // value is the rest
+    for (a, b) in imb.iter_mut().zip(&inter) {
+        *a -= b;
     }
     [act, imb, inter, noncp]
 }

@@ -23,6 +23,10 @@ pub(crate) enum Kind {
     Coll(Shape),
     Init,
     Finalize,
+    /// A thread's ENTER of a parallel region (its fork).
+    OmpFork,
+    /// A thread's LEAVE of a thread barrier.
+    OmpBarrier,
 }
 
 /// The dependency shape of a collective operation.
@@ -71,6 +75,8 @@ pub(crate) struct Sync {
     pub(crate) fin: Vec<Option<(u32, u32)>>,
     /// Per location: the location standing for its process.
     pub(crate) proc: Vec<u32>,
+    /// The thread teams' part (`None` without OpenMP teams).
+    pub(crate) omp: Option<super::omp::OmpInfo>,
 }
 
 impl Sync {
@@ -131,7 +137,7 @@ fn call_class(trace: &Trace, replay: &Replay, l: usize, i: u32) -> (&'static str
 
 /// A candidate synchronisation point: (location, stage, point); the first registered stage
 /// wins where two name the same event.
-type Cand = (u32, u8, Sp);
+pub(super) type Cand = (u32, u8, Sp);
 
 fn secs(a: u64, b: u64, res: f64) -> f64 {
     (a as f64 - b as f64) / res
@@ -560,6 +566,7 @@ pub(crate) fn synchpoints(trace: &Trace, replay: &Replay, res: f64) -> Sync {
     }
     receive_points(trace, replay, &proc, res, &mut cands);
     send_points(trace, replay, &proc, res, &mut cands);
+    super::omp::points(trace, replay, res, &mut cands);
     cands.sort_by_key(|c| (c.0, c.2.event, c.1));
     let mut sps: Vec<Vec<Sp>> = vec![Vec::new(); nloc];
     for (l, _, sp) in cands {
@@ -569,10 +576,12 @@ pub(crate) fn synchpoints(trace: &Trace, replay: &Replay, res: f64) -> Sync {
         }
         v.push(sp);
     }
+    let omp = super::omp::info(trace, replay, &sps);
     Sync {
         sps,
         init,
         fin,
         proc,
+        omp,
     }
 }
