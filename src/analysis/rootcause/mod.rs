@@ -234,7 +234,8 @@ fn walk(trace: &Trace, replay: &Replay, sync: &Sync, res: f64) -> (Vec<f64>, Vec
     (prof, steps)
 }
 
-/// Scalasca's critical-path metrics of an MPI trace (empty when it has no MPI_Finalize).
+/// Scalasca's root-cause and critical-path metrics of an MPI, OpenMP or hybrid trace (empty
+/// when it has neither an MPI_Finalize nor an OpenMP thread team).
 pub fn root_causes(trace: &Trace, replay: &Replay) -> RootCauses {
     let res = trace.timer_resolution.max(1) as f64;
     let (nloc, ncn) = (trace.events.len(), replay.tree.len());
