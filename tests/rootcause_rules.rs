@@ -390,7 +390,7 @@ fn bad_cause_tables_are_reported_at_their_place() {
     assert_eq!(
         load_err(&[("bad.toml", &format!("{COLL}shape = \"ring\"\n"))]),
         "bad.toml:13:9: unknown variant `ring`, expected one of `barrier`, `all_to_all`, \
-         `one_to_all`, `all_to_one`"
+         `one_to_all`, `all_to_one`, `thread_barrier`, `thread_fork`"
     );
     assert_eq!(
         load_err(&[("bad.toml", COLL)]),
@@ -408,9 +408,36 @@ fn bad_cause_tables_are_reported_at_their_place() {
                     shape = \"barrier\"\n";
     assert_eq!(
         load_err(&[("bad.toml", callpath)]),
-        "bad.toml:9:1: `[cause]` has no meaning in a rule with on = \"callpath\": only \
-         receive, send and collective wait states (and rules fed by receive or send rules) \
-         have a cause"
+        "bad.toml:10:9: shape = \"barrier\" does not fit a rule with on = \"callpath\": \
+         thread_fork"
+    );
+    // the thread shapes: each fits its own pass only
+    let tb = "id = \"bad_tb\"\nname = \"B\"\nunit = \"sec\"\ndescription = \"d\"\n\
+              diagnosis = \"d\"\non = \"thread_barrier\"\nseverity = \"1\"\nat = \"m.event\"\n\n\
+              [cause]\nshape = \"all_to_all\"\n";
+    assert_eq!(
+        load_err(&[("bad.toml", tb)]),
+        "bad.toml:11:9: shape = \"all_to_all\" does not fit a rule with on = \
+         \"thread_barrier\": thread_barrier"
+    );
+    let team = tb.replace("on = \"thread_barrier\"", "on = \"team\"");
+    assert_eq!(
+        load_err(&[("bad.toml", &team)]),
+        "bad.toml:10:1: `[cause]` has no meaning in a rule with on = \"team\": only receive, \
+         send, collective and thread-barrier wait states, idle threads (on = \"callpath\") \
+         and rules fed by receive or send rules have a cause"
+    );
+    let coll_tb = COLL.to_string() + "shape = \"thread_barrier\"\n";
+    assert_eq!(
+        load_err(&[("bad.toml", &coll_tb)]),
+        "bad.toml:13:9: shape = \"thread_barrier\" does not fit a rule with on = \
+         \"collective\": barrier, all_to_all, one_to_all or all_to_one"
+    );
+    let tb_partner = tb.replace("shape = \"all_to_all\"", "partner = \"m.event\"");
+    assert_eq!(
+        load_err(&[("bad.toml", &tb_partner)]),
+        "bad.toml:11:11: `partner` is for point-to-point wait states; a rule with on = \
+         \"thread_barrier\" names the shape: thread_barrier"
     );
 }
 

@@ -22,6 +22,10 @@ pub enum Shape {
     OneToAll,
     /// The root waits for the last sender (N-to-1).
     AllToOne,
+    /// The threads of a team wait at a barrier for the last thread to enter it.
+    ThreadBarrier,
+    /// The worker threads of a process idle until its master thread forks the next team.
+    ThreadFork,
 }
 
 impl Shape {
@@ -31,6 +35,8 @@ impl Shape {
             Shape::AllToAll => "all_to_all",
             Shape::OneToAll => "one_to_all",
             Shape::AllToOne => "all_to_one",
+            Shape::ThreadBarrier => "thread_barrier",
+            Shape::ThreadFork => "thread_fork",
         }
     }
 }
@@ -49,7 +55,8 @@ pub enum Cause {
     /// A point-to-point wait: the event of the other process the wait waited for (the send
     /// of a receive rule, the receive's posting of a send rule), evaluated per instance.
     Partner(Expr),
-    /// A collective wait state of this shape, on every instance the rule's `when` accepts.
+    /// A collective wait state of this shape, on every instance the rule's `when` accepts
+    /// (also the thread shapes: a thread barrier's instances, idle worker threads).
     Collective(Shape),
 }
 
@@ -121,33 +128,64 @@ pub(super) fn compile_cause(
             }
             Ok(Some(Cause::Partner(e)))
         }
-        Trigger::Collective if on == Trigger::Collective => {
+        Trigger::Collective | Trigger::ThreadBarrier | Trigger::Callpath if on == root => {
+            // the shapes a rule of this trigger may declare
+            let fits: &[Shape] = match root {
+                Trigger::Collective => &[
+                    Shape::Barrier,
+                    Shape::AllToAll,
+                    Shape::OneToAll,
+                    Shape::AllToOne,
+                ],
+                Trigger::ThreadBarrier => &[Shape::ThreadBarrier],
+                _ => &[Shape::ThreadFork],
+            };
+            let names: Vec<&str> = fits.iter().map(|s| s.name()).collect();
+            let list = match names.split_last() {
+                Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+                _ => names.join(""),
+            };
             if let Some(p) = &c.partner {
                 return Err(rule_error(
                     src,
                     p.span().start,
-                    "`partner` is for point-to-point wait states; a rule with on = \
-                     \"collective\" names the shape: barrier, all_to_all, one_to_all or \
-                     all_to_one",
+                    format!(
+                        "`partner` is for point-to-point wait states; a rule with on = \
+                         \"{}\" names the shape: {list}",
+                        on.name()
+                    ),
                 ));
             }
             let Some(s) = &c.shape else {
                 return Err(rule_error(
                     src,
                     at,
-                    "`[cause]` of a rule with on = \"collective\" needs `shape`: barrier, \
-                     all_to_all, one_to_all or all_to_one",
+                    format!(
+                        "`[cause]` of a rule with on = \"{}\" needs `shape`: {list}",
+                        on.name()
+                    ),
                 ));
             };
+            if !fits.contains(s.get_ref()) {
+                return Err(rule_error(
+                    src,
+                    s.span().start,
+                    format!(
+                        "shape = \"{}\" does not fit a rule with on = \"{}\": {list}",
+                        s.get_ref().name(),
+                        on.name()
+                    ),
+                ));
+            }
             Ok(Some(Cause::Collective(*s.get_ref())))
         }
         _ => Err(rule_error(
             src,
             at,
             format!(
-                "`[cause]` has no meaning in a rule with on = \"{}\"{fed}: only receive, send \
-                 and collective wait states (and rules fed by receive or send rules) have a \
-                 cause",
+                "`[cause]` has no meaning in a rule with on = \"{}\"{fed}: only receive, send, \
+                 collective and thread-barrier wait states, idle threads (on = \"callpath\") \
+                 and rules fed by receive or send rules have a cause",
                 on.name()
             ),
         )),

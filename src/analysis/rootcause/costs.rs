@@ -12,6 +12,7 @@ use super::delay::{self, CollDelay, P2pDelay};
 use super::sync::{Kind, Sync};
 use crate::model::Trace;
 use crate::replay::Replay;
+use crate::rules::causes::Shape;
 use std::collections::{BTreeMap, HashMap};
 
 /// One delay computation: on the causing location at its point, a point-to-point wait
@@ -20,6 +21,10 @@ use std::collections::{BTreeMap, HashMap};
 enum Task {
     P2p(usize, usize),
     Coll(usize),
+    /// A thread barrier instance; the serial interval before a parallel region's point
+    /// (`None`: after the last region) of a master thread.
+    OmpBarrier(usize),
+    OmpIdle(usize, Option<usize>),
 }
 
 /// What the pass books per kind of wait state: short- and long-term costs; of
@@ -165,7 +170,20 @@ impl Pass<'_> {
                 Self::book(&mut self.out.short[t as usize], dims, rl, &m.d, s);
             }
         }
+        // a thread barrier: a worker thread has no long-term costs in Scalasca (those
+        // metrics are the master thread's), so one whose last member is a worker passes none
+        // on; nor is a thread barrier's own long-term cost handed on across another
+        let bar = sync.sps[rl][g.root.1].kind == Kind::OmpBarrier;
+        if bar && self.replay.omp.thread.get(rl).is_some_and(|&n| n > 0) {
+            return;
+        }
         for k in 0..self.cost.len() {
+            if bar && sync.shapes[k] == Some(Shape::ThreadBarrier) {
+                if ts.contains(&(k as u16)) {
+                    self.add_scaled(k, g, &waits);
+                }
+                continue;
+            }
             let sc: Vec<f64> = (g.members.iter())
                 .map(|m| scale_of(self.cost[k].get(&m.waiter).copied().unwrap_or(0.0), m))
                 .collect();
@@ -175,6 +193,25 @@ impl Pass<'_> {
             self.add_scaled(k, g, &sc);
             if ts.contains(&(k as u16)) {
                 self.add_scaled(k, g, &waits);
+            }
+        }
+    }
+
+    /// Idle worker threads: the master's serial time, once per worker; the waits inside
+    /// carry that scale as long-term idleness cost.
+    fn omp_idle(&mut self, l: usize, x: &super::omp::IdleDelay) {
+        let dims = (self.size, self.nloc);
+        let sync = self.sync;
+        let idle = (0..sync.kinds.len()).filter(|&k| sync.shapes[k] == Some(Shape::ThreadFork));
+        for k in idle {
+            if x.dsum > 0.0 {
+                Self::book(&mut self.out.short[k], dims, l, &x.d, x.scale);
+            }
+            if x.wsum > 0.0 && x.scale > 0.0 {
+                let sps = &sync.sps[l];
+                for j in x.inside.clone().filter(|&j| sps[j].wait > 0.0) {
+                    *self.cost[k].entry((l, j)).or_insert(0.0) += x.scale * sps[j].wait;
+                }
             }
         }
     }
@@ -217,6 +254,13 @@ fn tasks(sync: &Sync, replay: &Replay) -> Vec<Vec<Pending>> {
         if let Some(cj) = sync.at(c.loc as usize, c.event) {
             t[c.loc as usize].push((cj, Task::Coll(n), pts));
         }
+    }
+    for (l, j, task, needs) in super::omp::tasks(sync) {
+        let task = match task {
+            super::omp::OmpTask::Barrier(n) => Task::OmpBarrier(n),
+            super::omp::OmpTask::Idle(f) => Task::OmpIdle(l, f),
+        };
+        t[l].push((j, task, needs));
     }
     for v in &mut t {
         v.sort_by_key(|x| std::cmp::Reverse(x.0));
@@ -269,7 +313,10 @@ pub(super) fn costs(trace: &Trace, replay: &Replay, sync: &Sync) -> Costs {
         // blocked (clock-condition violations): go on with the latest pending point
         let Some(l) = (0..nloc)
             .filter(|&l| next[l] < all[l].len())
-            .max_by_key(|&l| trace.events[l].time[sync.sps[l][all[l][next[l]].0].event as usize])
+            .max_by_key(|&l| {
+                (sync.sps[l].get(all[l][next[l]].0))
+                    .map_or(u64::MAX, |sp| trace.events[l].time[sp.event as usize])
+            })
         else {
             break;
         };
@@ -299,6 +346,16 @@ fn run(p: &mut Pass, task: Task) {
         Task::Coll(n) => {
             if let Some(g) = delay::coll_delay(p.trace, p.replay, p.sync, n) {
                 p.coll(&g);
+            }
+        }
+        Task::OmpBarrier(n) => {
+            if let Some(g) = super::omp::barrier_delay(p.trace, p.replay, p.sync, n) {
+                p.coll(&g);
+            }
+        }
+        Task::OmpIdle(l, f) => {
+            if let Some(x) = super::omp::idle_delay(p.trace, p.replay, p.sync, l, f) {
+                p.omp_idle(l, &x);
             }
         }
     }

@@ -27,6 +27,7 @@
 
 mod costs;
 mod delay;
+mod omp;
 mod section;
 mod sync;
 mod wrong_order;
@@ -242,13 +243,17 @@ fn walk(trace: &Trace, replay: &Replay, sync: &Sync, res: f64) -> (Vec<f64>, Vec
 }
 
 /// The root-cause metrics of the rule set (`analysis.rules`, files with `kind`) and
-/// Scalasca's critical-path metrics of an MPI trace (empty when it has no MPI_Finalize).
+/// Scalasca's critical-path metrics of an MPI, OpenMP or hybrid trace (empty when it has
+/// neither an MPI_Finalize nor an OpenMP thread team).
 pub fn root_causes(trace: &Trace, replay: &Replay, analysis: &Analysis) -> RootCauses {
     let rules = &analysis.rules;
     let res = trace.timer_resolution.max(1) as f64;
     let (nloc, ncn) = (trace.events.len(), replay.tree.len());
     let sync = sync::synchpoints(trace, replay, res, analysis);
-    let (lcp, steps) = walk(trace, replay, &sync, res);
+    let (lcp, steps) = match sync.omp {
+        Some(_) => omp::walk(trace, replay, &sync, res),
+        None => walk(trace, replay, &sync, res),
+    };
     if steps.is_empty() {
         return RootCauses {
             nloc,
@@ -259,7 +264,10 @@ pub fn root_causes(trace: &Trace, replay: &Replay, analysis: &Analysis) -> RootC
     let mut lt = vec![0.0; ncn * nloc];
     for l in 0..nloc {
         let mut t = vec![0.0; ncn];
-        runtimes(trace, replay, l, 0, u32::MAX, &mut t);
+        match &sync.omp {
+            Some(o) => o.each_runtime(l, (0, u32::MAX), &mut |c, x| t[c as usize] += x as f64),
+            None => runtimes(trace, replay, l, 0, u32::MAX, &mut t),
+        }
         let mut w = vec![0.0; ncn];
         for x in sync.sps[l].iter().filter(|x| x.wait > 0.0) {
             let c = replay.locations[l].cnode(x.event as usize);
@@ -401,6 +409,11 @@ fn derived(nloc: usize, ncn: usize, lcp: &[f64], lt: &[f64]) -> [Vec<f64>; 4] {
                 }
             }
         }
+    }
+    // Scalasca's imbalance impact includes the inter-partition imbalance below it: its own
+    // value is the rest
+    for (a, b) in imb.iter_mut().zip(&inter) {
+        *a -= b;
     }
     [act, imb, inter, noncp]
 }

@@ -30,7 +30,8 @@ pub struct RootCauseSection {
 const CAUSES: usize = 5;
 
 impl RootCauses {
-    /// The section of the reports; `None` when nothing was computed (no MPI_Finalize).
+    /// The section of the reports; `None` when nothing was computed (no MPI_Finalize and
+    /// no OpenMP thread team).
     pub fn section(&self, trace: &Trace) -> Option<RootCauseSection> {
         if self.metrics.is_empty() || self.nloc == 0 {
             return None;

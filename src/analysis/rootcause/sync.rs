@@ -4,7 +4,8 @@
 //! caused it. The waits are the instances of the wait-state rules that declare a `[cause]`
 //! (docs/rules.md): a point-to-point rule's stored instances with their partner events, a
 //! collective rule's accepted instances with their shape; besides them, the first
-//! MPI_Init*/MPI_Finalize of each process, as Scalasca 2.6 registers them.
+//! MPI_Init*/MPI_Finalize of each process, as Scalasca 2.6 registers them, and the thread
+//! teams' points (omp.rs; a barrier wait's kinds are the `thread_barrier` rules that took it).
 
 use crate::analysis::{Analysis, CausedWait};
 use crate::model::{classify, EventKind, Trace};
@@ -28,6 +29,10 @@ pub(crate) enum Kind {
     Coll(Shape),
     Init,
     Finalize,
+    /// A thread's ENTER of a parallel region (its fork).
+    OmpFork,
+    /// A thread's LEAVE of a thread barrier.
+    OmpBarrier,
 }
 
 /// The processes a synchronisation point synchronised with.
@@ -72,6 +77,10 @@ pub(crate) struct Sync {
     pub(crate) proc: Vec<u32>,
     /// The kinds of wait state with delay costs: the rules with a `[cause]`, in rule order.
     pub(crate) kinds: Vec<u16>,
+    /// Per kind: the shape of its rule's collective `[cause]` (`None`: a partner event).
+    pub(crate) shapes: Vec<Option<Shape>>,
+    /// The thread teams' part (`None` without OpenMP teams).
+    pub(crate) omp: Option<super::omp::OmpInfo>,
 }
 
 impl Sync {
@@ -115,7 +124,7 @@ pub(crate) fn call_span(trace: &Trace, replay: &Replay, l: usize, i: u32) -> Opt
 
 /// A candidate synchronisation point: (location, stage, point); the first registered stage
 /// wins where two name the same event.
-type Cand = (u32, u8, Sp);
+pub(super) type Cand = (u32, u8, Sp);
 
 fn secs(a: u64, b: u64, res: f64) -> f64 {
     (a as f64 - b as f64) / res
@@ -319,6 +328,8 @@ fn collective_sync(shape: Shape, root: u32, ms: &[Member]) -> Option<(Vec<bool>,
                 (s, j)
             }
         }
+        // thread teams: their points are the OpenMP part's (omp.rs)
+        Shape::ThreadBarrier | Shape::ThreadFork => return None,
     })
 }
 
@@ -474,11 +485,19 @@ pub(crate) fn synchpoints(trace: &Trace, replay: &Replay, res: f64, analysis: &A
     let kinds: Vec<u16> = (0..rules.len() as u16)
         .filter(|&k| rules[k as usize].cause.is_some())
         .collect();
+    let shapes = (kinds.iter())
+        .map(|&k| match &rules[k as usize].cause {
+            Some(Cause::Collective(s)) => Some(*s),
+            _ => None,
+        })
+        .collect();
     let mut cands: Vec<Cand> = Vec::new();
     let init = first_call(trace, replay, "MPI_INIT");
     let fin = first_call(trace, replay, "MPI_FINALIZE");
     world_points(trace, &init, Kind::Init, res, &mut cands);
     world_points(trace, &fin, Kind::Finalize, res, &mut cands);
+    // per thread barrier (an index into the replay's), the kinds of the rules that took it
+    let mut bar_kinds: Vec<Vec<u16>> = vec![Vec::new(); replay.omp.barriers.len()];
     for c in &analysis.colls {
         let Some(Cause::Collective(shape)) = &rules[c.rule as usize].cause else {
             continue;
@@ -486,6 +505,12 @@ pub(crate) fn synchpoints(trace: &Trace, replay: &Replay, res: f64, analysis: &A
         let Some(k) = kinds.iter().position(|&r| r == c.rule) else {
             continue;
         };
+        if *shape == Shape::ThreadBarrier {
+            if let Some(v) = bar_kinds.get_mut(c.instance as usize) {
+                v.push(k as u16);
+            }
+            continue;
+        }
         let what = (c.instance as usize, *shape, k as u16);
         collective_points(trace, replay, what, (&proc, res), &mut cands);
     }
@@ -497,6 +522,7 @@ pub(crate) fn synchpoints(trace: &Trace, replay: &Replay, res: f64, analysis: &A
     };
     receive_points(trace, replay, ctx, &mut cands);
     send_points(trace, replay, ctx, &mut cands);
+    super::omp::points(trace, replay, res, &bar_kinds, &mut cands);
     cands.sort_by_key(|c| (c.0, c.2.event, c.1));
     let mut sps: Vec<Vec<Sp>> = vec![Vec::new(); nloc];
     for (l, _, sp) in cands {
@@ -514,11 +540,14 @@ pub(crate) fn synchpoints(trace: &Trace, replay: &Replay, res: f64, analysis: &A
         }
         v.push(sp);
     }
+    let omp = super::omp::info(trace, replay, &sps);
     Sync {
         sps,
         init,
         fin,
         proc,
+        shapes,
         kinds,
+        omp,
     }
 }
