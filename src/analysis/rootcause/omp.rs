@@ -623,7 +623,11 @@ pub(super) fn walk(
         for (&c, &t) in &rt {
             prof[c as usize * nloc + l] += t;
         }
-        let c = replay.locations[l].cnode(from as usize);
+        let st = &replay.locations[l];
+        let c = match from as usize {
+            f if f < st.len() => st.cnode(f),
+            _ => NO_CNODE,
+        };
         if wait > 0.0 && c != NO_CNODE && from != 0 {
             prof[c as usize * nloc + l] -= wait.min(rt.get(&c).copied().unwrap_or(0.0));
         }
