@@ -154,19 +154,19 @@ pub(super) fn info(trace: &Trace, replay: &Replay, sps: &[Vec<Sp>]) -> Option<Om
     }
     let nloc = trace.events.len();
     let t = |l: u32, i: u32| trace.events[l as usize].time[i as usize];
-    // per location: parallel ENTER → fork interval, parallel LEAVE → join interval (ticks)
-    let mut fork_at: Vec<HashMap<u32, i64>> = vec![HashMap::new(); nloc];
-    let mut join_at: Vec<HashMap<u32, i64>> = vec![HashMap::new(); nloc];
+    // per location: (parallel ENTER, fork interval), (parallel LEAVE, join interval), ticks
+    let mut fork_at: Vec<Vec<Moved>> = vec![Vec::new(); nloc];
+    let mut join_at: Vec<Vec<Moved>> = vec![Vec::new(); nloc];
     let mut fork_of = HashMap::new();
     let mut team_master = Vec::with_capacity(omp.teams.len());
     for (n, team) in omp.teams.iter().enumerate() {
         let mut master = None;
         for m in &team.members {
             let te = t(m.loc, m.enter);
-            fork_at[m.loc as usize].insert(m.enter, te as i64 - team.fork.min(te) as i64);
+            fork_at[m.loc as usize].push((m.enter, te as i64 - team.fork.min(te) as i64));
             if m.leave != NONE {
                 let tl = t(m.loc, m.leave);
-                join_at[m.loc as usize].insert(m.leave, team.join.max(tl) as i64 - tl as i64);
+                join_at[m.loc as usize].push((m.leave, team.join.max(tl) as i64 - tl as i64));
             }
             fork_of.insert((m.loc, m.enter), n);
             if m.loc == team.master {
@@ -187,6 +187,9 @@ pub(super) fn info(trace: &Trace, replay: &Replay, sps: &[Vec<Sp>]) -> Option<Om
             }
         }
         bars.push(v);
+    }
+    for v in fork_at.iter_mut().chain(join_at.iter_mut()) {
+        v.sort_unstable();
     }
     let mut per_proc: HashMap<u32, usize> = HashMap::new();
     for l in 0..nloc {
@@ -219,6 +222,9 @@ pub(super) fn info(trace: &Trace, replay: &Replay, sps: &[Vec<Sp>]) -> Option<Om
     })
 }
 
+/// A parallel region's ENTER (LEAVE) and its fork (join) interval in ticks.
+type Moved = (u32, i64);
+
 /// Location `l`'s time per call path cut at its points (see `Pieces`). Between two ENTER or
 /// LEAVE events the time goes to the call path that was current; a point is cut before its
 /// event, except a parallel region's ENTER (after it: the fork interval, moved from the
@@ -231,7 +237,7 @@ fn pieces(
     replay: &Replay,
     l: usize,
     sps: &[Sp],
-    (fork_at, join_at): (&HashMap<u32, i64>, &HashMap<u32, i64>),
+    (fork_at, join_at): (&[Moved], &[Moved]),
 ) -> Pieces {
     let ev = &trace.events[l];
     let st = &replay.locations[l];
@@ -240,15 +246,21 @@ fn pieces(
         NO_CNODE => None,
         c => replay.tree.nodes[c as usize].parent,
     };
-    let mut tmap: BTreeMap<u32, i64> = BTreeMap::new();
+    // the time since the last cut, per call path
+    let mut tmap = Tmap {
+        dense: vec![(0, false); replay.tree.len()],
+        touched: Vec::new(),
+    };
     let mut out = Pieces {
         pieces: Vec::new(),
         cuts: Vec::new(),
     };
-    let flush = |tmap: &mut BTreeMap<u32, i64>, out: &mut Pieces, i: usize| {
-        out.pieces.extend(std::mem::take(tmap));
+    let flush = |tmap: &mut Tmap, out: &mut Pieces, i: usize| {
+        tmap.drain(&mut out.pieces);
         out.cuts.push((i as u32, out.pieces.len()));
     };
+    // the next parallel ENTER / LEAVE with its fork / join interval
+    let (mut fk, mut jk) = (0, 0);
     let mut last: Option<u64> = None;
     let mut next_sp = 0;
     for i in 0..ev.len() {
@@ -265,35 +277,42 @@ fn pieces(
             EventKind::Enter => {
                 let p = parent(c);
                 if let (Some(p), Some(t0)) = (p, last) {
-                    *tmap.entry(p).or_default() += time as i64 - t0 as i64;
+                    tmap.add(p, time as i64 - t0 as i64);
                 }
                 last = Some(time);
-                if let Some(&ft) = fork_at.get(&(i as u32)) {
+                while fk < fork_at.len() && (fork_at[fk].0 as usize) < i {
+                    fk += 1;
+                }
+                if let Some(&(_, ft)) = fork_at.get(fk).filter(|f| f.0 as usize == i) {
                     if let Some(p) = p {
-                        *tmap.entry(p).or_default() -= ft;
+                        tmap.add(p, -ft);
                     }
                     if worker {
-                        tmap.clear();
+                        tmap.drain(&mut Vec::new());
                     }
                     flush(&mut tmap, &mut out, i);
                     if c != NO_CNODE {
-                        *tmap.entry(c).or_default() += ft;
+                        tmap.add(c, ft);
                     }
                 }
             }
             EventKind::Leave => {
                 if let (true, Some(t0)) = (c != NO_CNODE, last) {
-                    *tmap.entry(c).or_default() += time as i64 - t0 as i64;
+                    tmap.add(c, time as i64 - t0 as i64);
                 }
                 last = Some(time);
-                if let (Some(&jt), Some(p)) = (join_at.get(&(i as u32)), parent(c)) {
-                    *tmap.entry(p).or_default() -= jt;
-                    *tmap.entry(c).or_default() += jt;
+                while jk < join_at.len() && (join_at[jk].0 as usize) < i {
+                    jk += 1;
+                }
+                let jt = join_at.get(jk).filter(|j| j.0 as usize == i).map(|j| j.1);
+                if let (Some(jt), Some(p)) = (jt, parent(c)) {
+                    tmap.add(p, -jt);
+                    tmap.add(c, jt);
                 }
             }
             EventKind::ThreadJoin | EventKind::OmpJoin => {
                 if let (true, Some(t0)) = (c != NO_CNODE, last) {
-                    *tmap.entry(c).or_default() += time as i64 - t0 as i64;
+                    tmap.add(c, time as i64 - t0 as i64);
                 }
                 last = Some(time);
                 flush(&mut tmap, &mut out, i);
@@ -302,10 +321,38 @@ fn pieces(
         }
     }
     if worker {
-        tmap.clear();
+        tmap.drain(&mut Vec::new());
     }
-    out.pieces.extend(tmap);
+    tmap.drain(&mut out.pieces);
     out
+}
+
+/// Ticks per call path since the last cut: a value per call path and the call paths
+/// touched since.
+struct Tmap {
+    dense: Vec<(i64, bool)>,
+    touched: Vec<u32>,
+}
+
+impl Tmap {
+    fn add(&mut self, c: u32, t: i64) {
+        let Some(v) = self.dense.get_mut(c as usize) else {
+            return;
+        };
+        if !v.1 {
+            v.1 = true;
+            self.touched.push(c);
+        }
+        v.0 += t;
+    }
+
+    /// Moves the (call path, ticks) pairs into `out` and starts again.
+    fn drain(&mut self, out: &mut Vec<(u32, i64)>) {
+        for c in self.touched.drain(..) {
+            let v = std::mem::take(&mut self.dense[c as usize]);
+            out.push((c, v.0));
+        }
+    }
 }
 
 /// The previous OpenMP point (fork or barrier) of location `l` before its point `j`.
@@ -590,7 +637,11 @@ pub(super) fn walk(
         for (&c, &t) in &rt {
             prof[c as usize * nloc + l] += t;
         }
-        let c = replay.locations[l].cnode(from as usize);
+        let st = &replay.locations[l];
+        let c = match from as usize {
+            f if f < st.len() => st.cnode(f),
+            _ => NO_CNODE,
+        };
         if wait > 0.0 && c != NO_CNODE && from != 0 {
             prof[c as usize * nloc + l] -= wait.min(rt.get(&c).copied().unwrap_or(0.0));
         }
