@@ -97,7 +97,13 @@ fn assert_msg(err: &str, file: &str, msg: &str) {
 #[test]
 fn the_worked_custom_rules_load_and_check() {
     let rs = RuleSet::load(&[testdata("rules")]).unwrap();
-    assert_eq!(rs.rules.len(), perfexpert::rules::builtin_count() + 2);
+    // the two worked rules and the wait state with a cause of docs/rules.md (its three
+    // root-cause metric files are not rules: `rc_metrics`)
+    assert_eq!(rs.rules.len(), perfexpert::rules::builtin_count() + 3);
+    assert_eq!(
+        rs.rc_metrics.len(),
+        RuleSet::load(&[]).unwrap().rc_metrics.len() + 3
+    );
     let k = rs.index_of("mpi_late_small_sender").unwrap();
     let info = &rs.rules[k].info;
     assert_eq!(info.parent.as_deref(), Some("mpi_latesender"));
@@ -417,7 +423,7 @@ fn unknown_toml_key() {
         "bad.toml:9:1: unknown field `treshold`, expected one of `id`, `name`, `long_name`, \
          `parent`, `unit`, `paradigm`, `order`, `description`, `diagnosis`, `on`, `of`, \
          `class`, `kinds`, `let`, `when`, `for`, `severity`, `at`, `violation`, `value`, \
-         `group`, `queue`"
+         `group`, `queue`, `cause`"
     );
     assert_eq!(
         bad("on = \"receive\"\nseverity = \"1\"\nat = \"R\"\n[group]\nby = \"R.enter\"\nkeep = \"max\"\nsize = 3\n"),

@@ -120,6 +120,26 @@ pub struct Violations {
 }
 
 /// The analysed trace: every metric's values per call path and location.
+/// A wait state of a rule with a point-to-point `[cause]` (docs/rules.md, "Wait states with
+/// a cause"): where the stored instance was booked, and the event of the other process it
+/// waited for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CausedWait {
+    pub rule: u16,
+    pub loc: u32,
+    pub event: u32,
+    /// (location, event) of the partner (`[cause] partner`).
+    pub partner: (u32, u32),
+}
+
+/// A collective instance (an index into the replay's instances) that a rule with a
+/// collective `[cause]` accepted (its `when` held).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CausedColl {
+    pub instance: u32,
+    pub rule: u16,
+}
+
 pub struct Analysis {
     /// Metric ids in report order (depth-first over the metric tree), omitted ones left out.
     pub order: Vec<usize>,
@@ -132,6 +152,10 @@ pub struct Analysis {
     pub nloc: usize,
     pub ncnode: usize,
     pub rules: RuleSet,
+    /// The instances of rules with a `[cause]`, sorted: point-to-point by (location, event,
+    /// rule), collective by (instance, rule).
+    pub waits: Vec<CausedWait>,
+    pub colls: Vec<CausedColl>,
 }
 
 impl Analysis {
@@ -189,6 +213,9 @@ pub(crate) struct Cube<'a> {
     /// is allocated once, on its first instance.
     worst_idx: Vec<Vec<u32>>,
     worst: Vec<(u16, u32, Worst)>,
+    /// The instances of rules with a `[cause]` (`Analysis::waits`, `colls`).
+    pub(crate) waits: Vec<CausedWait>,
+    pub(crate) colls: Vec<CausedColl>,
 }
 
 impl<'a> Cube<'a> {
@@ -204,6 +231,8 @@ impl<'a> Cube<'a> {
             dense_stats: vec![Vec::new(); nrules],
             worst_idx: vec![Vec::new(); nrules],
             worst: Vec::new(),
+            waits: Vec::new(),
+            colls: Vec::new(),
         }
     }
 
@@ -331,6 +360,10 @@ impl<'a> Cube<'a> {
         for (k, c, w) in self.worst {
             worst_map[k as usize].insert(c, w);
         }
+        let mut waits = self.waits;
+        waits.sort_by_key(|w| (w.loc, w.event, w.rule));
+        let mut colls = self.colls;
+        colls.sort_unstable();
         Analysis {
             order,
             values,
@@ -340,6 +373,8 @@ impl<'a> Cube<'a> {
             nloc,
             ncnode,
             rules,
+            waits,
+            colls,
         }
     }
 }

@@ -2,13 +2,14 @@
 //! lets and `when` (after its prefilter), its severity and group, and emits the instance
 //! into the pass's own accumulator or its list (`LocPass`).
 
-use crate::analysis::cube::{Cell, Contribution, Instance};
+use crate::analysis::cube::{CausedWait, Cell, Contribution, Instance};
 use crate::analysis::eval::{self, ptr, Code, Ctx, Member, Ptr};
 use crate::analysis::pass::location::LocPass;
 use crate::analysis::plan::{Plan, Prefilter, RuleCode};
 use crate::model::Trace;
 use crate::replay::calltree::NO_CNODE;
 use crate::replay::Replay;
+use crate::rules::causes::Cause;
 use crate::rules::compile::{Expr, Value};
 use crate::rules::{Let, Rule};
 
@@ -253,6 +254,18 @@ impl Engine<'_> {
         let Some((cnode, loc, event)) = self.cnode_of(at) else {
             return;
         };
+        let cause = &self.plan.rs.rules[k].cause;
+        if let (Some(Cause::Partner(p)), true) = (cause, self.plan.rs.record_causes) {
+            // a wait state with a cause: the root-cause analysis reads it (docs/rules.md)
+            if let Value::Event(pl, pe) = ctx.eval(p, env) {
+                pass.waits.push(CausedWait {
+                    rule: k as u16,
+                    loc,
+                    event,
+                    partner: (pl, pe),
+                });
+            }
+        }
         match &mut pass.acc {
             // the frequent case, inline: an instance of the pass's own location
             Some(acc) if loc == pass.loc => {

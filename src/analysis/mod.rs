@@ -31,7 +31,9 @@ mod fire;
 mod pass;
 mod plan;
 
-pub use cube::{Analysis, FindingStats, Instance, Violations, Worst, WORST_K};
+pub use cube::{
+    Analysis, CausedColl, CausedWait, FindingStats, Instance, Violations, Worst, WORST_K,
+};
 
 use crate::model::Trace;
 use crate::replay::Replay;

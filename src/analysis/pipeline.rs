@@ -153,14 +153,17 @@ pub fn analyse_trace<V>(
     let replay = replay(&trace);
     let analysis = {
         let s = tracing::info_span!("rules evaluated", metrics = Empty).entered();
-        let a = super::analyse(&trace, &replay, opts.rules);
+        let mut rules = opts.rules;
+        // the instances of the rules with a `[cause]` are kept only for the root causes
+        rules.record_causes = opts.root_causes;
+        let a = super::analyse(&trace, &replay, rules);
         s.record("metrics", a.order.len());
         a
     };
     extras.scalasca_differences = super::rootcause::wrong_order_differences(&trace, &replay);
     let root_causes = opts.root_causes.then(|| {
         let s = tracing::info_span!("root causes", metrics = Empty).entered();
-        let rc = super::rootcause::root_causes(&trace, &replay);
+        let rc = super::rootcause::root_causes(&trace, &replay, &analysis);
         s.record("metrics", rc.metrics.len());
         rc
     });

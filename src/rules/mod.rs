@@ -2,6 +2,7 @@
 //! type-checked and compiled once. Built-in rules are embedded at build time; `--rules DIR`
 //! adds rules or overrides built-ins by id. No Rust code names a pattern.
 
+pub mod causes;
 pub mod compile;
 pub mod parse;
 
@@ -15,9 +16,11 @@ mod builtin {
     include!(concat!(env!("OUT_DIR"), "/builtin_rules.rs"));
 }
 
-/// How many rules are built in.
+/// How many rules are built in (root-cause metric files not counted).
 pub fn builtin_count() -> usize {
-    builtin::BUILTIN.len()
+    (builtin::BUILTIN.iter())
+        .filter(|(_, t)| !causes::is_rc_file(t))
+        .count()
 }
 
 /// Whether `id` is the metric of a built-in rule (files are named `rules/<paradigm>/<id>.toml`).
@@ -148,6 +151,7 @@ struct RuleFile {
     value: Option<Spanned<String>>,
     group: Option<Spanned<GroupSpec>>,
     queue: Option<Spanned<QueueSpec>>,
+    cause: Option<Spanned<causes::CauseSpec>>,
 }
 
 impl RuleFile {
@@ -306,6 +310,8 @@ pub struct Rule {
     pub value: Option<Expr>,
     pub group: Option<Group>,
     pub queue: Option<Queue>,
+    /// Its `[cause]`: its instances are wait states caused by another process.
+    pub cause: Option<causes::Cause>,
     /// The slot of `m` in severity/for/at/violation of collective rules.
     pub member_var: Option<u16>,
     /// The slots of `at` and `value` (where and how much, for rules fed by this one).
@@ -327,6 +333,11 @@ pub struct Rule {
 #[derive(Clone, Debug)]
 pub struct RuleSet {
     pub rules: Vec<Rule>,
+    /// The root-cause metrics (files with `kind`), depth-first in their metric tree.
+    pub rc_metrics: Vec<causes::RcMetric>,
+    /// Whether the analysis keeps the instances of the rules with a `[cause]` for the root
+    /// causes (`Analysis::waits`; true unless the caller computes no root causes).
+    pub record_causes: bool,
     pub interner: Interner,
     pub regexes: Vec<regex::Regex>,
 }
@@ -499,9 +510,9 @@ impl RuleSet {
     }
 
     fn from_sources(sources: Vec<Source>) -> Result<RuleSet> {
-        let files = parse_files(&sources)?;
+        let (files, rc_files) = parse_files(&sources)?;
         let p = Parsed::new(&sources, files);
-        p.check_references()?;
+        p.check_references(&rc_files)?;
         p.check_feed_cycles()?;
         let metas = p.metas();
         p.check_passes(&metas)?;
@@ -509,8 +520,15 @@ impl RuleSet {
         let mut regexes = Vec::new();
         let (rules, metric_calls) = p.compile(&metas, &mut interner, &mut regexes)?;
         p.check_derived_cycles(&rules, &metric_calls)?;
+        let view = causes::Rules {
+            ids: &p.ids,
+            causes: rules.iter().map(|r| r.cause.as_ref()).collect(),
+        };
+        let rc_metrics = causes::compile_rc(&rc_files, &sources, &view)?;
         Ok(RuleSet {
             rules,
+            rc_metrics,
+            record_causes: true,
             interner,
             regexes,
         })
@@ -521,16 +539,51 @@ impl RuleSet {
     }
 }
 
-/// Each source's rule file, parsed, with the index of its source; a user file with a
-/// built-in's id replaces the built-in.
-fn parse_files(sources: &[Source]) -> Result<Vec<(RuleFile, usize)>> {
-    let mut parsed: Vec<(RuleFile, usize)> = Vec::new();
+/// A parsed file: a rule or a root-cause metric (a file with `kind`).
+enum AnyFile {
+    Rule(Box<RuleFile>),
+    Rc(Box<causes::RcFile>),
+}
+
+impl AnyFile {
+    fn id(&self) -> &Spanned<String> {
+        match self {
+            AnyFile::Rule(r) => &r.id,
+            AnyFile::Rc(r) => &r.id,
+        }
+    }
+}
+
+/// Each source's rule file and root-cause metric file, parsed, with the index of its
+/// source; a user file with a built-in's id replaces the built-in.
+#[allow(clippy::type_complexity)]
+fn parse_files(
+    sources: &[Source],
+) -> Result<(Vec<(RuleFile, usize)>, Vec<(causes::RcFile, usize)>)> {
+    let mut parsed: Vec<(AnyFile, usize)> = Vec::new();
     for (k, s) in sources.iter().enumerate() {
-        let rf: RuleFile = toml::from_str(&s.text).map_err(|e| {
+        let err = |e: toml::de::Error| {
             let off = e.span().map_or(0, |r| r.start);
             rule_error(s, off, e.message().trim())
-        })?;
-        let id = rf.id.get_ref();
+        };
+        // read as what a line `kind = ...` suggests (one parse for almost every file); when
+        // that fails, the file is what its top-level keys say, and its errors are that kind's
+        let rc = |t: &str| -> Result<AnyFile> {
+            Ok(AnyFile::Rc(Box::new(toml::from_str(t).map_err(err)?)))
+        };
+        let rule = |t: &str| -> Result<AnyFile> {
+            Ok(AnyFile::Rule(Box::new(toml::from_str(t).map_err(err)?)))
+        };
+        let looks_rc = (s.text.lines())
+            .any(|l| (l.strip_prefix("kind")).is_some_and(|r| r.trim_start().starts_with('=')));
+        let first = if looks_rc { rc(&s.text) } else { rule(&s.text) };
+        let rf = match first {
+            Ok(f) => f,
+            Err(e) if looks_rc == causes::is_rc_file(&s.text) => return Err(e),
+            Err(_) if looks_rc => rule(&s.text)?,
+            Err(_) => rc(&s.text)?,
+        };
+        let id = rf.id().get_ref();
         if !id.chars().next().is_some_and(|c| c.is_ascii_lowercase())
             || !id
                 .chars()
@@ -538,24 +591,31 @@ fn parse_files(sources: &[Source]) -> Result<Vec<(RuleFile, usize)>> {
         {
             return Err(rule_error(
                 s,
-                rf.id.span().start,
+                rf.id().span().start,
                 format!("rule id `{id}` must match [a-z][a-z0-9_]*"),
             ));
         }
         // a user file with a built-in's id replaces the built-in
-        match parsed.iter().position(|(r, _)| r.id.get_ref() == id) {
+        match parsed.iter().position(|(r, _)| r.id().get_ref() == id) {
             Some(i) if sources[parsed[i].1].builtin && !s.builtin => parsed[i] = (rf, k),
             Some(_) => {
                 return Err(rule_error(
                     s,
-                    rf.id.span().start,
+                    rf.id().span().start,
                     format!("rule `{id}` is defined twice"),
                 ))
             }
             None => parsed.push((rf, k)),
         }
     }
-    Ok(parsed)
+    let (mut rules, mut rc) = (Vec::new(), Vec::new());
+    for (f, k) in parsed {
+        match f {
+            AnyFile::Rule(r) => rules.push((*r, k)),
+            AnyFile::Rc(r) => rc.push((*r, k)),
+        }
+    }
+    Ok((rules, rc))
 }
 
 /// The rule files of a rule set, and what the checks and the compilation look up in them.
@@ -588,17 +648,23 @@ impl<'a> Parsed<'a> {
         self.ids.iter().position(|x| x == id)
     }
 
-    /// Parents and feeders must exist.
-    fn check_references(&self) -> Result<()> {
+    /// Parents and feeders must exist (a rule's parent is a rule's metric, not one of the
+    /// root-cause metrics `rc`).
+    fn check_references(&self, rc: &[(causes::RcFile, usize)]) -> Result<()> {
         let (parsed, sources) = (&self.parsed, self.sources);
         let index = |id: &str| self.index(id);
         for (r, k) in parsed {
             if let Some(p) = &r.parent {
                 if index(p.get_ref()).is_none() {
+                    let why = if rc.iter().any(|(f, _)| f.id.get_ref() == p.get_ref()) {
+                        "is a root-cause metric: a rule's parent is a rule's metric"
+                    } else {
+                        "does not exist"
+                    };
                     return Err(rule_error(
                         &sources[*k],
                         p.span().start,
-                        format!("parent metric `{}` does not exist", p.get_ref()),
+                        format!("parent metric `{}` {why}", p.get_ref()),
                     ));
                 }
             }
@@ -1005,6 +1071,7 @@ fn compile_rule(
     };
     let for_members = x.opt(&rf.for_members, Type::Bool)?;
     let (severity, at, value) = compile_outputs(&mut x)?;
+    let cause = causes::compile_cause(&mut x, meta.root, &remote, at.as_ref())?;
     let violation = x.opt(&rf.violation, Type::Bool)?;
     let kinds = event_kinds(rf, src)?;
     if rf.on == Trigger::Event {
@@ -1034,6 +1101,7 @@ fn compile_rule(
         value,
         group,
         queue,
+        cause,
         member_var: member_slot,
         at_slot,
         value_slot,

@@ -2,12 +2,13 @@
 //! barriers): each rule on each instance, its lets per member, its severity per member,
 //! a violated member touching the whole instance (§6.2), and the rules it feeds.
 
-use crate::analysis::cube::{Contribution, Cube};
+use crate::analysis::cube::{CausedColl, Contribution, Cube};
 use crate::analysis::eval::Member;
 use crate::analysis::fire::{Engine, Frame};
 use crate::analysis::pass::location::LocPass;
 use crate::model::Trace;
 use crate::replay::NONE;
+use crate::rules::causes::Cause;
 use crate::rules::compile::Value;
 use crate::rules::{Let, Trigger};
 use rayon::prelude::*;
@@ -32,14 +33,17 @@ pub(crate) fn run_family(
         return Vec::new();
     }
     let (insts, rec) = insts();
-    let (c, v) = run(eng, had, &rules, &insts, nbind, &rec);
+    let (c, v, colls) = run(eng, had, &rules, &insts, nbind, &rec);
     cube.add_all(&c);
+    cube.colls.extend(colls);
     v
 }
 
 /// Runs rules `rule_ids` on every instance of `insts` (`rec`: per instance, whether it is
-/// reconstructed, §5.4; missing: not). Returns the instances found, and the location of
-/// every (instance, member) pair whose member violated the clock condition.
+/// reconstructed, §5.4; missing: not). Returns the instances found, the location of
+/// every (instance, member) pair whose member violated the clock condition, and the
+/// instances accepted by rules with a collective `[cause]`.
+#[allow(clippy::type_complexity)]
 pub(crate) fn run(
     eng: &Engine,
     had: &[Vec<(u32, u32)>],
@@ -47,14 +51,15 @@ pub(crate) fn run(
     insts: &[Inst],
     nbind: usize,
     rec: &[bool],
-) -> (Vec<Contribution>, Vec<u32>) {
-    let per: Vec<(Vec<Contribution>, Vec<u32>)> = insts
+) -> (Vec<Contribution>, Vec<u32>, Vec<CausedColl>) {
+    let per: Vec<(Vec<Contribution>, Vec<u32>, Vec<CausedColl>)> = insts
         .par_iter()
         .enumerate()
         .map(|(ii, (members, bind))| {
             let rec = rec.get(ii).copied().unwrap_or(false);
             let mut out = Vec::new();
             let mut violated = vec![false; members.len()];
+            let mut colls = Vec::new();
             for &k in rule_ids {
                 let one = OneInstance {
                     members,
@@ -62,7 +67,15 @@ pub(crate) fn run(
                     rec,
                     had,
                 };
-                one.fire(eng, k, &mut violated, &mut out);
+                if one.fire(eng, k, &mut violated, &mut out)
+                    && eng.plan.rs.record_causes
+                    && matches!(eng.plan.rs.rules[k].cause, Some(Cause::Collective(_)))
+                {
+                    colls.push(CausedColl {
+                        instance: ii as u32,
+                        rule: k as u16,
+                    });
+                }
             }
             let locs: Vec<u32> = members
                 .iter()
@@ -70,11 +83,12 @@ pub(crate) fn run(
                 .filter(|(_, &v)| v)
                 .map(|(m, _)| m.loc)
                 .collect();
-            (out, locs)
+            (out, locs, colls)
         })
         .collect();
     let ccv: Vec<u32> = per.iter().flat_map(|p| p.1.iter().copied()).collect();
-    (per.into_iter().flat_map(|p| p.0).collect(), ccv)
+    let colls: Vec<CausedColl> = per.iter().flat_map(|p| p.2.iter().copied()).collect();
+    (per.into_iter().flat_map(|p| p.0).collect(), ccv, colls)
 }
 
 /// One instance as a rule sees it.
@@ -89,8 +103,15 @@ struct OneInstance<'a> {
 
 impl OneInstance<'_> {
     /// Rule `k` on this instance: its instances to `out` (the rules it feeds right after
-    /// them), the members that violated the clock condition marked in `violated`.
-    fn fire(&self, eng: &Engine, k: usize, violated: &mut [bool], out: &mut Vec<Contribution>) {
+    /// them), the members that violated the clock condition marked in `violated`. Returns
+    /// whether the rule's `when` held.
+    fn fire(
+        &self,
+        eng: &Engine,
+        k: usize,
+        violated: &mut [bool],
+        out: &mut Vec<Contribution>,
+    ) -> bool {
         let (members, had) = (self.members, self.had);
         let rule = &eng.plan.rs.rules[k];
         let none = |_: u16| 0.0;
@@ -100,7 +121,7 @@ impl OneInstance<'_> {
         let ctx = eng.ctx(members, &member_vals, &[], had, &none);
         if let Some(w) = &rule.when {
             if !ctx.eval(w, &mut env).bool() {
-                return;
+                return false;
             }
         }
         // instances of the rules fed by this one
@@ -168,6 +189,7 @@ impl OneInstance<'_> {
         }
         out.extend(mine);
         out.append(&mut fed_out);
+        true
     }
 
     /// Rule `k`'s lets, in order: instance lets into `env`, member lets per member (the

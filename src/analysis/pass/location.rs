@@ -4,7 +4,7 @@
 //! are added to the cube in location order (`run_pass`).
 
 use super::{event, p2p};
-use crate::analysis::cube::{Cell, Contribution, Cube, Found};
+use crate::analysis::cube::{CausedWait, Cell, Contribution, Cube, Found};
 use crate::analysis::fire::{Engine, Frame, UNSEEN};
 use crate::analysis::plan::{KindRule, PassRules};
 use crate::model::EventKind;
@@ -29,6 +29,8 @@ pub(crate) struct LocPass {
     /// order, and the extreme key of the queue (`None`: to be found again).
     pub(crate) keys: Vec<(VecDeque<f64>, Option<f64>)>,
     pub(crate) had: Vec<(usize, u32, u32)>,
+    /// The instances of rules with a point-to-point `[cause]` found here.
+    pub(crate) waits: Vec<CausedWait>,
 }
 
 impl LocPass {
@@ -41,6 +43,7 @@ impl LocPass {
             queues: vec![VecDeque::new(); nrules],
             keys: vec![(VecDeque::new(), None); nrules],
             had: Vec::new(),
+            waits: Vec::new(),
         }
     }
 }
@@ -137,6 +140,7 @@ fn add_passes(
 ) {
     let nloc = cube.nloc();
     for p in done {
+        cube.waits.extend_from_slice(&p.waits);
         let Some(acc) = &p.acc else {
             cube.add_all(&p.out);
             continue;

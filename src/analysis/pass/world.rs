@@ -21,7 +21,7 @@ pub(crate) fn run(eng: &Engine, had: &[Vec<(u32, u32)>], cube: &mut Cube) -> Vec
         let members = members(eng, &firsts[w]);
         let n = members.len() as f64;
         let insts = vec![(members, [Value::Num(n), Value::None, Value::None])];
-        let (c, v) = instances::run(eng, had, &[k], &insts, 1, &[]);
+        let (c, v, _) = instances::run(eng, had, &[k], &insts, 1, &[]);
         cube.add_all(&c);
         violators.extend(v);
     }

@@ -219,6 +219,8 @@ pub(crate) fn specialised(
     let f = |e: &Expr| specialise(e, &table, &konst);
     RuleSet {
         rules: orig.rules.iter().map(|r| specialise_rule(r, &f)).collect(),
+        rc_metrics: orig.rc_metrics.clone(),
+        record_causes: orig.record_causes,
         interner: Default::default(),
         regexes: orig.regexes.clone(),
     }

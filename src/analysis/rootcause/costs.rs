@@ -4,29 +4,16 @@
 //! cost. Short-term costs scale the delay by the wait it explains; long-term costs scale it
 //! by the costs the waiting point carries, and pass costs on to the wait states inside the
 //! causing location's interval (per kind of the wait state where the chain ends). The same
-//! pass classifies waits as indirect (caused by propagated waits) and propagating (causing
-//! further waits).
+//! pass classifies point-to-point waits as indirect (caused by propagated waits) and
+//! propagating (causing further waits). The kinds of wait state are the rules that declare a
+//! `[cause]` (`Sync::kinds`); a wait booked by several such rules counts for each.
 
 use super::delay::{self, CollDelay, P2pDelay};
-use super::sync::{Kind, Shape, Sync};
+use super::sync::{Kind, Sync};
 use crate::model::Trace;
 use crate::replay::Replay;
+use crate::rules::causes::Shape;
 use std::collections::{BTreeMap, HashMap};
-
-/// The kinds of wait state with delay costs, in Scalasca's metric order.
-const KINDS: usize = 6;
-
-fn kind_of(k: Kind) -> Option<usize> {
-    Some(match k {
-        Kind::Recv => 0,
-        Kind::SendCompletion => 1,
-        Kind::Coll(Shape::Barrier) => 2,
-        Kind::Coll(Shape::AllToAll) => 3,
-        Kind::Coll(Shape::OneToAll) => 4,
-        Kind::Coll(Shape::AllToOne) => 5,
-        _ => return None,
-    })
-}
 
 /// One delay computation: on the causing location at its point, a point-to-point wait
 /// state (the waiting location and point) or a collective instance.
@@ -34,15 +21,28 @@ fn kind_of(k: Kind) -> Option<usize> {
 enum Task {
     P2p(usize, usize),
     Coll(usize),
+    /// A thread barrier instance; the serial interval before a parallel region's point
+    /// (`None`: after the last region) of a master thread.
+    OmpBarrier(usize),
+    OmpIdle(usize, Option<usize>),
 }
 
-/// What the pass books: per kind, short- and long-term costs; indirect and propagating
-/// waits (late sender, late receiver); all `cnode * nloc + loc`.
+/// What the pass books per kind of wait state: short- and long-term costs; of
+/// point-to-point kinds, the indirect and propagating waits; all `cnode * nloc + loc`
+/// (empty: nothing booked).
 pub(super) struct Costs {
-    pub(super) short: [Vec<f64>; KINDS],
-    pub(super) long: [Vec<f64>; KINDS],
-    pub(super) indirect: [Vec<f64>; 2],
-    pub(super) propagating: [Vec<f64>; 2],
+    pub(super) short: Vec<Vec<f64>>,
+    pub(super) long: Vec<Vec<f64>>,
+    pub(super) indirect: Vec<Vec<f64>>,
+    pub(super) propagating: Vec<Vec<f64>>,
+}
+
+/// `v`, sized `n` (zeros) when still empty.
+fn sized(v: &mut Vec<f64>, n: usize) -> &mut Vec<f64> {
+    if v.is_empty() {
+        v.resize(n, 0.0);
+    }
+    v
 }
 
 struct Pass<'a> {
@@ -50,15 +50,18 @@ struct Pass<'a> {
     replay: &'a Replay,
     sync: &'a Sync,
     nloc: usize,
+    /// The size of a value array: call paths × locations.
+    size: usize,
     out: Costs,
     /// Per kind, the long-term cost each point (location, index) carries.
-    cost: [HashMap<(usize, usize), f64>; KINDS],
+    cost: Vec<HashMap<(usize, usize), f64>>,
     /// The largest propagated share of each point's wait.
     pw: BTreeMap<(usize, usize), f64>,
 }
 
 impl Pass<'_> {
-    fn book(v: &mut [f64], nloc: usize, l: usize, d: &delay::Map, scale: f64) {
+    fn book(v: &mut Vec<f64>, (size, nloc): (usize, usize), l: usize, d: &delay::Map, scale: f64) {
+        let v = sized(v, size);
         for (&c, &x) in d {
             v[c as usize * nloc + l] += scale * x;
         }
@@ -66,19 +69,26 @@ impl Pass<'_> {
 
     fn p2p(&mut self, x: &P2pDelay) {
         let (wl, wj) = x.waiter;
-        let sps = &self.sync.sps[x.loc];
+        let sync = self.sync;
+        let sps = &sync.sps[x.loc];
         let inside = x.inside.start.min(x.inside.end)..x.inside.end;
-        let t = kind_of(self.sync.sps[wl][wj].kind).unwrap_or(0);
+        let ts = &sync.sps[wl][wj].kinds;
+        let dims = (self.size, self.nloc);
         let denom = x.dsum + x.wsum;
         let sw = if denom > 0.0 {
             (x.wait / denom).min(1.0)
         } else {
             0.0
         };
-        Self::book(&mut self.out.short[t], self.nloc, x.loc, &x.d, sw);
+        for &t in ts {
+            Self::book(&mut self.out.short[t as usize], dims, x.loc, &x.d, sw);
+        }
         if x.wsum > 0.0 && sw > 0.0 {
-            let c = self.replay.locations[wl].cnode(self.sync.sps[wl][wj].event as usize);
-            self.out.indirect[t][c as usize * self.nloc + wl] += sw * x.wsum;
+            let c = self.replay.locations[wl].cnode(sync.sps[wl][wj].event as usize);
+            for &t in ts {
+                sized(&mut self.out.indirect[t as usize], self.size)
+                    [c as usize * self.nloc + wl] += sw * x.wsum;
+            }
             for j in inside.clone().filter(|&j| sps[j].wait > 0.0) {
                 let v = self.pw.entry((x.loc, j)).or_insert(0.0);
                 *v = v.max(sw * sps[j].wait);
@@ -87,13 +97,13 @@ impl Pass<'_> {
         if denom <= 0.0 {
             return;
         }
-        for k in 0..KINDS {
+        for k in 0..self.cost.len() {
             let rc = self.cost[k].get(&(wl, wj)).copied().unwrap_or(0.0);
             let sc = rc / denom;
             if sc > 0.0 {
-                Self::book(&mut self.out.long[k], self.nloc, x.loc, &x.d, sc);
+                Self::book(&mut self.out.long[k], dims, x.loc, &x.d, sc);
             }
-            let add = sc + if k == t { sw } else { 0.0 };
+            let add = sc + if ts.contains(&(k as u16)) { sw } else { 0.0 };
             if add > 0.0 {
                 for j in inside.clone().filter(|&j| sps[j].wait > 0.0) {
                     *self.cost[k].entry((x.loc, j)).or_insert(0.0) += add * sps[j].wait;
@@ -136,13 +146,14 @@ impl Pass<'_> {
     }
 
     fn coll(&mut self, g: &CollDelay) {
-        let Some(t) = g
-            .members
-            .iter()
-            .find_map(|m| kind_of(self.sync.sps[m.waiter.0][m.waiter.1].kind))
+        let sync = self.sync;
+        let Some(ts) = (g.members.iter())
+            .map(|m| &sync.sps[m.waiter.0][m.waiter.1].kinds)
+            .find(|k| !k.is_empty())
         else {
             return;
         };
+        let dims = (self.size, self.nloc);
         let rl = g.root.0;
         let scale_of = |input: f64, m: &delay::CollMember| {
             if m.dsum + m.prop > 0.0 {
@@ -154,19 +165,53 @@ impl Pass<'_> {
         let waits: Vec<f64> = (g.members.iter())
             .map(|m| scale_of(self.sync.sps[m.waiter.0][m.waiter.1].wait.max(0.0), m))
             .collect();
-        for (m, &s) in g.members.iter().zip(&waits) {
-            Self::book(&mut self.out.short[t], self.nloc, rl, &m.d, s);
+        for &t in ts {
+            for (m, &s) in g.members.iter().zip(&waits) {
+                Self::book(&mut self.out.short[t as usize], dims, rl, &m.d, s);
+            }
         }
-        for k in 0..KINDS {
+        // a thread barrier: a worker thread has no long-term costs in Scalasca (those
+        // metrics are the master thread's), so one whose last member is a worker passes none
+        // on; nor is a thread barrier's own long-term cost handed on across another
+        let bar = sync.sps[rl][g.root.1].kind == Kind::OmpBarrier;
+        if bar && self.replay.omp.thread.get(rl).is_some_and(|&n| n > 0) {
+            return;
+        }
+        for k in 0..self.cost.len() {
+            if bar && sync.shapes[k] == Some(Shape::ThreadBarrier) {
+                if ts.contains(&(k as u16)) {
+                    self.add_scaled(k, g, &waits);
+                }
+                continue;
+            }
             let sc: Vec<f64> = (g.members.iter())
                 .map(|m| scale_of(self.cost[k].get(&m.waiter).copied().unwrap_or(0.0), m))
                 .collect();
             for (m, &s) in g.members.iter().zip(&sc) {
-                Self::book(&mut self.out.long[k], self.nloc, rl, &m.d, s);
+                Self::book(&mut self.out.long[k], dims, rl, &m.d, s);
             }
             self.add_scaled(k, g, &sc);
-            if k == t {
+            if ts.contains(&(k as u16)) {
                 self.add_scaled(k, g, &waits);
+            }
+        }
+    }
+
+    /// Idle worker threads: the master's serial time, once per worker; the waits inside
+    /// carry that scale as long-term idleness cost.
+    fn omp_idle(&mut self, l: usize, x: &super::omp::IdleDelay) {
+        let dims = (self.size, self.nloc);
+        let sync = self.sync;
+        let idle = (0..sync.kinds.len()).filter(|&k| sync.shapes[k] == Some(Shape::ThreadFork));
+        for k in idle {
+            if x.dsum > 0.0 {
+                Self::book(&mut self.out.short[k], dims, l, &x.d, x.scale);
+            }
+            if x.wsum > 0.0 && x.scale > 0.0 {
+                let sps = &sync.sps[l];
+                for j in x.inside.clone().filter(|&j| sps[j].wait > 0.0) {
+                    *self.cost[k].entry((l, j)).or_insert(0.0) += x.scale * sps[j].wait;
+                }
             }
         }
     }
@@ -210,6 +255,13 @@ fn tasks(sync: &Sync, replay: &Replay) -> Vec<Vec<Pending>> {
             t[c.loc as usize].push((cj, Task::Coll(n), pts));
         }
     }
+    for (l, j, task, needs) in super::omp::tasks(sync) {
+        let task = match task {
+            super::omp::OmpTask::Barrier(n) => Task::OmpBarrier(n),
+            super::omp::OmpTask::Idle(f) => Task::OmpIdle(l, f),
+        };
+        t[l].push((j, task, needs));
+    }
     for v in &mut t {
         v.sort_by_key(|x| std::cmp::Reverse(x.0));
     }
@@ -219,19 +271,21 @@ fn tasks(sync: &Sync, replay: &Replay) -> Vec<Vec<Pending>> {
 /// The backward pass over every wait state's delay.
 pub(super) fn costs(trace: &Trace, replay: &Replay, sync: &Sync) -> Costs {
     let (nloc, ncn) = (trace.events.len(), replay.tree.len());
-    let zero = || vec![0.0; ncn * nloc];
+    let nk = sync.kinds.len();
+    let none = || vec![Vec::new(); nk];
     let mut p = Pass {
         trace,
         replay,
         sync,
         nloc,
+        size: ncn * nloc,
         out: Costs {
-            short: std::array::from_fn(|_| zero()),
-            long: std::array::from_fn(|_| zero()),
-            indirect: std::array::from_fn(|_| zero()),
-            propagating: std::array::from_fn(|_| zero()),
+            short: none(),
+            long: none(),
+            indirect: none(),
+            propagating: none(),
         },
-        cost: std::array::from_fn(|_| HashMap::new()),
+        cost: vec![HashMap::new(); nk],
         pw: BTreeMap::new(),
     };
     let all = tasks(sync, replay);
@@ -259,7 +313,10 @@ pub(super) fn costs(trace: &Trace, replay: &Replay, sync: &Sync) -> Costs {
         // blocked (clock-condition violations): go on with the latest pending point
         let Some(l) = (0..nloc)
             .filter(|&l| next[l] < all[l].len())
-            .max_by_key(|&l| trace.events[l].time[sync.sps[l][all[l][next[l]].0].event as usize])
+            .max_by_key(|&l| {
+                (sync.sps[l].get(all[l][next[l]].0))
+                    .map_or(u64::MAX, |sp| trace.events[l].time[sp.event as usize])
+            })
         else {
             break;
         };
@@ -268,13 +325,13 @@ pub(super) fn costs(trace: &Trace, replay: &Replay, sync: &Sync) -> Costs {
     }
     for (&(l, j), &v) in &p.pw {
         let sp = &sync.sps[l][j];
-        let k = match sp.kind {
-            Kind::Recv => 0,
-            Kind::SendCompletion => 1,
-            _ => continue,
-        };
+        if !matches!(sp.kind, Kind::Recv | Kind::SendCompletion) {
+            continue;
+        }
         let c = replay.locations[l].cnode(sp.event as usize);
-        p.out.propagating[k][c as usize * nloc + l] += v;
+        for &k in &sp.kinds {
+            sized(&mut p.out.propagating[k as usize], p.size)[c as usize * nloc + l] += v;
+        }
     }
     p.out
 }
@@ -289,6 +346,16 @@ fn run(p: &mut Pass, task: Task) {
         Task::Coll(n) => {
             if let Some(g) = delay::coll_delay(p.trace, p.replay, p.sync, n) {
                 p.coll(&g);
+            }
+        }
+        Task::OmpBarrier(n) => {
+            if let Some(g) = super::omp::barrier_delay(p.trace, p.replay, p.sync, n) {
+                p.coll(&g);
+            }
+        }
+        Task::OmpIdle(l, f) => {
+            if let Some(x) = super::omp::idle_delay(p.trace, p.replay, p.sync, l, f) {
+                p.omp_idle(l, &x);
             }
         }
     }

@@ -33,10 +33,13 @@ pub(super) fn interval(
     let res = trace.timer_resolution.max(1) as f64;
     let sps = &sync.sps[l];
     let from = prev.map_or(0, |j| sps[j].event);
-    let mut ticks: BTreeMap<u32, u64> = BTreeMap::new();
-    each_runtime(trace, replay, l, (from, to), &mut |c, t| {
-        *ticks.entry(c).or_default() += t
-    });
+    let mut ticks: BTreeMap<u32, i64> = BTreeMap::new();
+    match &sync.omp {
+        Some(o) => o.each_runtime(l, (from, to), &mut |c, t| *ticks.entry(c).or_default() += t),
+        None => each_runtime(trace, replay, l, (from, to), &mut |c, t| {
+            *ticks.entry(c).or_default() += t as i64
+        }),
+    }
     let first = prev.map_or(0, |j| j + 1);
     let last = sps.partition_point(|x| x.event < to);
     let mut waits: Map = Map::new();

@@ -27,6 +27,7 @@
 
 mod costs;
 mod delay;
+mod omp;
 mod section;
 mod sync;
 mod wrong_order;
@@ -34,45 +35,53 @@ mod wrong_order;
 pub use section::{Cause, RootCauseSection};
 pub use wrong_order::wrong_order_differences;
 
+use crate::analysis::Analysis;
 use crate::model::{EventKind, Trace};
 use crate::replay::calltree::NO_CNODE;
 use crate::replay::Replay;
+use crate::rules::causes::{Part, Quantity, RcWhat, Term};
+use crate::rules::RuleSet;
 use sync::Sync;
 
-/// One metric of the table (`metrics.toml`): Scalasca's id, name and parent, what it
-/// explains, and which quantity of which kind of synchronisation it is.
-#[derive(Clone, Debug, serde::Deserialize, serde::Serialize, PartialEq)]
+/// One root-cause metric as the reports show it: Scalasca's id, name and parent, the
+/// wait-state metric it explains, and (not shown) what it is. Declared by the rule files
+/// with `kind` (`rules/rootcause/`, docs/rules.md).
+#[derive(Clone, Debug, serde::Serialize, PartialEq)]
 pub struct MetricInfo {
     pub id: String,
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub parent: Option<String>,
     /// The wait-state metric whose waits this delay cost explains.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cause_of: Option<String>,
     pub description: String,
-    #[serde(default = "seconds")]
     pub unit: String,
-    #[serde(skip_serializing)]
-    quantity: String,
-    #[serde(default, skip_serializing)]
-    wait: Option<String>,
+    #[serde(skip)]
+    pub what: RcWhat,
 }
 
-fn seconds() -> String {
-    "sec".to_string()
+/// The root-cause metrics of a rule set, depth-first in their metric tree.
+pub fn table(rules: &RuleSet) -> Vec<MetricInfo> {
+    (rules.rc_metrics.iter())
+        .map(|m| MetricInfo {
+            id: m.info.id.clone(),
+            name: m.info.name.clone(),
+            parent: m.info.parent.clone(),
+            cause_of: match m.what {
+                RcWhat::Delay { of, .. } => rules.rules.get(of as usize).map(|r| r.info.id.clone()),
+                _ => None,
+            },
+            description: m.info.description.clone(),
+            unit: format!("{:?}", m.info.unit).to_lowercase(),
+            what: m.what,
+        })
+        .collect()
 }
 
-#[derive(serde::Deserialize)]
-struct Table {
-    metric: Vec<MetricInfo>,
-}
-
-const TABLE: &str = include_str!("metrics.toml");
-
-/// The metric table (embedded, checked by the tests).
+/// The built-in root-cause metrics (`rules/rootcause/`).
 pub fn metric_table() -> Vec<MetricInfo> {
-    toml::from_str::<Table>(TABLE).map_or_else(|_| Vec::new(), |t| t.metric)
+    RuleSet::load(&[]).map_or_else(|_| Vec::new(), |r| table(&r))
 }
 
 /// The root-cause and critical-path metrics of a trace: per metric (in the table's
@@ -233,12 +242,18 @@ fn walk(trace: &Trace, replay: &Replay, sync: &Sync, res: f64) -> (Vec<f64>, Vec
     (prof, steps)
 }
 
-/// Scalasca's critical-path metrics of an MPI trace (empty when it has no MPI_Finalize).
-pub fn root_causes(trace: &Trace, replay: &Replay) -> RootCauses {
+/// The root-cause metrics of the rule set (`analysis.rules`, files with `kind`) and
+/// Scalasca's critical-path metrics of an MPI, OpenMP or hybrid trace (empty when it has
+/// neither an MPI_Finalize nor an OpenMP thread team).
+pub fn root_causes(trace: &Trace, replay: &Replay, analysis: &Analysis) -> RootCauses {
+    let rules = &analysis.rules;
     let res = trace.timer_resolution.max(1) as f64;
     let (nloc, ncn) = (trace.events.len(), replay.tree.len());
-    let sync = sync::synchpoints(trace, replay, res);
-    let (lcp, steps) = walk(trace, replay, &sync, res);
+    let sync = sync::synchpoints(trace, replay, res, analysis);
+    let (lcp, steps) = match sync.omp {
+        Some(_) => omp::walk(trace, replay, &sync, res),
+        None => walk(trace, replay, &sync, res),
+    };
     if steps.is_empty() {
         return RootCauses {
             nloc,
@@ -249,7 +264,10 @@ pub fn root_causes(trace: &Trace, replay: &Replay) -> RootCauses {
     let mut lt = vec![0.0; ncn * nloc];
     for l in 0..nloc {
         let mut t = vec![0.0; ncn];
-        runtimes(trace, replay, l, 0, u32::MAX, &mut t);
+        match &sync.omp {
+            Some(o) => o.each_runtime(l, (0, u32::MAX), &mut |c, x| t[c as usize] += x as f64),
+            None => runtimes(trace, replay, l, 0, u32::MAX, &mut t),
+        }
         let mut w = vec![0.0; ncn];
         for x in sync.sps[l].iter().filter(|x| x.wait > 0.0) {
             let c = replay.locations[l].cnode(x.event as usize);
@@ -265,53 +283,67 @@ pub fn root_causes(trace: &Trace, replay: &Replay) -> RootCauses {
     let d = derived(nloc, ncn, &lcp, &lt);
     let c = costs::costs(trace, replay, &sync);
     // the waits of the point-to-point kinds, less the indirect or propagating part
-    let mut waits = [vec![0.0; ncn * nloc], vec![0.0; ncn * nloc]];
+    let mut waits = vec![Vec::new(); sync.kinds.len()];
     for (l, sps) in sync.sps.iter().enumerate() {
         for x in sps.iter().filter(|x| x.wait > 0.0) {
-            let k = match x.kind {
-                sync::Kind::Recv => 0,
-                sync::Kind::SendCompletion => 1,
-                _ => continue,
-            };
+            if !matches!(x.kind, sync::Kind::Recv | sync::Kind::SendCompletion) {
+                continue;
+            }
             let cn = replay.locations[l].cnode(x.event as usize);
-            if cn != NO_CNODE {
-                waits[k][cn as usize * nloc + l] += x.wait;
+            for &k in x.kinds.iter().filter(|_| cn != NO_CNODE) {
+                let w: &mut Vec<f64> = &mut waits[k as usize];
+                if w.is_empty() {
+                    w.resize(ncn * nloc, 0.0);
+                }
+                w[cn as usize * nloc + l] += x.wait;
             }
         }
     }
-    let less = |a: &[f64], b: &[f64]| -> Vec<f64> { a.iter().zip(b).map(|(x, y)| x - y).collect() };
+    // `a - b`, an empty vector counting as zeros
+    let less = |a: &[f64], b: &[f64]| -> Vec<f64> {
+        (0..a.len().max(b.len()))
+            .map(|i| a.get(i).copied().unwrap_or(0.0) - b.get(i).copied().unwrap_or(0.0))
+            .collect()
+    };
+    let kind_of = |of: u16| sync.kinds.iter().position(|&r| r == of);
     let pick = |m: &MetricInfo| -> Option<Vec<f64>> {
-        let k = match m.wait.as_deref() {
-            None => 0,
-            Some("receive") => 0,
-            Some("send") => 1,
-            Some("barrier") => 2,
-            Some("all_to_all") => 3,
-            Some("one_to_all") => 4,
-            Some("all_to_one") => 5,
-            Some(_) => return None,
-        };
-        let zero = Vec::new();
-        let v = match m.quantity.as_str() {
-            "sum" => &zero,
-            "critical_path" => &lcp,
-            "activities" => &d[0],
-            "imbalance" => &d[1],
-            "inter_partition" => &d[2],
-            "non_critical" => &d[3],
-            "short" => &c.short[k],
-            "long" => &c.long[k],
-            "indirect" => c.indirect.get(k)?,
-            "propagating" => c.propagating.get(k)?,
-            "direct" => return Some(less(waits.get(k)?, c.indirect.get(k)?)),
-            "terminal" => return Some(less(waits.get(k)?, c.propagating.get(k)?)),
-            _ => return None,
+        let v = match m.what {
+            RcWhat::Sum => return Some(Vec::new()),
+            RcWhat::CriticalPath(q) => match q {
+                Quantity::Path => &lcp,
+                Quantity::Activities => &d[0],
+                Quantity::Imbalance => &d[1],
+                Quantity::InterPartition => &d[2],
+                Quantity::NonCritical => &d[3],
+            },
+            RcWhat::Delay { of, term } => {
+                let k = kind_of(of)?;
+                match term {
+                    Term::Short => &c.short[k],
+                    Term::Long => &c.long[k],
+                }
+            }
+            RcWhat::WaitCause { of, part } => {
+                let k = kind_of(of)?;
+                match part {
+                    Part::Indirect => c.indirect.get(k)?,
+                    Part::Propagating => c.propagating.get(k)?,
+                    Part::Direct => return Some(less(waits.get(k)?, c.indirect.get(k)?)),
+                    Part::Terminal => return Some(less(waits.get(k)?, c.propagating.get(k)?)),
+                }
+            }
         };
         Some(v.clone())
     };
-    let metrics = metric_table()
+    // a kind that booked nothing: zeros (a sum keeps its empty vector)
+    let full = |m: &MetricInfo, v: Vec<f64>| match (&m.what, v.is_empty()) {
+        (RcWhat::Sum, _) | (_, false) => v,
+        _ => vec![0.0; ncn * nloc],
+    };
+    let metrics = table(rules)
         .into_iter()
-        .filter_map(|m| pick(&m).map(|v| (m, v)))
+        .filter_map(|m| pick(&m).map(|v| (full(&m, v), m)))
+        .map(|(v, m)| (m, v))
         .collect();
     RootCauses {
         nloc,
@@ -377,6 +409,11 @@ fn derived(nloc: usize, ncn: usize, lcp: &[f64], lt: &[f64]) -> [Vec<f64>; 4] {
                 }
             }
         }
+    }
+    // Scalasca's imbalance impact includes the inter-partition imbalance below it: its own
+    // value is the rest
+    for (a, b) in imb.iter_mut().zip(&inter) {
+        *a -= b;
     }
     [act, imb, inter, noncp]
 }

@@ -4,6 +4,7 @@
 
 use super::{MetricInfo, RootCauses};
 use crate::model::Trace;
+use crate::rules::causes::{RcWhat, Term};
 use serde::Serialize;
 
 /// A call path on a location whose delay caused waits of `wait_state`.
@@ -29,7 +30,8 @@ pub struct RootCauseSection {
 const CAUSES: usize = 5;
 
 impl RootCauses {
-    /// The section of the reports; `None` when nothing was computed (no MPI_Finalize).
+    /// The section of the reports; `None` when nothing was computed (no MPI_Finalize and
+    /// no OpenMP thread team).
     pub fn section(&self, trace: &Trace) -> Option<RootCauseSection> {
         if self.metrics.is_empty() || self.nloc == 0 {
             return None;
@@ -45,7 +47,14 @@ impl RootCauses {
             let of = |long: bool| {
                 (self.metrics.iter())
                     .find(|(m, _)| {
-                        m.cause_of.as_deref() == Some(w) && (m.quantity == "long") == long
+                        m.cause_of.as_deref() == Some(w)
+                            && matches!(
+                                m.what,
+                                RcWhat::Delay {
+                                    term: Term::Long,
+                                    ..
+                                }
+                            ) == long
                     })
                     .map(|(_, v)| v.as_slice())
             };

@@ -1,12 +1,18 @@
 //! The synchronisation points of an MPI run (docs/root-causes.md): the events where a
 //! process synchronised with others, each with its wait time, its call's total time, its
 //! completion time, the processes it synchronised with and, for a wait, the event that
-//! caused it. Found from the replay's matched messages, collective instances and the first
-//! MPI_Init*/MPI_Finalize of each process, as Scalasca 2.6 registers them.
+//! caused it. The waits are the instances of the wait-state rules that declare a `[cause]`
+//! (docs/rules.md): a point-to-point rule's stored instances with their partner events, a
+//! collective rule's accepted instances with their shape; besides them, the first
+//! MPI_Init*/MPI_Finalize of each process, as Scalasca 2.6 registers them, and the thread
+//! teams' points (omp.rs; a barrier wait's kinds are the `thread_barrier` rules that took it).
 
-use crate::model::{classify, collective_op_name, EventKind, Trace};
+use crate::analysis::{Analysis, CausedWait};
+use crate::model::{classify, EventKind, Trace};
 use crate::replay::matching::EventRef;
 use crate::replay::{Replay, NONE};
+use crate::rules::causes::{Cause, Shape};
+use crate::rules::Trigger;
 
 /// What kind of synchronisation an event is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,15 +29,10 @@ pub(crate) enum Kind {
     Coll(Shape),
     Init,
     Finalize,
-}
-
-/// The dependency shape of a collective operation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Shape {
-    Barrier,
-    AllToAll,
-    OneToAll,
-    AllToOne,
+    /// A thread's ENTER of a parallel region (its fork).
+    OmpFork,
+    /// A thread's LEAVE of a thread barrier.
+    OmpBarrier,
 }
 
 /// The processes a synchronisation point synchronised with.
@@ -61,6 +62,9 @@ pub(crate) struct Sp {
     pub(crate) ranks: Ranks,
     /// For a wait: the event that caused it (else `EventRef::NONE`).
     pub(crate) cause: EventRef,
+    /// For a wait: the kinds of wait state (indices into `Sync::kinds`) whose rules
+    /// booked it (several when rules overlap).
+    pub(crate) kinds: Vec<u16>,
 }
 
 /// Per location its synchronisation points sorted by event, and the (ENTER, LEAVE) of its
@@ -71,6 +75,12 @@ pub(crate) struct Sync {
     pub(crate) fin: Vec<Option<(u32, u32)>>,
     /// Per location: the location standing for its process.
     pub(crate) proc: Vec<u32>,
+    /// The kinds of wait state with delay costs: the rules with a `[cause]`, in rule order.
+    pub(crate) kinds: Vec<u16>,
+    /// Per kind: the shape of its rule's collective `[cause]` (`None`: a partner event).
+    pub(crate) shapes: Vec<Option<Shape>>,
+    /// The thread teams' part (`None` without OpenMP teams).
+    pub(crate) omp: Option<super::omp::OmpInfo>,
 }
 
 impl Sync {
@@ -112,236 +122,157 @@ pub(crate) fn call_span(trace: &Trace, replay: &Replay, l: usize, i: u32) -> Opt
     ))
 }
 
-/// The region class and mode of the call enclosing event `i` of location `l`.
-fn call_class(trace: &Trace, replay: &Replay, l: usize, i: u32) -> (&'static str, &'static str) {
-    let st = &replay.locations[l];
-    if i as usize >= st.len() {
-        return ("", "");
-    }
-    let e = st.enterptr(i as usize);
-    if e == NONE {
-        return ("", "");
-    }
-    let ev = &trace.events[l];
-    match trace.defs.regions.get(ev.arg[e as usize] as usize) {
-        Some(r) if ev.kind[e as usize] == EventKind::Enter => classify::classify(r),
-        _ => ("", ""),
-    }
-}
-
 /// A candidate synchronisation point: (location, stage, point); the first registered stage
 /// wins where two name the same event.
-type Cand = (u32, u8, Sp);
+pub(super) type Cand = (u32, u8, Sp);
 
 fn secs(a: u64, b: u64, res: f64) -> f64 {
     (a as f64 - b as f64) / res
 }
 
-/// A late sender: (receive event, send, wait, call enter, receive call leave).
-type Ls = (u32, EventRef, f64, u32, u64);
+/// What finding the points needs: per location its process, the timer resolution, the
+/// analysis with the rules' wait states, the kinds of wait state.
+#[derive(Clone, Copy)]
+struct Ctx<'a> {
+    proc: &'a [u32],
+    res: f64,
+    analysis: &'a Analysis,
+    kinds: &'a [u16],
+}
 
-/// The late senders of location `l`: one per call, the largest in a call completing
-/// several receives.
-fn late_senders(trace: &Trace, replay: &Replay, l: usize, res: f64) -> Vec<Ls> {
-    let ev = &trace.events[l];
-    let links = &replay.msg_links[l];
-    let mut out: Vec<Ls> = Vec::new();
-    let mut multi: Option<Ls> = None;
-    for i in 0..ev.len() {
-        if !matches!(ev.kind[i], EventKind::MpiRecv | EventKind::MpiIrecv) {
-            continue;
-        }
-        let Some(p) = links.partner.get(ev.arg[i] as usize).copied() else {
-            continue;
+/// The point-to-point wait states of the rules with a `[cause]` (the instances the rule
+/// engine stored, `Analysis::waits`) whose pass is `root`'s, each with its kind (an index
+/// into `kinds`), in (location, event) order.
+fn caused_waits<'a>(
+    analysis: &'a Analysis,
+    kinds: &'a [u16],
+    root: Trigger,
+) -> impl Iterator<Item = (&'a CausedWait, u16)> + 'a {
+    let rules = &analysis.rules.rules;
+    analysis.waits.iter().filter_map(move |w| {
+        let k = kinds.iter().position(|&r| r == w.rule)?;
+        (rules[w.rule as usize].root == root).then_some((w, k as u16))
+    })
+}
+
+/// The wait of a point-to-point wait state whose call ran from `enter` to `leave` (ticks) and
+/// whose partner's call was entered at `partner`: from the call's ENTER until the partner's
+/// ENTER, at most until the call's LEAVE, in seconds (`None` if not positive). The rule
+/// decided that the instance is a wait and who caused it; the engine measures it between the
+/// two calls, exactly (ticks), as the built-in rules' severities define it.
+fn p2p_wait((enter, leave): (u64, u64), partner: u64, res: f64) -> Option<f64> {
+    let w = secs(partner.min(leave), enter, res);
+    (w > 0.0).then_some(w)
+}
+
+/// The waits of receive rules as synchronisation points: the receive that waited (stage 0)
+/// and the send it waited for (1).
+fn receive_points(trace: &Trace, replay: &Replay, ctx: Ctx, out: &mut Vec<Cand>) {
+    let Ctx {
+        proc,
+        res,
+        analysis,
+        kinds,
+    } = ctx;
+    for (w, k) in caused_waits(analysis, kinds, Trigger::Receive) {
+        let (l, i) = (w.loc as usize, w.event);
+        let p = EventRef {
+            loc: w.partner.0,
+            event: w.partner.1,
         };
-        let (class, _) = call_class(trace, replay, l, i as u32);
-        if !p.is_some() || class.starts_with("P2P_TEST") {
-            continue;
-        }
-        let (Some((re, rx)), Some((se, _))) = (
-            call_span(trace, replay, l, i as u32),
+        let (Some((re, rx)), Some((se, sx))) = (
+            call_span(trace, replay, l, i),
             call_span(trace, replay, p.loc as usize, p.event),
         ) else {
             continue;
         };
-        let idle = secs(se.min(rx), re, res);
-        if idle <= 0.0 {
+        let Some(wait) = p2p_wait((re, rx), se, res) else {
             continue;
-        }
-        let e = replay.locations[l].enterptr(i);
-        let x: Ls = (i as u32, p, idle, e, rx);
-        if class != "P2P_WAIT_MULTI" {
-            out.push(x);
-            continue;
-        }
-        match multi {
-            Some(m) if m.3 == e => {
-                if idle > m.2 {
-                    multi = Some(x);
-                }
-            }
-            Some(m) => {
-                out.push(m);
-                multi = Some(x);
-            }
-            None => multi = Some(x),
-        }
-    }
-    out.extend(multi);
-    out
-}
-
-/// The late senders as synchronisation points: the receive (stage 0) and its send (1).
-fn receive_points(trace: &Trace, replay: &Replay, proc: &[u32], res: f64, out: &mut Vec<Cand>) {
-    for l in 0..trace.events.len() {
-        for (i, p, idle, re_call, rx) in late_senders(trace, replay, l, res) {
-            let Some((se, sx)) = call_span(trace, replay, p.loc as usize, p.event) else {
-                continue;
-            };
-            let re = trace.events[l].time[re_call as usize];
-            out.push((
-                l as u32,
-                0,
-                Sp {
-                    event: i,
-                    kind: Kind::Recv,
-                    wait: idle,
-                    total: secs(rx, re, res),
-                    completion: secs(rx, sx, res).max(0.0),
-                    ranks: Ranks::Some(vec![proc[p.loc as usize]]),
-                    cause: p,
-                },
-            ));
-            out.push((
-                p.loc,
-                1,
-                Sp {
-                    event: p.event,
-                    kind: Kind::Send,
-                    wait: 0.0,
-                    total: secs(sx, se, res),
-                    completion: secs(sx, rx, res).max(0.0),
-                    ranks: Ranks::Some(vec![proc[l]]),
-                    cause: EventRef::NONE,
-                },
-            ));
-        }
+        };
+        out.push((
+            l as u32,
+            0,
+            Sp {
+                event: i,
+                kind: Kind::Recv,
+                wait,
+                total: secs(rx, re, res),
+                completion: secs(rx, sx, res).max(0.0),
+                ranks: Ranks::Some(vec![proc[p.loc as usize]]),
+                cause: p,
+                kinds: vec![k],
+            },
+        ));
+        out.push((
+            p.loc,
+            1,
+            Sp {
+                event: p.event,
+                kind: Kind::Send,
+                wait: 0.0,
+                total: secs(sx, se, res),
+                completion: secs(sx, rx, res).max(0.0),
+                ranks: Ranks::Some(vec![proc[l]]),
+                cause: EventRef::NONE,
+                kinds: Vec::new(),
+            },
+        ));
     }
 }
 
-/// A late receiver: (send completion, receive request, wait, completion call).
-type Lr = (u32, EventRef, f64, u32);
-
-/// The late receivers of location `l`: one per call, the largest in a call completing
-/// several sends; a multi-completion call that also completed a late sender has none.
-fn late_receivers(trace: &Trace, replay: &Replay, l: usize, res: f64, ls_calls: &[u32]) -> Vec<Lr> {
-    let ev = &trace.events[l];
-    let links = &replay.msg_links[l];
-    let mut best: Vec<Lr> = Vec::new();
-    for i in 0..ev.len() {
-        let kind = ev.kind[i];
-        if !matches!(kind, EventKind::MpiSend | EventKind::MpiIsend) {
-            continue;
-        }
-        let k = ev.arg[i] as usize;
-        let Some(p) = links.partner.get(k).copied() else {
-            continue;
+/// The waits of send rules as synchronisation points: the send completion that waited
+/// (stage 1) and the receive's posting it waited for (2).
+fn send_points(trace: &Trace, replay: &Replay, ctx: Ctx, out: &mut Vec<Cand>) {
+    let Ctx {
+        proc,
+        res,
+        analysis,
+        kinds,
+    } = ctx;
+    for (w, k) in caused_waits(analysis, kinds, Trigger::Send) {
+        let (l, c) = (w.loc as usize, w.event);
+        let q = EventRef {
+            loc: w.partner.0,
+            event: w.partner.1,
         };
-        let c = match kind {
-            EventKind::MpiSend => i as u32,
-            _ => links.request_event(k),
-        };
-        if !p.is_some() || links.cancelled(k) || c == NONE {
-            continue;
-        }
-        let (class, mode) = call_class(trace, replay, l, c);
-        let ce = replay.locations[l].enterptr(c as usize);
-        let ok = (class == "P2P_SEND" && (mode == "STANDARD" || mode == "SYNCHRONOUS"))
-            || class == "P2P_WAIT_SINGLE"
-            || (class == "P2P_WAIT_MULTI" && ls_calls.binary_search(&ce).is_err());
-        let (rl, rev) = (p.loc as usize, &trace.events[p.loc as usize]);
-        let q = match rev.kind[p.event as usize] {
-            EventKind::MpiRecv => p.event,
-            _ => replay.msg_links[rl].request_event(rev.arg[p.event as usize] as usize),
-        };
-        if !ok || q == NONE {
-            continue;
-        }
-        let (Some((cen, clv)), Some((qen, _))) = (
+        let (Some((cen, clv)), Some((qen, qlv))) = (
             call_span(trace, replay, l, c),
-            call_span(trace, replay, rl, q),
+            call_span(trace, replay, q.loc as usize, q.event),
         ) else {
             continue;
         };
-        let idle = if clv <= qen { 0.0 } else { secs(qen, cen, res) };
-        if idle <= 0.0 {
+        let Some(wait) = p2p_wait((cen, clv), qen, res) else {
             continue;
-        }
-        let x: Lr = (
-            c,
-            EventRef {
-                loc: p.loc,
-                event: q,
+        };
+        out.push((
+            l as u32,
+            1,
+            Sp {
+                event: c,
+                kind: Kind::SendCompletion,
+                wait,
+                total: secs(clv, cen, res),
+                // as Scalasca computes it (never positive)
+                completion: if clv > qlv { 0.0 } else { secs(clv, qlv, res) },
+                ranks: Ranks::Some(vec![proc[q.loc as usize]]),
+                cause: q,
+                kinds: vec![k],
             },
-            idle,
-            ce,
-        );
-        match best.iter_mut().find(|b| b.3 == ce) {
-            Some(b) if class == "P2P_WAIT_MULTI" => {
-                if idle > b.2 {
-                    *b = x;
-                }
-            }
-            _ => best.push(x),
-        }
-    }
-    best
-}
-
-/// The late receivers as synchronisation points: the send completion (stage 1) and the
-/// receive's posting (2).
-fn send_points(trace: &Trace, replay: &Replay, proc: &[u32], res: f64, out: &mut Vec<Cand>) {
-    for l in 0..trace.events.len() {
-        let mut ls_calls: Vec<u32> = (out.iter())
-            .filter(|c| c.0 == l as u32 && c.2.kind == Kind::Recv)
-            .map(|c| replay.locations[l].enterptr(c.2.event as usize))
-            .collect();
-        ls_calls.sort_unstable();
-        for (c, q, idle, _) in late_receivers(trace, replay, l, res, &ls_calls) {
-            let (Some((cen, clv)), Some((qen, qlv))) = (
-                call_span(trace, replay, l, c),
-                call_span(trace, replay, q.loc as usize, q.event),
-            ) else {
-                continue;
-            };
-            out.push((
-                l as u32,
-                1,
-                Sp {
-                    event: c,
-                    kind: Kind::SendCompletion,
-                    wait: idle,
-                    total: secs(clv, cen, res),
-                    // as Scalasca computes it (never positive)
-                    completion: if clv > qlv { 0.0 } else { secs(clv, qlv, res) },
-                    ranks: Ranks::Some(vec![proc[q.loc as usize]]),
-                    cause: q,
-                },
-            ));
-            out.push((
-                q.loc,
-                2,
-                Sp {
-                    event: q.event,
-                    kind: Kind::RecvRequest,
-                    wait: 0.0,
-                    total: secs(qlv, qen, res),
-                    completion: secs(qlv, clv, res).max(0.0),
-                    ranks: Ranks::Some(vec![proc[l]]),
-                    cause: EventRef::NONE,
-                },
-            ));
-        }
+        ));
+        out.push((
+            q.loc,
+            2,
+            Sp {
+                event: q.event,
+                kind: Kind::RecvRequest,
+                wait: 0.0,
+                total: secs(qlv, qen, res),
+                completion: secs(qlv, clv, res).max(0.0),
+                ranks: Ranks::Some(vec![proc[l]]),
+                cause: EventRef::NONE,
+                kinds: Vec::new(),
+            },
+        ));
     }
 }
 
@@ -360,21 +291,21 @@ fn latest(ms: &[Member], pick: &dyn Fn(&Member) -> bool) -> Option<usize> {
     best
 }
 
-/// Which members of a collective synchronise, whom they wait for, and the shape.
-fn collective_sync(op: u8, root: u32, ms: &[Member]) -> Option<(Vec<bool>, usize, Shape)> {
+/// Which members of a collective of shape `shape` synchronise, and whom they wait for.
+fn collective_sync(shape: Shape, root: u32, ms: &[Member]) -> Option<(Vec<bool>, usize)> {
     let part = |m: &Member| m.4 > 0 || m.5 > 0;
-    Some(match collective_op_name(op) {
-        "BARRIER" => (vec![true; ms.len()], latest(ms, &|_| true)?, Shape::Barrier),
-        "BCAST" | "SCATTER" | "SCATTERV" => {
+    Some(match shape {
+        Shape::Barrier => (vec![true; ms.len()], latest(ms, &|_| true)?),
+        Shape::OneToAll => {
             let r = root as usize;
             if r >= ms.len() || ms[r].4 == 0 {
                 return None;
             }
             let mut s: Vec<bool> = ms.iter().map(|m| m.5 > 0 && m.2 < ms[r].2).collect();
             s[r] = s.iter().any(|&x| x);
-            (s, r, Shape::OneToAll)
+            (s, r)
         }
-        "REDUCE" | "GATHER" | "GATHERV" => {
+        Shape::AllToOne => {
             let r = root as usize;
             if r >= ms.len() || ms[r].5 == 0 {
                 return None;
@@ -382,57 +313,53 @@ fn collective_sync(op: u8, root: u32, ms: &[Member]) -> Option<(Vec<bool>, usize
             let j = latest(ms, &|m| m.4 > 0)?;
             let on = ms[r].2 < ms[j].2;
             let s = (0..ms.len()).map(|k| on && (k == r || k == j)).collect();
-            (s, j, Shape::AllToOne)
+            (s, j)
         }
-        "ALLGATHER"
-        | "ALLGATHERV"
-        | "ALLREDUCE"
-        | "ALLTOALL"
-        | "REDUCE_SCATTER"
-        | "REDUCE_SCATTER_BLOCK" => {
+        Shape::AllToAll => {
             let l1 = latest(ms, &|m| part(m))?;
             let ee1 = ms.iter().filter(|m| part(m)).map(|m| m.3).min()?;
             if ee1 > ms[l1].2 {
-                (ms.iter().map(part).collect(), l1, Shape::AllToAll)
+                (ms.iter().map(part).collect(), l1)
             } else {
                 let j = latest(ms, &|m| part(m) && m.4 > 0)?;
                 let s = (ms.iter().enumerate())
                     .map(|(k, m)| part(m) && ((m.5 > 0 && m.2 < ms[j].2) || (m.4 > 0 && k == j)))
                     .collect();
-                (s, j, Shape::AllToAll)
+                (s, j)
             }
         }
-        _ => return None,
+        // thread teams: their points are the OpenMP part's (omp.rs)
+        Shape::ThreadBarrier | Shape::ThreadFork => return None,
     })
 }
 
-/// The synchronising members of collective instance `n` (stage 0).
+/// The synchronising members of collective instance `n`, a wait state of kind `kind` and
+/// shape `shape` (stage 0).
 fn collective_points(
     trace: &Trace,
     replay: &Replay,
-    n: usize,
-    ctx: (&[u32], f64),
+    (n, shape, kind): (usize, Shape, u16),
+    (proc, res): (&[u32], f64),
     out: &mut Vec<Cand>,
 ) {
-    let (proc, res) = ctx;
     let inst = &replay.instances[n];
     let mut ms: Vec<Member> = Vec::with_capacity(inst.members.len());
-    let mut op_root = None;
+    let mut root = None;
     for m in &inst.members {
         let Some(c) = trace.events[m.loc as usize].coll(m.event as usize) else {
             return;
         };
-        op_root.get_or_insert((c.op, c.root));
+        root.get_or_insert(c.root);
         let t_end = trace.events[m.loc as usize].time[m.event as usize];
         let (begin, leave) =
             call_span(trace, replay, m.loc as usize, m.event).unwrap_or((t_end, t_end));
         ms.push((m.loc, m.event, begin, t_end, c.sent, c.received, leave));
     }
-    let Some((op, root)) = op_root else { return };
+    let Some(root) = root else { return };
     if ms.len() < 2 {
         return;
     }
-    let Some((sync, c, shape)) = collective_sync(op, root, &ms) else {
+    let Some((sync, c)) = collective_sync(shape, root, &ms) else {
         return;
     };
     let lb = ms[c].2;
@@ -477,6 +404,7 @@ fn collective_points(
                 } else {
                     EventRef::NONE
                 },
+                kinds: if idle > 0.0 { vec![kind] } else { Vec::new() },
             },
         ));
     }
@@ -539,40 +467,87 @@ fn world_points(
                 completion: secs(tx, ee.max(lb), res).max(0.0),
                 ranks: Ranks::All,
                 cause: EventRef::NONE,
+                kinds: Vec::new(),
             },
         ));
     }
 }
 
-/// Every synchronisation point of the run.
-pub(crate) fn synchpoints(trace: &Trace, replay: &Replay, res: f64) -> Sync {
+/// Every synchronisation point of the run: the waits of the rules with a `[cause]` in
+/// `analysis`, the partners they waited for, the members of the collective instances those
+/// rules accepted, MPI_Init* and MPI_Finalize.
+pub(crate) fn synchpoints(trace: &Trace, replay: &Replay, res: f64, analysis: &Analysis) -> Sync {
     let nloc = trace.events.len();
     let proc: Vec<u32> = (0..nloc)
         .map(|l| replay.omp.master.get(l).copied().unwrap_or(l as u32))
+        .collect();
+    let rules = &analysis.rules.rules;
+    let kinds: Vec<u16> = (0..rules.len() as u16)
+        .filter(|&k| rules[k as usize].cause.is_some())
+        .collect();
+    let shapes = (kinds.iter())
+        .map(|&k| match &rules[k as usize].cause {
+            Some(Cause::Collective(s)) => Some(*s),
+            _ => None,
+        })
         .collect();
     let mut cands: Vec<Cand> = Vec::new();
     let init = first_call(trace, replay, "MPI_INIT");
     let fin = first_call(trace, replay, "MPI_FINALIZE");
     world_points(trace, &init, Kind::Init, res, &mut cands);
     world_points(trace, &fin, Kind::Finalize, res, &mut cands);
-    for n in 0..replay.instances.len() {
-        collective_points(trace, replay, n, (&proc, res), &mut cands);
+    // per thread barrier (an index into the replay's), the kinds of the rules that took it
+    let mut bar_kinds: Vec<Vec<u16>> = vec![Vec::new(); replay.omp.barriers.len()];
+    for c in &analysis.colls {
+        let Some(Cause::Collective(shape)) = &rules[c.rule as usize].cause else {
+            continue;
+        };
+        let Some(k) = kinds.iter().position(|&r| r == c.rule) else {
+            continue;
+        };
+        if *shape == Shape::ThreadBarrier {
+            if let Some(v) = bar_kinds.get_mut(c.instance as usize) {
+                v.push(k as u16);
+            }
+            continue;
+        }
+        let what = (c.instance as usize, *shape, k as u16);
+        collective_points(trace, replay, what, (&proc, res), &mut cands);
     }
-    receive_points(trace, replay, &proc, res, &mut cands);
-    send_points(trace, replay, &proc, res, &mut cands);
+    let ctx = Ctx {
+        proc: &proc,
+        res,
+        analysis,
+        kinds: &kinds,
+    };
+    receive_points(trace, replay, ctx, &mut cands);
+    send_points(trace, replay, ctx, &mut cands);
+    super::omp::points(trace, replay, res, &bar_kinds, &mut cands);
     cands.sort_by_key(|c| (c.0, c.2.event, c.1));
     let mut sps: Vec<Vec<Sp>> = vec![Vec::new(); nloc];
     for (l, _, sp) in cands {
         let v = &mut sps[l as usize];
-        if v.last().is_some_and(|x| x.event == sp.event) {
+        // the first registered stage wins; rules booking the same wait share it
+        if let Some(x) = v.last_mut().filter(|x| x.event == sp.event) {
+            if x.kind == sp.kind {
+                for k in sp.kinds {
+                    if !x.kinds.contains(&k) {
+                        x.kinds.push(k);
+                    }
+                }
+            }
             continue;
         }
         v.push(sp);
     }
+    let omp = super::omp::info(trace, replay, &sps);
     Sync {
         sps,
         init,
         fin,
         proc,
+        shapes,
+        kinds,
+        omp,
     }
 }
