@@ -763,18 +763,19 @@ fn root_causes(r: &Report, h: &mut String) -> std::fmt::Result {
         "<h2>Root causes</h2>\n<p>Who made the others wait: the delay costs of each kind of \
          wait state (Scalasca's root-cause analysis).</p>\n<table><tr><th>wait state</th>\
          <th>caused by</th><th>on location</th><th>cost</th><th>directly</th>\
-         <th>through propagated waits</th></tr>\n"
+         <th>through propagated waits</th><th>precision</th></tr>\n"
     )?;
     for c in &rc.causes {
         write!(
             h,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td></tr>\n",
             esc(&metric_name(r, &c.wait_state)),
             esc(&r.path(c.callpath)),
             c.location,
             secs(c.short_s + c.long_s),
             secs(c.short_s),
-            secs(c.long_s)
+            secs(c.long_s),
+            c.precision
         )?;
     }
     write!(h, "</table>\n")

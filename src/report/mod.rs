@@ -258,10 +258,13 @@ impl Report {
 
     /// The report of the whole analysis (`analysis::pipeline`'s view of it).
     pub fn of(w: Whole<'_>) -> Report {
-        let rc = w.root_causes.and_then(|rc| rc.section(w.trace));
+        let mut rc = w.root_causes.and_then(|rc| rc.section(w.trace));
         let mut r = Report::build(w.trace, w.replay, w.analysis, w.findings, w.params);
         if let Some(all) = w.root_causes {
             r.add_root_cause_metrics(w.trace, all);
+        }
+        for c in rc.iter_mut().flat_map(|s| s.causes.iter_mut()) {
+            c.precision = cause_precision(&r.findings, &c.wait_state);
         }
         r.root_causes = rc;
         r
@@ -345,5 +348,21 @@ impl Report {
             None => std::io::Error::other(e),
         })?;
         writeln!(out)
+    }
+}
+
+/// The precision of the delay costs that explain the waits of `wait_state`: the
+/// severity-weighted mean precision of that metric's findings (1 when it has none), so a
+/// cause of waits at reconstructed collectives (Paje, OTF 1) is as uncertain as the waits.
+fn cause_precision(findings: &[Finding], wait_state: &str) -> f64 {
+    let (sum, sev) = (findings.iter())
+        .filter(|f| f.metric == wait_state && f.severity > 0.0)
+        .fold((0.0, 0.0), |(p, s), f| {
+            (p + f.precision * f.severity, s + f.severity)
+        });
+    if sev > 0.0 {
+        sum / sev
+    } else {
+        1.0
     }
 }

@@ -181,9 +181,16 @@ fn write_root_causes(
         writeln!(out, "  {} ({} in the top findings):", m.name, seconds(sev))?;
         for x in causes.iter().take(3) {
             let who = c.loc_rank.get(&x.location).cloned().unwrap_or_default();
+            // the precision when it is below what shows as 1.00 (reconstructed collectives,
+            // repaired clocks: the waits it explains are as uncertain)
+            let prec = if x.precision < 0.995 {
+                format!("; precision {:.2}", x.precision)
+            } else {
+                String::new()
+            };
             writeln!(
                 out,
-                "    caused by {} on {}, {} ({} directly, {} through waits it propagated)",
+                "    caused by {} on {}, {} ({} directly, {} through waits it propagated{prec})",
                 r.path(x.callpath),
                 who,
                 seconds(x.short_s + x.long_s),

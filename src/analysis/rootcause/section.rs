@@ -16,6 +16,10 @@ pub struct Cause {
     /// Caused directly (short-term delay cost) and through waits it propagated (long-term).
     pub short_s: f64,
     pub long_s: f64,
+    /// The precision of the waits it explains: the severity-weighted mean precision of the
+    /// wait-state metric's findings (lowered, like theirs, where collectives are
+    /// reconstructed or clocks repaired); set by the report, 1 until then.
+    pub precision: f64,
 }
 
 /// The `root_causes` section of the reports.
@@ -72,6 +76,7 @@ impl RootCauses {
                 location: loc_id(k % nloc),
                 short_s: a,
                 long_s: b,
+                precision: 1.0,
             }));
         }
         Some(RootCauseSection {
