@@ -13,8 +13,7 @@ use crate::error::Place;
 use crate::formats::paje::header::{Kind, Role};
 use crate::formats::paje::stream::Field;
 use crate::model::{EventKind, Trace};
-use std::collections::{BinaryHeap, HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::{BinaryHeap, HashMap};
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -175,9 +174,10 @@ fn name(buf: &mut Vec<u8>, s: &str) {
 /// (pair number, u64::MAX: unpaired), in MPI's order per (sender, receiver, communicator,
 /// tag).
 fn pair_messages(t: &Trace) -> (Vec<Vec<u64>>, u64) {
-    type Key = (u32, u32, u32, u32);
-    type Q = HashMap<Key, VecDeque<(u32, u32)>, BuildHasherDefault<Fx>>;
-    let (mut sends, mut recvs) = (Q::default(), Q::default());
+    // (sender, receiver, communicator, tag, event index, message index), sorted: each
+    // key's ends in their order on their location (one location per key and side)
+    type End = (u32, u32, u32, u32, u32, u32);
+    let (mut sends, mut recvs): (Vec<End>, Vec<End>) = (Vec::new(), Vec::new());
     for (l, ev) in t.events.iter().enumerate() {
         let l = l as u32;
         for i in 0..ev.len() {
@@ -193,54 +193,39 @@ fn pair_messages(t: &Trace) -> (Vec<Vec<u64>>, u64) {
                 continue;
             };
             if send {
-                sends
-                    .entry((l, peer, m.comm, m.tag))
-                    .or_default()
-                    .push_back((l, ev.arg[i]));
+                sends.push((l, peer, m.comm, m.tag, i as u32, ev.arg[i]));
             } else {
-                recvs
-                    .entry((peer, l, m.comm, m.tag))
-                    .or_default()
-                    .push_back((l, ev.arg[i]));
+                recvs.push((peer, l, m.comm, m.tag, i as u32, ev.arg[i]));
             }
         }
     }
+    sends.sort_unstable();
+    recvs.sort_unstable();
     let mut keys: Vec<Vec<u64>> = (t.events.iter())
         .map(|e| vec![u64::MAX; e.msg.peer.len()])
         .collect();
-    let mut n = 0u64;
-    let mut order: Vec<_> = sends.into_iter().collect();
-    order.sort_unstable_by_key(|(k, _)| *k);
-    for (k, s) in order {
-        let Some(r) = recvs.get_mut(&k) else { continue };
-        for ((la, a), (lb, b)) in s.into_iter().zip(r.drain(..)) {
-            keys[la as usize][a as usize] = n;
-            keys[lb as usize][b as usize] = n;
-            n += 1;
+    let key = |e: &End| (e.0, e.1, e.2, e.3);
+    let (mut n, mut a, mut b) = (0u64, 0, 0);
+    // pair each key's k-th send with its k-th receive, keys in order
+    while a < sends.len() && b < recvs.len() {
+        let (ka, kb) = (key(&sends[a]), key(&recvs[b]));
+        if ka < kb {
+            a += 1;
+        } else if kb < ka {
+            b += 1;
+        } else {
+            while a < sends.len() && b < recvs.len() && key(&sends[a]) == ka && key(&recvs[b]) == ka
+            {
+                let (s, r) = (sends[a], recvs[b]);
+                keys[s.0 as usize][s.5 as usize] = n;
+                keys[r.1 as usize][r.5 as usize] = n;
+                n += 1;
+                a += 1;
+                b += 1;
+            }
         }
     }
     (keys, n)
-}
-
-/// A small multiplicative hasher for the integer keys of `pair_messages`.
-#[derive(Default)]
-struct Fx(u64);
-
-impl Hasher for Fx {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(v as u64);
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
 }
 
 /// Where the model's Paje events go (Paje text or binary Paje): the walk in `write` decides
