@@ -451,3 +451,45 @@ fn otf2_and_otf1_traces_convert_to_paje_that_pj_dump_reads_as_predicted() {
         }
     }
 }
+
+/// Binary Paje straight from the model (`paje_model::to_binary`) is the same bytes, both
+/// variants, as the model's Paje text converted by the Paje-to-binary writer
+/// (`paje_model::to_text` then `paje::to_binary`), with the same summary, on every OTF2 and
+/// OTF 1 trace `tools/reports.sh` reports.
+#[test]
+fn binary_paje_from_the_model_is_the_bytes_of_its_text_converted() {
+    use perfexpert::convert::{paje, paje_model};
+    let mut n = 0;
+    for t in traces() {
+        let name = t.display().to_string();
+        let Ok(trace) = perfexpert::formats::open(&t) else {
+            continue;
+        };
+        if trace.origin.format == "Paje" {
+            continue;
+        }
+        let mut text = Vec::new();
+        let s = paje_model::to_text(&trace, &mut text, &mut |_| {}).unwrap();
+        for reference in [false, true] {
+            let mut old = Vec::new();
+            let Ok(b) = paje::to_binary(&trace.path, &text, reference, &mut old, &mut |_| {})
+            else {
+                panic!("{name}: the text does not convert");
+            };
+            let mut new = Vec::new();
+            let Ok(d) = paje_model::to_binary(&trace, reference, &mut new, &mut |_| {}) else {
+                panic!("{name}: the model does not convert");
+            };
+            assert!(old == new, "{name} (reference {reference}): bytes differ");
+            let mut dropped = s.dropped.clone();
+            dropped.extend(b.dropped);
+            assert_eq!(
+                (d.definitions, d.events, d.dropped),
+                (s.definitions, b.events, dropped),
+                "{name}"
+            );
+        }
+        n += 1;
+    }
+    assert!(n >= 5, "only {n} OTF2/OTF 1 traces compared");
+}

@@ -54,7 +54,7 @@ pub fn paje(
 }
 
 /// Convert the model of `trace` (any format) to `target` on `out` (named `output` in
-/// errors): Paje text as `paje_model` writes it, binary Paje from that text.
+/// errors): Paje text or binary Paje as `paje_model` writes them.
 pub fn model_to_paje(
     trace: &crate::model::Trace,
     target: Target,
@@ -68,13 +68,8 @@ pub fn model_to_paje(
         Target::PajeBinary => false,
         Target::PajeBinaryReference => true,
     };
-    let mut text = Vec::new();
-    let mut s = paje_model::to_text(trace, &mut text, &mut |_| {}).map_err(io)?;
-    let b = paje::to_binary(&trace.path, &text, reference, out, progress).map_err(|e| match e {
+    paje_model::to_binary(trace, reference, out, progress).map_err(|e| match e {
         paje::Failure::Input(e) => e,
         paje::Failure::Output(e) => io(e),
-    })?;
-    s.dropped.extend(b.dropped);
-    s.events = b.events;
-    Ok(s)
+    })
 }

@@ -183,56 +183,89 @@ impl Rst<'_> {
     }
 }
 
-/// Binary Paje from the Paje trace `data`.
-pub fn to_binary(
-    input: &Path,
-    data: &[u8],
-    reference: bool,
-    out: &mut dyn Write,
-    progress: &mut dyn FnMut(u64),
-) -> Result<Summary, Failure> {
-    let mut w = Rst {
-        out,
-        buf: Vec::with_capacity(1 << 21),
-        reference,
-        index: HashMap::new(),
-        slots: Vec::new(),
-        next: 0,
-    };
-    // INIT: ids 0 and 0, the host name (§F.1.6)
-    w.header(binary::INIT, &[4, 4, 1], true);
-    w.buf.extend_from_slice(&[0; 16]);
-    w.string(b"perfexpert");
-    let mut sum = Summary::default();
-    let binary_in = binary::sniff(data);
-    let mut dropped_extra = 0u64;
-    walk(input, data, &mut |it| {
-        match it {
-            Item::Def { kind, roles } => {
-                let fields = poti_fields(kind).ok_or_else(|| {
-                    Error::format(
-                        input,
-                        Place::File,
-                        format!("{kind} has no binary Paje form (poti maps no such event)"),
-                    )
-                })?;
-                let id = binary::id_of(kind).unwrap_or(0);
-                let mut v = vec![id];
-                for &(f, t) in fields {
-                    v.extend([f, t]);
-                }
-                w.header(binary::DEFINITION, &vec![7; v.len()], false);
-                for x in v {
-                    w.buf.extend_from_slice(&x.to_le_bytes());
-                }
-                if roles
-                    .iter()
-                    .any(|r| !fields.iter().any(|&(f, _)| binary::role_of(f) == Some(*r)))
-                {
-                    dropped_extra += 1;
-                }
-                sum.definitions += 1;
-            }
+/// A binary Paje writer: the INIT event on creation, then definitions and events (from a
+/// Paje input through `feed`, or one by one from `paje_model`), the STOP event at `finish`.
+pub(super) struct Binary<'w> {
+    w: Rst<'w>,
+    sum: Summary,
+    dropped_extra: u64,
+}
+
+impl<'w> Binary<'w> {
+    pub(super) fn new(out: &'w mut dyn Write, reference: bool) -> Self {
+        let mut w = Rst {
+            out,
+            buf: Vec::with_capacity(1 << 21),
+            reference,
+            index: HashMap::new(),
+            slots: Vec::new(),
+            next: 0,
+        };
+        // INIT: ids 0 and 0, the host name (§F.1.6)
+        w.header(binary::INIT, &[4, 4, 1], true);
+        w.buf.extend_from_slice(&[0; 16]);
+        w.string(b"perfexpert");
+        Binary {
+            w,
+            sum: Summary::default(),
+            dropped_extra: 0,
+        }
+    }
+
+    /// A definition: its 999 event with poti's field list.
+    fn def(&mut self, input: &Path, kind: Kind, roles: &[Role]) -> Result<(), Failure> {
+        let fields = poti_fields(kind).ok_or_else(|| {
+            Error::format(
+                input,
+                Place::File,
+                format!("{kind} has no binary Paje form (poti maps no such event)"),
+            )
+        })?;
+        let id = binary::id_of(kind).unwrap_or(0);
+        let mut v = vec![id];
+        for &(f, t) in fields {
+            v.extend([f, t]);
+        }
+        self.w.header(binary::DEFINITION, &vec![7; v.len()], false);
+        for x in v {
+            self.w.buf.extend_from_slice(&x.to_le_bytes());
+        }
+        if roles
+            .iter()
+            .any(|r| !fields.iter().any(|&(f, _)| binary::role_of(f) == Some(*r)))
+        {
+            self.dropped_extra += 1;
+        }
+        self.sum.definitions += 1;
+        self.w.flush_if_full()?;
+        Ok(())
+    }
+
+    /// One event, its fields given by role (fields outside poti's list are ignored).
+    pub(super) fn event(
+        &mut self,
+        input: &Path,
+        kind: Kind,
+        roles: &[Role],
+        vals: &[Field],
+        place: Place,
+    ) -> Result<(), Failure> {
+        event(&mut self.w, kind, roles, vals, input, place)?;
+        self.sum.events += 1;
+        self.w.flush_if_full()?;
+        Ok(())
+    }
+
+    /// Every definition and event of the Paje trace `data` (text or binary).
+    pub(super) fn feed(
+        &mut self,
+        input: &Path,
+        data: &[u8],
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(), Failure> {
+        let binary_in = binary::sniff(data);
+        walk(input, data, &mut |it| match it {
+            Item::Def { kind, roles } => self.def(input, kind, roles),
             Item::Event {
                 kind,
                 roles,
@@ -244,24 +277,40 @@ pub fn to_binary(
                 } else {
                     Place::Line(place)
                 };
-                event(&mut w, kind, roles, vals, input, place)?;
-                sum.events += 1;
-                if sum.events % PROGRESS_EVERY == 0 {
-                    progress(sum.events);
+                self.event(input, kind, roles, vals, place)?;
+                if self.sum.events % PROGRESS_EVERY == 0 {
+                    progress(self.sum.events);
                 }
+                Ok(())
             }
-        }
-        w.flush_if_full()?;
-        Ok(())
-    })?;
-    w.header(binary::STOP, &[], false);
-    w.out.write_all(&w.buf)?;
-    if dropped_extra > 0 {
-        sum.dropped.push(format!(
-            "{dropped_extra} definition(s) have fields outside poti's fixed list (user-defined fields, SimGrid's Size, …); binary Paje drops them, as paje2rst does"
-        ));
+        })
     }
-    Ok(sum)
+
+    /// The STOP event; what was written and dropped.
+    pub(super) fn finish(mut self) -> Result<Summary, Failure> {
+        self.w.header(binary::STOP, &[], false);
+        self.w.out.write_all(&self.w.buf)?;
+        if self.dropped_extra > 0 {
+            self.sum.dropped.push(format!(
+                "{} definition(s) have fields outside poti's fixed list (user-defined fields, SimGrid's Size, …); binary Paje drops them, as paje2rst does",
+                self.dropped_extra
+            ));
+        }
+        Ok(self.sum)
+    }
+}
+
+/// Binary Paje from the Paje trace `data`.
+pub fn to_binary(
+    input: &Path,
+    data: &[u8],
+    reference: bool,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Summary, Failure> {
+    let mut b = Binary::new(out, reference);
+    b.feed(input, data, progress)?;
+    b.finish()
 }
 
 /// One Paje event in poti's item order: doubles, then strings (or u16 references), each
@@ -283,11 +332,13 @@ fn event(
     let mut strs: [&[u8]; 8] = [&[]; 8];
     let mut quote = [false; 8];
     let mut ns = 0;
-    let mut order: Vec<(u32, u32)> = fields.to_vec();
+    let mut order = [(0u32, 0u32); 8];
+    let order = &mut order[..fields.len()];
+    order.copy_from_slice(fields);
     if kind == Kind::ResetState {
         order.swap(1, 2);
     }
-    for &(f, t) in &order {
+    for &(f, t) in order.iter() {
         let role = binary::role_of(f).unwrap_or(Role::Extra);
         if is_double(t) {
             doubles[nd] = number(get(role), input, place, kind)?;

@@ -4,13 +4,18 @@
 //! the regions (Enter → PushState, Leave → PopState), one link per message, its two ends
 //! paired as MPI pairs them (per sender, receiver, communicator and tag, in order), with
 //! the message size in SimGrid's `Size` field; all events in time order. Binary Paje is
-//! this text converted by `paje::to_binary`. docs/convert.md lists what Paje cannot hold.
+//! written from the same walk straight into `paje::Binary`, the bytes `paje::to_binary`
+//! writes from this text (`to_binary`). docs/convert.md lists what Paje cannot hold.
 
+use super::paje::{Binary, Failure};
 use super::Summary;
+use crate::error::Place;
+use crate::formats::paje::header::{Kind, Role};
+use crate::formats::paje::stream::Field;
 use crate::model::{EventKind, Trace};
-use std::collections::{BinaryHeap, HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::{BinaryHeap, HashMap};
 use std::io::{self, Write};
+use std::path::Path;
 
 const HEADER: &str = "\
 %EventDef PajeDefineContainerType 0
@@ -98,7 +103,8 @@ impl Clock {
         10u64.pow(self.digits) % self.res == 0
     }
 
-    fn write(&self, buf: &mut Vec<u8>, tick: u64) {
+    /// Whole seconds and the fraction in units of 10^-digits s.
+    fn parts(&self, tick: u64) -> (u64, u64) {
         let t = tick.saturating_sub(self.offset);
         let (s, r) = (t / self.res, t % self.res);
         let scale = 10u64.pow(self.digits);
@@ -107,9 +113,32 @@ impl Clock {
         } else {
             ((r as u128 * scale as u128 + self.res as u128 / 2) / self.res as u128) as u64
         };
+        (s, frac)
+    }
+
+    fn write(&self, buf: &mut Vec<u8>, tick: u64) {
+        let (s, frac) = self.parts(tick);
         digits(buf, s, 0);
         buf.push(b'.');
         digits(buf, frac, self.digits as usize);
+    }
+
+    /// The binary64 the Paje reader parses from `write`'s decimal (Rust's parse is
+    /// correctly rounded): the decimal is n / 10^digits, and where n is below 2^53 both are
+    /// exact binary64s, so their correctly rounded quotient is that same number.
+    fn seconds(&self, tick: u64) -> f64 {
+        let scale = 10u64.pow(self.digits);
+        let (s, frac) = self.parts(tick);
+        match s.checked_mul(scale).and_then(|n| n.checked_add(frac)) {
+            Some(n) if n < 1 << 53 => n as f64 / scale as f64,
+            _ => {
+                let mut b = Vec::with_capacity(32);
+                self.write(&mut b, tick);
+                (std::str::from_utf8(&b).ok())
+                    .and_then(|x| x.parse().ok())
+                    .unwrap_or(f64::NAN)
+            }
+        }
     }
 }
 
@@ -145,9 +174,10 @@ fn name(buf: &mut Vec<u8>, s: &str) {
 /// (pair number, u64::MAX: unpaired), in MPI's order per (sender, receiver, communicator,
 /// tag).
 fn pair_messages(t: &Trace) -> (Vec<Vec<u64>>, u64) {
-    type Key = (u32, u32, u32, u32);
-    type Q = HashMap<Key, VecDeque<(u32, u32)>, BuildHasherDefault<Fx>>;
-    let (mut sends, mut recvs) = (Q::default(), Q::default());
+    // (sender, receiver, communicator, tag, event index, message index), sorted: each
+    // key's ends in their order on their location (one location per key and side)
+    type End = (u32, u32, u32, u32, u32, u32);
+    let (mut sends, mut recvs): (Vec<End>, Vec<End>) = (Vec::new(), Vec::new());
     for (l, ev) in t.events.iter().enumerate() {
         let l = l as u32;
         for i in 0..ev.len() {
@@ -163,53 +193,224 @@ fn pair_messages(t: &Trace) -> (Vec<Vec<u64>>, u64) {
                 continue;
             };
             if send {
-                sends
-                    .entry((l, peer, m.comm, m.tag))
-                    .or_default()
-                    .push_back((l, ev.arg[i]));
+                sends.push((l, peer, m.comm, m.tag, i as u32, ev.arg[i]));
             } else {
-                recvs
-                    .entry((peer, l, m.comm, m.tag))
-                    .or_default()
-                    .push_back((l, ev.arg[i]));
+                recvs.push((peer, l, m.comm, m.tag, i as u32, ev.arg[i]));
             }
         }
     }
+    sends.sort_unstable();
+    recvs.sort_unstable();
     let mut keys: Vec<Vec<u64>> = (t.events.iter())
         .map(|e| vec![u64::MAX; e.msg.peer.len()])
         .collect();
-    let mut n = 0u64;
-    let mut order: Vec<_> = sends.into_iter().collect();
-    order.sort_unstable_by_key(|(k, _)| *k);
-    for (k, s) in order {
-        let Some(r) = recvs.get_mut(&k) else { continue };
-        for ((la, a), (lb, b)) in s.into_iter().zip(r.drain(..)) {
-            keys[la as usize][a as usize] = n;
-            keys[lb as usize][b as usize] = n;
-            n += 1;
+    let key = |e: &End| (e.0, e.1, e.2, e.3);
+    let (mut n, mut a, mut b) = (0u64, 0, 0);
+    // pair each key's k-th send with its k-th receive, keys in order
+    while a < sends.len() && b < recvs.len() {
+        let (ka, kb) = (key(&sends[a]), key(&recvs[b]));
+        if ka < kb {
+            a += 1;
+        } else if kb < ka {
+            b += 1;
+        } else {
+            while a < sends.len() && b < recvs.len() && key(&sends[a]) == ka && key(&recvs[b]) == ka
+            {
+                let (s, r) = (sends[a], recvs[b]);
+                keys[s.0 as usize][s.5 as usize] = n;
+                keys[r.1 as usize][r.5 as usize] = n;
+                n += 1;
+                a += 1;
+                b += 1;
+            }
         }
     }
     (keys, n)
 }
 
-/// A small multiplicative hasher for the integer keys of `pair_messages`.
-#[derive(Default)]
-struct Fx(u64);
+/// Where the model's Paje events go (Paje text or binary Paje): the walk in `write` decides
+/// which events there are, a sink only spells them. Locations are `l`, their container
+/// alias `c{l}`.
+trait Sink {
+    fn create(&mut self, t: u64, l: usize, name: &str) -> Result<(), Failure>;
+    fn push(&mut self, t: u64, l: usize, region: usize) -> Result<(), Failure>;
+    fn pop(&mut self, t: u64, l: usize) -> Result<(), Failure>;
+    fn link(&mut self, send: bool, t: u64, l: usize, key: u64, bytes: u64) -> Result<(), Failure>;
+    fn destroy(&mut self, t: u64, l: usize) -> Result<(), Failure>;
+}
 
-impl Hasher for Fx {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
+/// A name as the Paje reader reads the field `name` writes back.
+fn name_value(s: &str) -> Vec<u8> {
+    let mut b = Vec::with_capacity(s.len() + 2);
+    name(&mut b, s);
+    if b.first() == Some(&b'"') && b.len() >= 2 {
+        b[1..b.len() - 1].to_vec()
+    } else {
+        b
+    }
+}
+
+/// Paje text: the header (`HEADER`) first, then one line per event.
+struct Text<'w> {
+    out: &'w mut dyn Write,
+    buf: Vec<u8>,
+    clock: Clock,
+    regions: Vec<Vec<u8>>,
+    push: Vec<Vec<u8>>,
+    pop: Vec<Vec<u8>>,
+}
+
+impl Text<'_> {
+    fn name(&mut self, s: &str) {
+        name(&mut self.buf, s);
+    }
+
+    fn line(&mut self) -> Result<(), Failure> {
+        self.buf.push(b'\n');
+        if self.buf.len() >= 1 << 16 {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
         }
+        Ok(())
     }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(v as u64);
+}
+
+impl Sink for Text<'_> {
+    fn create(&mut self, t: u64, l: usize, name: &str) -> Result<(), Failure> {
+        self.buf.extend_from_slice(b"3 ");
+        self.clock.write(&mut self.buf, t);
+        let _ = write!(self.buf, " c{l} 1 0 ");
+        self.name(name);
+        self.line()
     }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    fn push(&mut self, t: u64, l: usize, region: usize) -> Result<(), Failure> {
+        self.buf.extend_from_slice(b"5 ");
+        self.clock.write(&mut self.buf, t);
+        self.buf.extend_from_slice(&self.push[l]);
+        self.buf.extend_from_slice(&self.regions[region]);
+        self.line()
     }
-    fn finish(&self) -> u64 {
-        self.0
+    fn pop(&mut self, t: u64, l: usize) -> Result<(), Failure> {
+        self.buf.extend_from_slice(b"6 ");
+        self.clock.write(&mut self.buf, t);
+        self.buf.extend_from_slice(&self.pop[l]);
+        self.line()
+    }
+    fn link(&mut self, send: bool, t: u64, l: usize, key: u64, bytes: u64) -> Result<(), Failure> {
+        self.buf.extend_from_slice(if send { b"7 " } else { b"8 " });
+        self.clock.write(&mut self.buf, t);
+        let _ = write!(self.buf, " 3 0 PTP c{l} k{key}");
+        if send {
+            let _ = write!(self.buf, " {bytes}");
+        }
+        self.line()
+    }
+    fn destroy(&mut self, t: u64, l: usize) -> Result<(), Failure> {
+        self.buf.extend_from_slice(b"4 ");
+        self.clock.write(&mut self.buf, t);
+        let _ = write!(self.buf, " 1 c{l}");
+        self.line()
+    }
+}
+
+/// Binary Paje straight from the model: the same events as the text, fields by role as
+/// the Paje reader hands them to `paje::Binary` (dates as the binary64 of the text's
+/// decimal), so the bytes are those of the text converted by `paje::to_binary`.
+struct Bin<'w, 'p> {
+    b: Binary<'w>,
+    input: &'p Path,
+    clock: Clock,
+    regions: Vec<Vec<u8>>,
+    alias: Vec<Vec<u8>>,
+    key: Vec<u8>,
+}
+
+impl Bin<'_, '_> {
+    fn emit(&mut self, kind: Kind, roles: &[Role], vals: &[Field]) -> Result<(), Failure> {
+        self.b.event(self.input, kind, roles, vals, Place::File)
+    }
+}
+
+impl Sink for Bin<'_, '_> {
+    fn create(&mut self, t: u64, l: usize, name: &str) -> Result<(), Failure> {
+        use Role::*;
+        let name = name_value(name);
+        let alias = std::mem::take(&mut self.alias[l]);
+        let vals = [
+            Field::Num(self.clock.seconds(t)),
+            Field::Text(&alias),
+            Field::Text(b"1"),
+            Field::Text(b"0"),
+            Field::Text(&name),
+        ];
+        let r = self.emit(
+            Kind::CreateContainer,
+            &[Time, Alias, Type, Container, Name],
+            &vals,
+        );
+        self.alias[l] = alias;
+        r
+    }
+    fn push(&mut self, t: u64, l: usize, region: usize) -> Result<(), Failure> {
+        let vals = [
+            Field::Num(self.clock.seconds(t)),
+            Field::Text(b"2"),
+            Field::Text(&self.alias[l]),
+            Field::Text(&self.regions[region]),
+        ];
+        use Role::*;
+        let roles = [Time, Type, Container, Value];
+        self.b
+            .event(self.input, Kind::PushState, &roles, &vals, Place::File)
+    }
+    fn pop(&mut self, t: u64, l: usize) -> Result<(), Failure> {
+        let vals = [
+            Field::Num(self.clock.seconds(t)),
+            Field::Text(b"2"),
+            Field::Text(&self.alias[l]),
+        ];
+        use Role::*;
+        let roles = [Time, Type, Container];
+        self.b
+            .event(self.input, Kind::PopState, &roles, &vals, Place::File)
+    }
+    fn link(&mut self, send: bool, t: u64, l: usize, key: u64, _bytes: u64) -> Result<(), Failure> {
+        // SimGrid's Size has no place in poti's field list: binary Paje drops it
+        self.key.clear();
+        self.key.push(b'k');
+        digits(&mut self.key, key, 0);
+        let vals = [
+            Field::Num(self.clock.seconds(t)),
+            Field::Text(b"3"),
+            Field::Text(b"0"),
+            Field::Text(b"PTP"),
+            Field::Text(&self.alias[l]),
+            Field::Text(&self.key),
+        ];
+        use Role::*;
+        let (kind, end) = if send {
+            (Kind::StartLink, StartContainer)
+        } else {
+            (Kind::EndLink, EndContainer)
+        };
+        let roles = [Time, Type, Container, Value, end, Key];
+        self.b.event(self.input, kind, &roles, &vals, Place::File)
+    }
+    fn destroy(&mut self, t: u64, l: usize) -> Result<(), Failure> {
+        let vals = [
+            Field::Num(self.clock.seconds(t)),
+            Field::Text(b"1"),
+            Field::Text(&self.alias[l]),
+        ];
+        use Role::*;
+        let roles = [Time, Type, Name];
+        self.b.event(
+            self.input,
+            Kind::DestroyContainer,
+            &roles,
+            &vals,
+            Place::File,
+        )
     }
 }
 
@@ -219,10 +420,73 @@ pub fn to_text(
     out: &mut dyn Write,
     progress: &mut dyn FnMut(u64),
 ) -> io::Result<Summary> {
-    let clock = Clock::new(trace);
-    let (keys, _) = pair_messages(trace);
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);
     buf.extend_from_slice(HEADER.as_bytes());
+    let n = trace.defs.locations.len();
+    let mut sink = Text {
+        out,
+        buf,
+        clock: Clock::new(trace),
+        regions: (trace.defs.regions.iter())
+            .map(|r| {
+                let mut b = Vec::new();
+                name(&mut b, &r.name);
+                b
+            })
+            .collect(),
+        push: (0..n).map(|l| format!(" 2 c{l} ").into_bytes()).collect(),
+        pop: (0..n).map(|l| format!(" 2 c{l}").into_bytes()).collect(),
+    };
+    let r = write(trace, &mut sink, progress);
+    let r = r.and_then(|s| {
+        sink.out.write_all(&sink.buf)?;
+        Ok(s)
+    });
+    r.map_err(|e| match e {
+        Failure::Output(e) => e,
+        Failure::Input(e) => io::Error::other(e.to_string()),
+    })
+}
+
+/// Write `trace` as binary Paje (the `reference` variant or the standard one) to `out`:
+/// the bytes `paje::to_binary` writes from `to_text`'s output, without the text.
+pub fn to_binary(
+    trace: &Trace,
+    reference: bool,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Summary, Failure> {
+    let mut b = Binary::new(out, reference);
+    // the definitions and the three type definitions, read from the text header
+    b.feed(&trace.path, HEADER.as_bytes(), &mut |_| {})?;
+    let mut sink = Bin {
+        b,
+        input: &trace.path,
+        clock: Clock::new(trace),
+        regions: (trace.defs.regions.iter())
+            .map(|r| name_value(&r.name))
+            .collect(),
+        alias: (0..trace.defs.locations.len())
+            .map(|l| format!("c{l}").into_bytes())
+            .collect(),
+        key: Vec::new(),
+    };
+    let mut s = write(trace, &mut sink, progress)?;
+    let b = sink.b.finish()?;
+    s.dropped.extend(b.dropped);
+    s.events = b.events;
+    Ok(s)
+}
+
+/// The model's Paje events, in time order, to `sink`: containers created at the start,
+/// states and links, containers destroyed at the last event.
+fn write(
+    trace: &Trace,
+    sink: &mut dyn Sink,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Summary, Failure> {
+    let clock = Clock::new(trace);
+    let (keys, _) = pair_messages(trace);
     // container names: rank-N for MPI ranks (the reader gives them rank N), else the
     // location's name, made unique
     let mut taken: HashMap<String, u32> = HashMap::new();
@@ -244,11 +508,7 @@ pub fn to_text(
         .time_span()
         .map_or(trace.global_offset, |(a, _)| a.min(trace.global_offset));
     for (k, n) in names.iter().enumerate() {
-        buf.extend_from_slice(b"3 ");
-        clock.write(&mut buf, start);
-        let _ = write!(buf, " c{k} 1 0 ");
-        name(&mut buf, n);
-        buf.push(b'\n');
+        sink.create(start, k, n)?;
     }
     // every location's events merged in time order (ties: location order)
     let mut heap: BinaryHeap<std::cmp::Reverse<(u64, u32, u32)>> = BinaryHeap::new();
@@ -258,19 +518,6 @@ pub fn to_text(
         }
     }
     let (mut written, mut dropped_kinds, mut unopened) = (0u64, 0u64, 0u64);
-    let regions: Vec<Vec<u8>> = (trace.defs.regions.iter())
-        .map(|r| {
-            let mut b = Vec::new();
-            name(&mut b, &r.name);
-            b
-        })
-        .collect();
-    let push: Vec<Vec<u8>> = (0..names.len())
-        .map(|l| format!(" 2 c{l} ").into_bytes())
-        .collect();
-    let pop: Vec<Vec<u8>> = (0..names.len())
-        .map(|l| format!(" 2 c{l}").into_bytes())
-        .collect();
     let mut depth = vec![0u64; trace.events.len()];
     let mut end = start;
     while let Some(std::cmp::Reverse((t, l, i))) = heap.pop() {
@@ -279,35 +526,25 @@ pub fn to_text(
             heap.push(std::cmp::Reverse((nt, l, i + 1)));
         }
         end = end.max(t);
-        let kind = ev.kind[i as usize];
+        let (l, i) = (l as usize, i as usize);
+        let kind = ev.kind[i];
         match kind {
             EventKind::Enter => {
-                depth[l as usize] += 1;
-                buf.extend_from_slice(b"5 ");
-                clock.write(&mut buf, t);
-                buf.extend_from_slice(&push[l as usize]);
-                buf.extend_from_slice(&regions[ev.arg[i as usize] as usize]);
+                depth[l] += 1;
+                sink.push(t, l, ev.arg[i] as usize)?;
             }
-            EventKind::Leave if depth[l as usize] == 0 => {
+            EventKind::Leave if depth[l] == 0 => {
                 unopened += 1;
                 continue;
             }
             EventKind::Leave => {
-                depth[l as usize] -= 1;
-                buf.extend_from_slice(b"6 ");
-                clock.write(&mut buf, t);
-                buf.extend_from_slice(&pop[l as usize]);
+                depth[l] -= 1;
+                sink.pop(t, l)?;
             }
-            _ => match ev.msg(i as usize) {
-                Some(m) if keys[l as usize][ev.arg[i as usize] as usize] != u64::MAX => {
-                    let key = keys[l as usize][ev.arg[i as usize] as usize];
+            _ => match ev.msg(i) {
+                Some(m) if keys[l][ev.arg[i] as usize] != u64::MAX => {
                     let send = matches!(kind, EventKind::MpiSend | EventKind::MpiIsend);
-                    buf.extend_from_slice(if send { b"7 " } else { b"8 " });
-                    clock.write(&mut buf, t);
-                    let _ = write!(buf, " 3 0 PTP c{l} k{key}");
-                    if send {
-                        let _ = write!(buf, " {}", m.bytes);
-                    }
+                    sink.link(send, t, l, keys[l][ev.arg[i] as usize], m.bytes)?;
                 }
                 _ => {
                     dropped_kinds += 1;
@@ -315,20 +552,14 @@ pub fn to_text(
                 }
             },
         }
-        buf.push(b'\n');
         written += 1;
-        if buf.len() >= 1 << 16 {
-            out.write_all(&buf)?;
-            buf.clear();
+        if written % (1 << 16) == 0 {
             progress(written);
         }
     }
     for k in 0..names.len() {
-        buf.extend_from_slice(b"4 ");
-        clock.write(&mut buf, end);
-        let _ = writeln!(buf, " 1 c{k}");
+        sink.destroy(end, k)?;
     }
-    out.write_all(&buf)?;
     progress(written);
     let mut dropped = Vec::new();
     if dropped_kinds > 0 {

@@ -147,32 +147,35 @@ fn dropped(trace: &Trace, lost: &events::Losses, classes: &MetricClasses) -> Vec
         "event(s) lacked fields their OTF2 record needs: written as 0",
     );
     say(&mut out, lost.unknown, "event(s) of record types OTF2 does not know: written as unknown records without their content");
-    let mut unkept = 0u64;
-    for ev in &trace.events {
-        for i in 0..ev.len() {
-            let k = ev.kind[i];
-            if let Some(spec) = crate::formats::otf2::schema::EVENTS
-                .iter()
-                .find(|s| s.id == k as u8)
-            {
-                if spec.fields.iter().any(|f| {
-                    !matches!(
-                        f.mapped_by,
-                        None | Some(
-                            MappingType::Comm
-                                | MappingType::Metric
-                                | MappingType::Region
-                                | MappingType::Location
-                                | MappingType::LocationGroup
-                                | MappingType::Group
-                        )
-                    )
-                }) {
-                    unkept += 1;
-                }
-            }
+    // per record kind, once: whether it has a field that refers to a definition the model
+    // does not keep
+    let (mut refers, mut seen) = ([false; 256], [false; 256]);
+    for spec in crate::formats::otf2::schema::EVENTS {
+        if std::mem::replace(&mut seen[spec.id as usize], true) {
+            continue; // the first spec of an id counts, as a search would find it
         }
+        refers[spec.id as usize] = spec.fields.iter().any(|f| {
+            !matches!(
+                f.mapped_by,
+                None | Some(
+                    MappingType::Comm
+                        | MappingType::Metric
+                        | MappingType::Region
+                        | MappingType::Location
+                        | MappingType::LocationGroup
+                        | MappingType::Group
+                )
+            )
+        });
     }
+    let unkept: u64 = (trace.events.iter())
+        .map(|ev| {
+            ev.kind
+                .iter()
+                .filter(|&&k| refers[k as u8 as usize])
+                .count() as u64
+        })
+        .sum();
     say(&mut out, unkept, "event(s) refer to definitions the model does not keep (strings, parameters, I/O handles, windows, ...): their ids are written, no definition declares them");
     if !classes.is_empty() {
         out.push(format!(
