@@ -5,6 +5,7 @@
 use crate::convert::{self, Target};
 use crate::error::{Error, Result};
 use crate::formats::{self, Format};
+use indicatif::ProgressBar;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
@@ -67,14 +68,28 @@ pub fn run(args: &ConvertArgs, out: &mut dyn std::io::Write) -> Result<()> {
     let map =
         unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(input, "cannot map", e))?;
     let bar = spinner(args.quiet, "converting");
+    let tick = |b: &ProgressBar, n: u64| b.set_message(format!("{n} events written"));
+    write_with(args, bar, tick, |w, tick| {
+        convert::paje(input, &map, target, &args.output, w, tick)
+    })
+}
+
+/// Writes OUT through `write_file` (temporary name, renamed at the end) with `write`, which
+/// reports its progress to `tick` (shown on `bar`), then prints what it dropped.
+fn write_with(
+    args: &ConvertArgs,
+    bar: Option<ProgressBar>,
+    show: impl Fn(&ProgressBar, u64),
+    write: impl FnOnce(&mut dyn std::io::Write, &mut dyn FnMut(u64)) -> Result<convert::Summary>,
+) -> Result<()> {
     let mut summary = None;
     super::run::write_file(&args.output, |w| {
         let mut tick = |n: u64| {
             if let Some(b) = &bar {
-                b.set_message(format!("{n} events written"));
+                show(b, n);
             }
         };
-        match convert::paje(input, &map, target, &args.output, w, &mut tick) {
+        match write(w, &mut tick) {
             Ok(s) => {
                 summary = Some(s);
                 Ok(())
@@ -104,27 +119,12 @@ fn model_to_paje(args: &ConvertArgs, target: Target) -> Result<()> {
         b.finish_and_clear();
     }
     let bar = progress(args.quiet, trace.event_count());
-    let mut summary = None;
-    super::run::write_file(&args.output, |w| {
-        let mut tick = |n: u64| {
-            if let Some(b) = &bar {
-                b.set_position(n);
-            }
-        };
-        match convert::model_to_paje(&trace, target, &args.output, w, &mut tick) {
-            Ok(s) => {
-                summary = Some(s);
-                Ok(())
-            }
-            Err(e) => Err(std::io::Error::other(Carried(e))),
-        }
-    })
-    .map_err(unwrap_carried)?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
-    warn(&args.output, &summary.unwrap_or_default());
-    Ok(())
+    write_with(
+        args,
+        bar,
+        |b, n| b.set_position(n),
+        |w, tick| convert::model_to_paje(&trace, target, &args.output, w, tick),
+    )
 }
 
 /// Any trace to an OTF2 archive: read into the model, written into `OUT.tmp-<pid>` beside
