@@ -151,6 +151,18 @@ fn rules_list_and_show_describe_the_catalogue() {
     let (code, out, _) = perfexpert(&["rules", "show", "mpi_latereceiver"]);
     assert_eq!(code, 0);
     assert!(out.contains("What to do about it"));
+    // the root-cause and critical-path metrics are rule files too: listed and shown
+    let (_, out, _) = perfexpert(&["rules", "list"]);
+    assert!(
+        out.contains("delay_latesender ") && out.contains("rules/rootcause/"),
+        "{out}"
+    );
+    let (code, out, _) = perfexpert(&["rules", "show", "delay_latesender"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("computed as: root-cause metric, the short-term delay costs of the waits of `mpi_latesender`"),
+        "{out}"
+    );
 }
 
 #[test]
