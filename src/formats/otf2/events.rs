@@ -6,7 +6,8 @@ use super::local::LocalDefs;
 use super::records::decode_event_fields;
 use super::schema::EVENTS;
 use super::wire::*;
-use crate::model::{Attribute, Coll, EventKind, Events, Msg};
+use crate::model::events::EventsFiller;
+use crate::model::{Attribute, Coll, EventKind, Msg};
 use std::collections::HashMap;
 
 /// Local id → model index for one kind of reference, for one location. Ids that no
@@ -98,14 +99,66 @@ pub fn decode_events(
     data: &[u8],
     chunk_size: usize,
     cx: &mut LocationContext,
-    out: &mut Events,
+    out: &mut EventsFiller,
 ) -> DResult<()> {
     let mut time = 0u64;
     let mut attrs: Vec<Attribute> = Vec::new();
     let mut scratch: Vec<u64> = Vec::new();
     for_each_chunk(data, chunk_size, |mut c, last_chunk| {
+        // the chunk's bytes, and the file's beyond them (the compressed-integer fast path
+        // reads 8 bytes at once, masked to the integer's length)
+        let (chunk, file) = (&c.buf[..c.end], c.buf);
         loop {
-            let Some(&t) = c.buf[..c.end].get(c.pos) else {
+            // The records of nearly every event, little endian, without attributes: a
+            // timestamp, an ENTER or a LEAVE, read here without a cursor; anything else,
+            // and these near the chunk's end, go the general way below.
+            if !c.big_endian {
+                match chunk.get(c.pos) {
+                    Some(&TIMESTAMP) => {
+                        if let Some(b) = chunk.get(c.pos + 1..c.pos + 9) {
+                            let mut a = [0u8; 8];
+                            a.copy_from_slice(b);
+                            time = u64::from_le_bytes(a);
+                            c.pos += 9;
+                            continue;
+                        }
+                    }
+                    Some(&t @ (12 | 13)) if attrs.is_empty() => {
+                        if let Some((local, len)) = fast_uc(c.end, file, c.pos + 1, 4) {
+                            let local = local as u32;
+                            c.pos += 1 + len;
+                            let kind = if t == 12 {
+                                EventKind::Enter
+                            } else {
+                                EventKind::Leave
+                            };
+                            let r = cx.regions.resolve(local as u64, cx.region_global);
+                            out.push_region(time, kind, r);
+                            continue;
+                        }
+                    }
+                    Some(&t @ (14 | 15 | 18 | 19)) if attrs.is_empty() => {
+                        if let Some((end, m)) = fast_msg(c.end, file, c.pos + 1, t == 15 || t == 19)
+                        {
+                            c.pos = end;
+                            let kind = match t {
+                                14 => EventKind::MpiSend,
+                                18 => EventKind::MpiRecv,
+                                15 => EventKind::MpiIsend,
+                                _ => EventKind::MpiIrecv,
+                            };
+                            let m = Msg {
+                                comm: cx.comms.resolve(m.comm as u64, cx.comm_global),
+                                ..m
+                            };
+                            out.push_msg(time, kind, m);
+                            continue;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let Some(&t) = chunk.get(c.pos) else {
                 if last_chunk {
                     return derr(
                         c.pos,
@@ -221,6 +274,62 @@ pub fn decode_events(
             }
         }
     })
+}
+
+/// A little-endian compressed integer of at most `max` bytes (A.4) at `pos` and its length
+/// in bytes, when it ends by `end` and `file` has 8 bytes after its size byte (else `None`:
+/// the cursor's checked path reads it, or reports it).
+#[inline(always)]
+fn fast_uc(end: usize, file: &[u8], pos: usize, max: usize) -> Option<(u64, usize)> {
+    let w = file.get(pos..pos + 9)?;
+    let n = w[0] as usize;
+    if n > max || pos + 1 + n > end {
+        return None;
+    }
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&w[1..9]);
+    let v = u64::from_le_bytes(a);
+    // n = 0: the value 0; 1 <= n <= 8 keeps the shift below 64
+    let v = if n == 0 {
+        0
+    } else {
+        v & (u64::MAX >> (64 - 8 * n as u32))
+    };
+    Some((v, 1 + n))
+}
+
+/// A little-endian point-to-point record's payload at `pos` (its one-byte length, then
+/// receiver or sender, communicator (local id), tag, length and, `nonblocking`, the request)
+/// inside a chunk ending at `end`: the record's end and the message, or `None` for the
+/// cursor's checked path (a long length, a field that does not fit, the file's last bytes).
+#[inline(always)]
+fn fast_msg(end: usize, file: &[u8], pos: usize, nonblocking: bool) -> Option<(usize, Msg)> {
+    let len = *file.get(pos)? as usize;
+    let rend = pos + 1 + len;
+    if len == 0xff || rend > end {
+        return None;
+    }
+    let mut p = pos + 1;
+    let mut field = |max: usize| {
+        let (v, n) = fast_uc(rend, file, p, max)?;
+        p += n;
+        Some(v)
+    };
+    let peer = field(4)? as u32;
+    let comm = field(4)? as u32;
+    let tag = field(4)? as u32;
+    let bytes = field(8)?;
+    let request = if nonblocking { Some(field(8)?) } else { None };
+    Some((
+        rend,
+        Msg {
+            peer,
+            comm,
+            tag,
+            bytes,
+            request,
+        },
+    ))
 }
 
 /// The payload of a length-prefixed record: a cursor that ends where the record ends.
