@@ -378,6 +378,162 @@ impl Events {
     }
 }
 
+/// A location's events while a reader decodes them: the columns every event or message
+/// writes are plain vectors (a push costs what a `Vec`'s does, with no look at where a
+/// column lives), the rare ones are `Events`' own; `finish` makes the `Events`, equal to
+/// what `Events`' own pushes in the same order give.
+#[derive(Default)]
+pub struct EventsFiller {
+    time: Vec<u64>,
+    kind: Vec<EventKind>,
+    arg: Vec<u32>,
+    peer: Vec<u32>,
+    comm: Vec<CommIdx>,
+    tag: Vec<u32>,
+    bytes: Vec<u32>,
+    large_bytes: Vec<(u32, u64)>,
+    msg_request: Vec<(u32, u64)>,
+    /// Collectives, `extra` and attributes (its core and message columns stay empty).
+    rest: Events,
+}
+
+/// `v.push(x)`, growing the buffer in huge pages where it is large (`spill::advise_huge`).
+#[inline(always)]
+fn put<T>(v: &mut Vec<T>, x: T) {
+    if v.len() == v.capacity() {
+        grow(v);
+    }
+    v.push(x);
+}
+
+#[cold]
+#[inline(never)]
+fn grow<T>(v: &mut Vec<T>) {
+    v.reserve(1);
+    super::spill::advise_huge(v);
+}
+
+/// An empty vector for `n` values (in huge pages where it is large).
+fn with_room<T>(n: usize) -> Vec<T> {
+    let v = Vec::with_capacity(n);
+    super::spill::advise_huge(&v);
+    v
+}
+
+impl EventsFiller {
+    /// Room for `n` events (the message columns grow as messages come).
+    pub fn with_capacity(n: usize) -> EventsFiller {
+        EventsFiller {
+            time: with_room(n),
+            kind: with_room(n),
+            arg: with_room(n),
+            ..EventsFiller::default()
+        }
+    }
+
+    #[inline(always)]
+    fn event(&mut self, time: u64, kind: EventKind, arg: u32) {
+        put(&mut self.time, time);
+        put(&mut self.kind, kind);
+        put(&mut self.arg, arg);
+    }
+
+    /// `Events::push_region`.
+    #[inline(always)]
+    pub fn push_region(&mut self, time: u64, kind: EventKind, region: RegionIdx) {
+        self.event(time, kind, region);
+    }
+
+    /// `Events::push_msg`.
+    #[inline(always)]
+    pub fn push_msg(&mut self, time: u64, kind: EventKind, m: Msg) {
+        let i = self.peer.len() as u32;
+        put(&mut self.peer, m.peer);
+        put(&mut self.comm, m.comm);
+        put(&mut self.tag, m.tag);
+        if m.bytes < u32::MAX as u64 {
+            put(&mut self.bytes, m.bytes as u32);
+        } else {
+            self.large_bytes.push((i, m.bytes));
+            put(&mut self.bytes, u32::MAX);
+        }
+        if let Some(r) = m.request {
+            self.msg_request.push((i, r));
+        }
+        self.event(time, kind, i);
+    }
+
+    /// `Events::push_coll`.
+    pub fn push_coll(&mut self, time: u64, kind: EventKind, c: Coll) {
+        let i = self.rest.coll.op.len() as u32;
+        let co = &mut self.rest.coll;
+        co.op.push(c.op);
+        co.comm.push(c.comm);
+        co.root.push(c.root);
+        co.sent.push(c.sent);
+        co.received.push(c.received);
+        if let Some(r) = c.request {
+            co.request.push((i, r));
+        }
+        self.event(time, kind, i);
+    }
+
+    /// `Events::push_extra`.
+    pub fn push_extra(&mut self, time: u64, kind: EventKind, fields: &[u64]) -> bool {
+        let Ok(off) = u32::try_from(self.rest.extra.len()) else {
+            return false;
+        };
+        self.rest.extra.push(fields.len() as u64);
+        self.rest.extra.extend_from_slice(fields);
+        self.event(time, kind, off);
+        true
+    }
+
+    /// `Events::push_unknown`.
+    pub fn push_unknown(&mut self, time: u64, record_type: u8) {
+        self.event(time, EventKind::Unknown, record_type as u32);
+    }
+
+    /// `Events::attach_attributes`.
+    pub fn attach_attributes(&mut self, attrs: &[Attribute]) {
+        if attrs.is_empty() {
+            return;
+        }
+        let r = &mut self.rest;
+        r.attribute_index
+            .push((self.time.len() as u32, r.attributes.len() as u32));
+        r.attributes.extend_from_slice(attrs);
+    }
+
+    /// Events decoded so far.
+    pub fn len(&self) -> usize {
+        self.time.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.time.is_empty()
+    }
+
+    /// The columns as `Events`.
+    pub fn finish(self) -> Events {
+        let mut e = self.rest;
+        e.time = self.time.into();
+        e.kind = self.kind.into();
+        e.arg = self.arg.into();
+        e.msg = MsgColumns {
+            peer: self.peer.into(),
+            comm: self.comm.into(),
+            tag: self.tag.into(),
+            bytes: ByteColumn {
+                small: self.bytes.into(),
+                large: self.large_bytes,
+            },
+            request: self.msg_request,
+        };
+        e
+    }
+}
+
 fn lookup(pairs: &[(u32, u64)], k: usize) -> Option<u64> {
     pairs
         .binary_search_by_key(&(k as u32), |&(i, _)| i)
@@ -427,6 +583,52 @@ mod tests {
         assert_eq!(e.attributes_of(2).len(), 1);
         assert!(e.attributes_of(1).is_empty());
         assert_eq!(e.region(3), Some(3));
+    }
+
+    /// The reader's filler gives the columns `Events`' own pushes give, every kind of push,
+    /// large byte counts and requests included.
+    #[test]
+    fn filler_equals_pushes() {
+        let mut e = Events::default();
+        let mut f = EventsFiller::with_capacity(2);
+        let m = |bytes, request| Msg {
+            peer: 3,
+            comm: 1,
+            tag: 7,
+            bytes,
+            request,
+        };
+        let c = Coll {
+            op: 2,
+            comm: 0,
+            root: u32::MAX,
+            sent: 1 << 33,
+            received: 8,
+            request: Some(4),
+        };
+        let a = [Attribute {
+            key: 1,
+            ty: 4,
+            value: 2,
+        }];
+        e.push_region(1, EventKind::Enter, 5);
+        f.push_region(1, EventKind::Enter, 5);
+        e.push_msg(2, EventKind::MpiIsend, m(u64::MAX, Some(9)));
+        f.push_msg(2, EventKind::MpiIsend, m(u64::MAX, Some(9)));
+        e.attach_attributes(&a);
+        f.attach_attributes(&a);
+        e.push_msg(3, EventKind::MpiRecv, m(12, None));
+        f.push_msg(3, EventKind::MpiRecv, m(12, None));
+        e.push_coll(4, EventKind::MpiCollectiveEnd, c);
+        f.push_coll(4, EventKind::MpiCollectiveEnd, c);
+        assert!(e.push_extra(5, EventKind::ProgramEnd, &[6, 7]));
+        assert!(f.push_extra(5, EventKind::ProgramEnd, &[6, 7]));
+        e.push_unknown(6, 200);
+        f.push_unknown(6, 200);
+        e.push_region(7, EventKind::Leave, 5);
+        f.push_region(7, EventKind::Leave, 5);
+        assert_eq!(f.len(), 7);
+        assert_eq!(f.finish(), e);
     }
 
     #[test]

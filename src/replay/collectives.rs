@@ -36,8 +36,9 @@ pub fn instances(trace: &Trace, master: &[u32]) -> (Vec<Instance>, CollStats) {
         .events
         .par_iter()
         .map(|ev| {
-            let f = (0..ev.len())
-                .filter(|&i| ev.kind[i] == EventKind::MpiCollectiveEnd)
+            // the kind column as bytes, searched with memchr (few events are COLL_ENDs)
+            let kinds = crate::model::spill::bytes_of(&ev.kind[..]);
+            let f = memchr::memchr_iter(EventKind::MpiCollectiveEnd as u8, kinds)
                 .map(|i| (ev.coll.comm[ev.arg[i] as usize], i as u32))
                 .collect();
             ev.release_resident();

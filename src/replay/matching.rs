@@ -139,6 +139,26 @@ struct Proc {
     ignored: u64,
 }
 
+/// The kinds `collect` looks at: messages and the request records that link them.
+static MATCHED_KINDS: [bool; 256] = {
+    let mut t = [false; 256];
+    let kinds = [
+        EventKind::MpiSend,
+        EventKind::MpiIsend,
+        EventKind::MpiRecv,
+        EventKind::MpiIrecv,
+        EventKind::MpiIrecvRequest,
+        EventKind::MpiIsendComplete,
+        EventKind::MpiRequestCancelled,
+    ];
+    let mut k = 0;
+    while k < kinds.len() {
+        t[kinds[k] as usize] = true;
+        k += 1;
+    }
+    t
+};
+
 /// The payload index, communicator and tag of message event `i` of location `l`.
 #[inline]
 fn payload(trace: &Trace, l: LocIdx, i: u32) -> (usize, CommIdx, u32) {
@@ -179,8 +199,13 @@ fn collect(
         let first_send = p.sends.event.len();
         let mut pending_isend: HashMap<u64, u32> = HashMap::new(); // request → msg index
         let mut posted_irecv: HashMap<u64, u32> = HashMap::new(); // request → IRECV_REQUEST
-        for i in 0..ev.len() {
-            match ev.kind[i] {
+        let kinds = &ev.kind[..];
+        for (i, &kind) in kinds.iter().enumerate() {
+            // most events are none of the kinds below: one table lookup passes them
+            if !MATCHED_KINDS[kind as usize] {
+                continue;
+            }
+            match kind {
                 EventKind::MpiSend
                 | EventKind::MpiIsend
                 | EventKind::MpiRecv

@@ -250,15 +250,17 @@ struct Walk<'w> {
 
 fn pass_a(ev: &Events, worker: Option<Worker>) -> PassA {
     let mut w = Walk::new(ev, worker);
-    for i in 0..ev.len() {
-        let t = w.clock(ev.time[i]);
-        match ev.kind[i] {
+    // the three columns side by side (no bounds check per event)
+    let (times, kinds, args) = (&ev.time[..], &ev.kind[..], &ev.arg[..]);
+    for (i, ((&t, &kind), &arg)) in times.iter().zip(kinds).zip(args).enumerate() {
+        let t = w.clock(t);
+        match kind {
             EventKind::ThreadTeamBegin if w.worker.is_some() && w.stack.is_empty() => {
                 w.team_begin(i, t)
             }
             EventKind::ThreadTeamEnd if w.base > 0 && !w.by_enter => w.team_end(i),
-            EventKind::Enter => w.enter(i, ev.arg[i], t),
-            EventKind::Leave => w.leave(i, ev.arg[i]),
+            EventKind::Enter => w.enter(i, arg, t),
+            EventKind::Leave => w.leave(i, arg),
             kind => w.other(ev, i, kind),
         }
     }

@@ -6,7 +6,8 @@ use super::local::LocalDefs;
 use super::records::decode_event_fields;
 use super::schema::EVENTS;
 use super::wire::*;
-use crate::model::{Attribute, Coll, EventKind, Events, Msg};
+use crate::model::events::EventsFiller;
+use crate::model::{Attribute, Coll, EventKind, Msg};
 use std::collections::HashMap;
 
 /// Local id → model index for one kind of reference, for one location. Ids that no
@@ -98,14 +99,19 @@ pub fn decode_events(
     data: &[u8],
     chunk_size: usize,
     cx: &mut LocationContext,
-    out: &mut Events,
+    out: &mut EventsFiller,
 ) -> DResult<()> {
     let mut time = 0u64;
     let mut attrs: Vec<Attribute> = Vec::new();
     let mut scratch: Vec<u64> = Vec::new();
     for_each_chunk(data, chunk_size, |mut c, last_chunk| {
+        let chunk = &c.buf[..c.end];
         loop {
-            let Some(&t) = c.buf[..c.end].get(c.pos) else {
+            // the records of nearly every event, little endian, without attributes
+            if !c.big_endian && attrs.is_empty() && fast_record(&mut c, &mut time, cx, out) {
+                continue;
+            }
+            let Some(&t) = chunk.get(c.pos) else {
                 if last_chunk {
                     return derr(
                         c.pos,
@@ -223,6 +229,124 @@ pub fn decode_events(
     })
 }
 
+/// The records of nearly every event in a little-endian file without attributes pending:
+/// a timestamp, an ENTER or a LEAVE, a point-to-point record, read straight from the bytes
+/// at `c.pos` (`time` set, the event pushed, `c.pos` past the record: true). Anything else,
+/// and these near the chunk's end or with a field that does not fit, go the checked way
+/// (false, `c` unchanged).
+#[inline(always)]
+fn fast_record(
+    c: &mut Cursor,
+    time: &mut u64,
+    cx: &mut LocationContext,
+    out: &mut EventsFiller,
+) -> bool {
+    // the chunk's bytes end at `c.end`; the file's go on (the compressed-integer reads
+    // load 8 bytes at once, masked to the integer's length)
+    let (end, file) = (c.end, c.buf);
+    match file[..end].get(c.pos) {
+        Some(&TIMESTAMP) => {
+            let Some(b) = file[..end].get(c.pos + 1..c.pos + 9) else {
+                return false;
+            };
+            let mut a = [0u8; 8];
+            a.copy_from_slice(b);
+            *time = u64::from_le_bytes(a);
+            c.pos += 9;
+            true
+        }
+        Some(&t @ (12 | 13)) => {
+            let Some((local, len)) = fast_uc(end, file, c.pos + 1, 4) else {
+                return false;
+            };
+            c.pos += 1 + len;
+            let kind = if t == 12 {
+                EventKind::Enter
+            } else {
+                EventKind::Leave
+            };
+            let r = cx.regions.resolve(local, cx.region_global);
+            out.push_region(*time, kind, r);
+            true
+        }
+        Some(&t @ (14 | 15 | 18 | 19)) => {
+            let Some((rend, m)) = fast_msg(end, file, c.pos + 1, t == 15 || t == 19) else {
+                return false;
+            };
+            c.pos = rend;
+            let kind = match t {
+                14 => EventKind::MpiSend,
+                18 => EventKind::MpiRecv,
+                15 => EventKind::MpiIsend,
+                _ => EventKind::MpiIrecv,
+            };
+            let m = Msg {
+                comm: cx.comms.resolve(m.comm as u64, cx.comm_global),
+                ..m
+            };
+            out.push_msg(*time, kind, m);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// A little-endian compressed integer of at most `max` bytes (A.4) at `pos` and its length
+/// in bytes, when it ends by `end` and `file` has 8 bytes after its size byte (else `None`:
+/// the cursor's checked path reads it, or reports it).
+#[inline(always)]
+fn fast_uc(end: usize, file: &[u8], pos: usize, max: usize) -> Option<(u64, usize)> {
+    let w = file.get(pos..pos + 9)?;
+    let n = w[0] as usize;
+    if n > max || pos + 1 + n > end {
+        return None;
+    }
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&w[1..9]);
+    let v = u64::from_le_bytes(a);
+    // n = 0: the value 0; 1 <= n <= 8 keeps the shift below 64
+    let v = if n == 0 {
+        0
+    } else {
+        v & (u64::MAX >> (64 - 8 * n as u32))
+    };
+    Some((v, 1 + n))
+}
+
+/// A little-endian point-to-point record's payload at `pos` (its one-byte length, then
+/// receiver or sender, communicator (local id), tag, length and, `nonblocking`, the request)
+/// inside a chunk ending at `end`: the record's end and the message, or `None` for the
+/// cursor's checked path (a long length, a field that does not fit, the file's last bytes).
+#[inline(always)]
+fn fast_msg(end: usize, file: &[u8], pos: usize, nonblocking: bool) -> Option<(usize, Msg)> {
+    let len = *file.get(pos)? as usize;
+    let rend = pos + 1 + len;
+    if len == 0xff || rend > end {
+        return None;
+    }
+    let mut p = pos + 1;
+    let mut field = |max: usize| {
+        let (v, n) = fast_uc(rend, file, p, max)?;
+        p += n;
+        Some(v)
+    };
+    let peer = field(4)? as u32;
+    let comm = field(4)? as u32;
+    let tag = field(4)? as u32;
+    let bytes = field(8)?;
+    let request = if nonblocking { Some(field(8)?) } else { None };
+    Some((
+        rend,
+        Msg {
+            peer,
+            comm,
+            tag,
+            bytes,
+            request,
+        },
+    ))
+}
+
 /// The payload of a length-prefixed record: a cursor that ends where the record ends.
 #[inline]
 fn record<'a>(c: &mut Cursor<'a>) -> DResult<Cursor<'a>> {
@@ -247,4 +371,103 @@ fn attribute_list(c: &mut Cursor, local: &LocalDefs, out: &mut Vec<Attribute>) -
         out.push(Attribute { key, ty, value });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Events;
+
+    /// A compressed integer (A.4) in the given byte order.
+    fn compressed(out: &mut Vec<u8>, v: u64, big: bool) {
+        let n = (8 - v.leading_zeros() as usize / 8).min(8);
+        out.push(n as u8);
+        let b = v.to_le_bytes();
+        if big {
+            out.extend(b[..n].iter().rev());
+        } else {
+            out.extend_from_slice(&b[..n]);
+        }
+    }
+
+    /// One chunk of event records in the given byte order: ENTER/LEAVE, blocking and
+    /// non-blocking messages (one with all-ones bytes, one length-prefixed record longer
+    /// than its fields), an event of another kind, END_OF_FILE.
+    fn event_file(big: bool) -> Vec<u8> {
+        let mut f = vec![CHUNK_HEADER, if big { BIG_ENDIAN } else { LITTLE_ENDIAN }];
+        f.resize(CHUNK_HEADER_LEN, 0);
+        let ts = |f: &mut Vec<u8>, t: u64| {
+            f.push(TIMESTAMP);
+            f.extend(if big {
+                t.to_be_bytes()
+            } else {
+                t.to_le_bytes()
+            });
+        };
+        let record = |f: &mut Vec<u8>, t: u8, fields: &[u64], pad: usize| {
+            let mut r = Vec::new();
+            for &x in fields {
+                compressed(&mut r, x, big);
+            }
+            r.resize(r.len() + pad, 0);
+            f.push(t);
+            f.push(r.len() as u8);
+            f.extend(r);
+        };
+        for k in 0..3u64 {
+            ts(&mut f, 100 + k);
+            f.push(12);
+            compressed(&mut f, k % 2, big);
+            ts(&mut f, 200 + k);
+            record(&mut f, 14, &[1, 0, 7, 1 << (8 * k)], 0);
+            ts(&mut f, 300 + k);
+            record(&mut f, 19, &[2, 1, 0, 0, 1 << 40], (k == 1) as usize * 3);
+            ts(&mut f, 400 + k);
+            record(&mut f, 18, &[3, 0, 9, u32::MAX as u64 + k], 0);
+            ts(&mut f, 500 + k);
+            f.push(13);
+            compressed(&mut f, k % 2, big);
+        }
+        ts(&mut f, 600);
+        // ProgramEnd (id 84): its exit status, decoded from its field table
+        record(&mut f, 84, &[3], 0);
+        f.push(END_OF_FILE);
+        f
+    }
+
+    fn decode(data: &[u8]) -> DResult<Events> {
+        let local = crate::formats::otf2::local::LocalDefs::default();
+        let g = crate::formats::otf2::defs::GlobalDefs::default();
+        let none = |_: u64| None;
+        let mut cx = LocationContext {
+            local: &local,
+            regions: Resolver::new(&g.regions, 0, 0, None),
+            comms: Resolver::new(&g.comms, 0, 0, None),
+            region_global: &none,
+            comm_global: &none,
+        };
+        let mut out = EventsFiller::default();
+        decode_events(data, data.len().max(1), &mut cx, &mut out)?;
+        Ok(out.finish())
+    }
+
+    /// The little-endian fast path reads what the checked cursor reads in a big-endian file
+    /// of the same records, cut anywhere: the same events, or an error at the same offset.
+    #[test]
+    fn fast_path_agrees_with_the_checked_path() {
+        let (le, be) = (event_file(false), event_file(true));
+        assert_eq!(le.len(), be.len());
+        let whole = decode(&le).expect("the whole file decodes");
+        assert_eq!(whole.len(), 3 * 5 + 1);
+        assert_eq!(whole.msg.bytes.get(2), u32::MAX as u64);
+        assert_eq!(whole.msg(2).and_then(|m| m.request), Some(1 << 40));
+        for cut in CHUNK_HEADER_LEN..=le.len() {
+            let (a, b) = (decode(&le[..cut]), decode(&be[..cut]));
+            match (a, b) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "cut at {cut}"),
+                (Err(a), Err(b)) => assert_eq!(a.offset, b.offset, "cut at {cut}"),
+                (a, b) => panic!("cut at {cut}: {:?} vs {:?}", a.is_ok(), b.is_ok()),
+            }
+        }
+    }
 }

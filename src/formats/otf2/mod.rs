@@ -11,6 +11,7 @@ pub mod schema;
 pub mod wire;
 
 use crate::error::{Error, Place, Result, Warning};
+use crate::model::events::EventsFiller;
 use crate::model::spill::Spill;
 use crate::model::*;
 use anchor::Anchor;
@@ -315,7 +316,7 @@ fn read_location(
     let data = bytes(&m);
     // The declared count is a capacity hint only; a writer that crashed leaves it wrong.
     let hint = declared.min(data.len() as u64 / 2) as usize;
-    let mut events = Events::with_capacity(hint);
+    let mut filler = EventsFiller::with_capacity(hint);
     let region_global = |id: u64| g.regions.get(id);
     let comm_global = |id: u64| g.comms.get(id);
     let mut cx = events::LocationContext {
@@ -335,8 +336,9 @@ fn read_location(
         region_global: &region_global,
         comm_global: &comm_global,
     };
-    events::decode_events(data, event_chunk, &mut cx, &mut events).map_err(|e| at(&evt_path, e))?;
+    events::decode_events(data, event_chunk, &mut cx, &mut filler).map_err(|e| at(&evt_path, e))?;
     drop(m);
+    let mut events = filler.finish();
     let name = evt_path.display().to_string();
     if let Some(i) = events.time.windows(2).position(|w| w[1] < w[0]) {
         warnings.push(Warning {
@@ -395,8 +397,8 @@ pub fn decode_any(data: &[u8]) {
             region_global: &none,
             comm_global: &none,
         };
-        let mut ev = Events::default();
+        let mut ev = EventsFiller::default();
         let _ = events::decode_events(data, chunk, &mut cx, &mut ev);
-        local::correct_clock(&local.clock_offsets, &mut ev.time);
+        local::correct_clock(&local.clock_offsets, &mut ev.finish().time);
     }
 }
