@@ -415,6 +415,7 @@ fn text_field(kind: Kind, role: Role) -> Option<(&'static str, &'static str)> {
         Color => ("Color", "color"),
         Filename => ("Filename", "string"),
         Size => ("Size", "int"),
+        PeRecord => ("PerfexpertRecord", "string"),
         Extra => return None,
     })
 }

@@ -11,6 +11,7 @@ use super::paje::{Binary, Failure};
 use super::Summary;
 use crate::error::Place;
 use crate::formats::paje::header::{Kind, Role};
+use crate::formats::paje::pe;
 use crate::formats::paje::stream::Field;
 use crate::model::{EventKind, Trace};
 use std::collections::{BinaryHeap, HashMap};
@@ -75,9 +76,31 @@ const HEADER: &str = "\
 % EndContainer string
 % Key string
 %EndEventDef
+";
+
+/// The types of the SMPI-like trace, after the definitions (and `RECORD_DEFS`).
+const TYPES: &str = "\
 0 1 0 MPI
 1 2 1 MPI_STATE
 2 3 0 1 1 MPI_LINK
+";
+
+/// perfexpert's records (`formats::paje::pe`, docs/paje.md): an event type on the root
+/// container for the definitions, one on the locations' containers for the events, and a
+/// PajeNewEvent with the extra field only perfexpert interprets.
+const RECORD_DEFS: &str = "\
+%EventDef PajeDefineEventType 9
+% Alias string
+% Type string
+% Name string
+%EndEventDef
+%EventDef PajeNewEvent 10
+% Time date
+% Type string
+% Container string
+% Value string
+% PerfexpertRecord string
+%EndEventDef
 ";
 
 /// Decimal seconds of a tick count, exact where the resolution divides 10^12 (9 fraction
@@ -237,6 +260,20 @@ trait Sink {
     fn pop(&mut self, t: u64, l: usize) -> Result<(), Failure>;
     fn link(&mut self, send: bool, t: u64, l: usize, key: u64, bytes: u64) -> Result<(), Failure>;
     fn destroy(&mut self, t: u64, l: usize) -> Result<(), Failure>;
+    /// Whether this sink writes perfexpert's records (`formats::paje::pe`).
+    fn records(&self) -> bool {
+        false
+    }
+    /// One record: on location `l`'s container, or on the root for a definition.
+    fn record(
+        &mut self,
+        _t: u64,
+        _l: Option<usize>,
+        _tag: &str,
+        _data: &[u8],
+    ) -> Result<(), Failure> {
+        Ok(())
+    }
 }
 
 /// A name as the Paje reader reads the field `name` writes back.
@@ -253,6 +290,7 @@ fn name_value(s: &str) -> Vec<u8> {
 /// Paje text: the header (`HEADER`) first, then one line per event.
 struct Text<'w> {
     out: &'w mut dyn Write,
+    records: bool,
     buf: Vec<u8>,
     clock: Clock,
     regions: Vec<Vec<u8>>,
@@ -309,6 +347,23 @@ impl Sink for Text<'_> {
         self.buf.extend_from_slice(b"4 ");
         self.clock.write(&mut self.buf, t);
         let _ = write!(self.buf, " 1 c{l}");
+        self.line()
+    }
+    fn records(&self) -> bool {
+        self.records
+    }
+    fn record(&mut self, t: u64, l: Option<usize>, tag: &str, data: &[u8]) -> Result<(), Failure> {
+        self.buf.extend_from_slice(b"10 ");
+        self.clock.write(&mut self.buf, t);
+        match l {
+            Some(l) => {
+                let _ = write!(self.buf, " 5 c{l} {tag} ");
+            }
+            None => {
+                let _ = write!(self.buf, " 4 0 {tag} ");
+            }
+        }
+        self.buf.extend_from_slice(data);
         self.line()
     }
 }
@@ -414,17 +469,38 @@ impl Sink for Bin<'_, '_> {
     }
 }
 
-/// Write `trace` as Paje text to `out`; `progress` gets the events written now and then.
+/// Write `trace` as Paje text to `out`, with perfexpert's records (the model reads back
+/// exact); `progress` gets the events written now and then.
 pub fn to_text(
     trace: &Trace,
     out: &mut dyn Write,
     progress: &mut dyn FnMut(u64),
 ) -> io::Result<Summary> {
+    to_text_with(trace, true, out, progress)
+}
+
+/// `to_text`, with perfexpert's records or without them (then only the SMPI-like states
+/// and links: what binary Paje holds).
+pub fn to_text_with(
+    trace: &Trace,
+    records: bool,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<Summary> {
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);
     buf.extend_from_slice(HEADER.as_bytes());
+    if records {
+        buf.extend_from_slice(RECORD_DEFS.as_bytes());
+    }
+    buf.extend_from_slice(TYPES.as_bytes());
+    if records {
+        let _ = writeln!(buf, "9 4 0 {}", pe::DEF_TYPE);
+        let _ = writeln!(buf, "9 5 1 {}", pe::EVENT_TYPE);
+    }
     let n = trace.defs.locations.len();
     let mut sink = Text {
         out,
+        records,
         buf,
         clock: Clock::new(trace),
         regions: (trace.defs.regions.iter())
@@ -458,7 +534,8 @@ pub fn to_binary(
 ) -> Result<Summary, Failure> {
     let mut b = Binary::new(out, reference);
     // the definitions and the three type definitions, read from the text header
-    b.feed(&trace.path, HEADER.as_bytes(), &mut |_| {})?;
+    let header = [HEADER, TYPES].concat();
+    b.feed(&trace.path, header.as_bytes(), &mut |_| {})?;
     let mut sink = Bin {
         b,
         input: &trace.path,
@@ -507,6 +584,14 @@ fn write(
     let start = trace
         .time_span()
         .map_or(trace.global_offset, |(a, _)| a.min(trace.global_offset));
+    let records = sink.records();
+    let mut written = 0u64;
+    if records {
+        for (tag, data) in pe::definitions(trace) {
+            sink.record(start, None, tag, &data)?;
+            written += 1;
+        }
+    }
     for (k, n) in names.iter().enumerate() {
         sink.create(start, k, n)?;
     }
@@ -517,9 +602,10 @@ fn write(
             heap.push(std::cmp::Reverse((ev.time[0], l as u32, 0)));
         }
     }
-    let (mut written, mut dropped_kinds, mut unopened) = (0u64, 0u64, 0u64);
+    let (mut dropped_kinds, mut unopened, mut attributes) = (0u64, 0u64, 0u64);
     let mut depth = vec![0u64; trace.events.len()];
     let mut end = start;
+    let mut rec = pe::Rec::new();
     while let Some(std::cmp::Reverse((t, l, i))) = heap.pop() {
         let ev = &trace.events[l as usize];
         if let Some(&nt) = ev.time.get(i as usize + 1) {
@@ -532,39 +618,61 @@ fn write(
             EventKind::Enter => {
                 depth[l] += 1;
                 sink.push(t, l, ev.arg[i] as usize)?;
+                written += 1;
             }
-            EventKind::Leave if depth[l] == 0 => {
-                unopened += 1;
-                continue;
-            }
+            EventKind::Leave if depth[l] == 0 => unopened += 1,
             EventKind::Leave => {
                 depth[l] -= 1;
                 sink.pop(t, l)?;
+                written += 1;
             }
             _ => match ev.msg(i) {
                 Some(m) if keys[l][ev.arg[i] as usize] != u64::MAX => {
                     let send = matches!(kind, EventKind::MpiSend | EventKind::MpiIsend);
                     sink.link(send, t, l, keys[l][ev.arg[i] as usize], m.bytes)?;
+                    written += 1;
                 }
-                _ => {
-                    dropped_kinds += 1;
-                    continue;
-                }
+                _ => dropped_kinds += 1,
             },
         }
-        written += 1;
+        if records {
+            pe::event(ev, i, &mut rec);
+            sink.record(t, Some(l), "ev", &rec.0)?;
+            written += 1;
+        }
         if written % (1 << 16) == 0 {
             progress(written);
         }
+    }
+    for ev in &trace.events {
+        attributes += ev.attribute_index.len() as u64;
+    }
+    if records {
+        // PajeNG drops the events at the very time their container is destroyed: destroy
+        // the containers a nanosecond later (the records hold the model's own clock)
+        end += (clock.res / 1_000_000_000).max(1);
     }
     for k in 0..names.len() {
         sink.destroy(end, k)?;
     }
     progress(written);
     let mut dropped = Vec::new();
+    if records {
+        // the records carry the whole model but the events' attributes
+        if attributes > 0 {
+            dropped.push(format!(
+                "the attributes of {attributes} event(s): the model keeps no attribute definitions"
+            ));
+        }
+        return Ok(Summary {
+            definitions: 5 + names.len() as u64,
+            events: written,
+            dropped,
+        });
+    }
     if dropped_kinds > 0 {
         dropped.push(format!(
-            "{dropped_kinds} event(s) that are no Enter/Leave nor a paired message (collective ends, OpenMP, metrics, requests, unmatched messages, ...): Paje has no place for them (collectives are found again from the MPI_* state names)"
+            "{dropped_kinds} event(s) that are no Enter/Leave nor a paired message (collective ends, OpenMP, metrics, requests, unmatched messages, ...): binary Paje has no place for perfexpert's records (collectives are found again from the MPI_* state names)"
         ));
     }
     if unopened > 0 {
@@ -578,7 +686,7 @@ fn write(
             clock.res
         ));
     }
-    dropped.push("definitions beyond locations and region names (system tree, groups, communicators, region roles and paradigms, metrics) and the events' order within a timestamp across locations are not kept; locations with an MPI rank are named rank-N".into());
+    dropped.push("definitions beyond locations and region names (system tree, groups, communicators, region roles and paradigms, metrics) and the events' order within a timestamp across locations: binary Paje has no place for perfexpert's records; locations with an MPI rank are named rank-N".into());
     Ok(Summary {
         definitions: 3 + names.len() as u64,
         events: written,

@@ -101,11 +101,13 @@ pub enum Role {
     Filename,
     /// SimGrid's message size on StartLink (`display-sizes`).
     Size,
+    /// perfexpert's own record field (`pe.rs`, docs/paje.md).
+    PeRecord,
     /// Any other (user-defined) field: carried, ignored.
     Extra,
 }
 
-const ROLES: usize = 14;
+const ROLES: usize = 15;
 
 fn role_of(name: &[u8]) -> Role {
     match name {
@@ -124,6 +126,7 @@ fn role_of(name: &[u8]) -> Role {
         b"Color" => Role::Color,
         b"Filename" | b"File" => Role::Filename,
         b"Size" => Role::Size,
+        b"PerfexpertRecord" => Role::PeRecord,
         _ => Role::Extra,
     }
 }
@@ -202,6 +205,7 @@ const ROLE_LIST: [Role; ROLES] = [
     Role::Color,
     Role::Filename,
     Role::Size,
+    Role::PeRecord,
 ];
 
 /// A `%EventDef` being read.

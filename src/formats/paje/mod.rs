@@ -25,6 +25,7 @@ pub mod binary;
 pub mod header;
 pub mod lex;
 pub mod mpi;
+pub mod pe;
 pub mod scan;
 mod sim;
 pub mod stream;
@@ -226,6 +227,8 @@ struct Reader<'a> {
     creator: String,
     format_version: String,
     warnings: Vec<Warning>,
+    /// perfexpert's records (`pe.rs`), when the trace carries them.
+    pe: pe::Records,
 }
 
 fn lossy(b: &[u8]) -> String {
@@ -298,7 +301,7 @@ fn exact_dates<'a>(
 ) -> Result<Trace> {
     let (first, sim) = read(9)?;
     if !first.inexact {
-        return Ok(first.finish(sim));
+        return first.finish(sim);
     }
     let (mut second, sim) = read(12)?;
     if second.inexact {
@@ -308,7 +311,7 @@ fn exact_dates<'a>(
                 .into(),
         });
     }
-    Ok(second.finish(sim))
+    second.finish(sim)
 }
 
 /// Times converted to ticks, remembered by the binary decoder: 2^this.
@@ -339,6 +342,7 @@ impl<'a> Reader<'a> {
             creator: String::new(),
             format_version: String::new(),
             warnings: Vec::new(),
+            pe: pe::Records::default(),
         };
         // the implicit root type and container `0`
         r.types.push(Type {
@@ -750,6 +754,12 @@ impl<'a> Reader<'a> {
             Kind::NewEvent => {
                 let (ty, c) =
                     self.type_and_container(def, f, Nature::Event, "PajeNewEvent", line)?;
+                if def.has(Role::PeRecord) {
+                    let (tag, data) = (f[def.at(Role::Value)], f[def.at(Role::PeRecord)]);
+                    self.pe.record(c, tag, data).map_err(|e| {
+                        self.err(line, format!("PajeNewEvent '{}': expected {e}", lossy(tag)))
+                    })?;
+                }
                 out.push(Code::NewEvent, ty, c, 0, t, line);
                 return Ok(());
             }
@@ -858,8 +868,27 @@ impl<'a> Reader<'a> {
     }
 
     /// The common model from what the simulation built; states still open close at the end.
-    fn finish(mut self, mut sim: Sim) -> Trace {
+    fn finish(mut self, mut sim: Sim) -> Result<Trace> {
         sim.close(&mut self.warnings);
+        if self.pe.present {
+            // written by perfexpert from a model: the records are that model
+            let pe = std::mem::take(&mut self.pe);
+            let aliases = &self.cont_aliases;
+            return pe
+                .into_trace(
+                    self.path,
+                    |a| aliases.get(a).copied(),
+                    sim.counts,
+                    self.warnings,
+                )
+                .map_err(|e| {
+                    Error::format(
+                        self.path,
+                        Place::File,
+                        format!("perfexpert's records: expected {e}"),
+                    )
+                });
+        }
         let end = sim.end_time;
         let (system_tree, node_of) = system_tree(&sim.containers, &self.types);
         let locs = std::mem::take(&mut sim.locs);
@@ -867,7 +896,7 @@ impl<'a> Reader<'a> {
             locations(locs, &sim.containers, &self.types, &node_of);
         let comms = communicators(&self.regions, &locations, &mut events);
         let record_counts = record_counts(&self.types);
-        Trace {
+        Ok(Trace {
             path: self.path.to_path_buf(),
             origin: Origin {
                 format: "Paje",
@@ -894,7 +923,7 @@ impl<'a> Reader<'a> {
             warnings: self.warnings,
             paje: Some(sim.counts),
             native_event_kinds: Default::default(),
-        }
+        })
     }
 }
 
