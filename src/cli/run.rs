@@ -451,13 +451,19 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
         d::agree(&mpi, profile).map(|profile| (trace, keep, profile))
     });
     if args.timings {
+        let held = done.as_ref().map_or((0, 0), |(t, keep, _)| {
+            (keep.iter().filter(|&&k| k).count(), t.event_count())
+        });
         eprintln!(
-            "timings: --mpi process {rank} of {p}: {} bytes exchanged, peak RSS {}",
+            "timings: --mpi process {rank} of {p}: {} bytes exchanged, {} locations, {} \
+             events, peak RSS {}",
             mpi.bytes_exchanged(),
+            held.0,
+            held.1,
             super::log::peak_rss_kb().map_or_else(|| "n/a".into(), |k| format!("{} MB", k / 1024))
         );
     }
-    let (trace, keep, profile) = match done {
+    let (trace, _, profile) = match done {
         Ok(x) => x,
         Err(f) => {
             if rank == 0 {
@@ -473,12 +479,6 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
             std::process::exit(2)
         }
     };
-    tracing::info!(
-        rank,
-        locations = keep.iter().filter(|&&k| k).count(),
-        events = trace.event_count(),
-        "--mpi share"
-    );
     if rank != 0 {
         return Ok(());
     }

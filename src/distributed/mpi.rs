@@ -66,8 +66,8 @@ impl Transport for Mpi {
             let mut part = PartitionMut::new(&mut buf[..], &counts[..], &displs[..]);
             self.world.all_gather_varcount_into(&send[..], &mut part);
         }
-        let sent = (mine.len() * (p - 1)) as u64;
-        let received = total - mine.len() as u64;
+        let sent = (send.len() * (p - 1)) as u64;
+        let received = total - send.len() as u64;
         self.bytes
             .set(self.bytes.get() + sent + received + 16 * (p as u64 - 1));
         Ok((0..p)
