@@ -16,6 +16,7 @@ pub mod analysis;
 pub mod cli;
 pub mod compare;
 pub mod convert;
+pub mod distributed;
 pub mod error;
 pub mod formats;
 pub mod model;

@@ -290,6 +290,16 @@ const NEVER: &[(&str, &[&str])] = &[
     ),
     // compare (two runs aligned) reads the analysis and formats its result beside report
     ("src/compare", &["crate::cli", "crate::convert"]),
+    // run --mpi (issue 24): reads, replays and analyses shares; only the cli writes reports
+    (
+        "src/distributed",
+        &[
+            "crate::report",
+            "crate::cli",
+            "crate::compare",
+            "crate::convert",
+        ],
+    ),
 ];
 
 #[test]

@@ -234,7 +234,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Timings {
 }
 
 /// VmHWM of this process in KiB (Linux), `None` elsewhere.
-fn peak_rss_kb() -> Option<u64> {
+pub(crate) fn peak_rss_kb() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()

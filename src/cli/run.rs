@@ -76,9 +76,17 @@ pub struct RunArgs {
     /// trace needs more than it even with its event columns in the temporary file.
     #[arg(long, requires = "memory_limit")]
     pub memory_limit_strict: bool,
+    /// Run as one process of an MPI job: `mpirun -np P perfexpert run --mpi TRACE` (a
+    /// binary built with `--features mpi`). Each process reads and replays its share of the
+    /// locations; rank 0 writes the call-path profile (docs/distributed.md).
+    #[arg(long)]
+    pub mpi: bool,
 }
 
 pub fn run(args: &RunArgs, progress: &Progress, out: &mut dyn Write) -> Result<()> {
+    if args.mpi {
+        return run_mpi(args, out);
+    }
     let rules = {
         let s = tracing::info_span!("rules", rules = Empty).entered();
         let rules = RuleSet::load(&args.rules)?;
@@ -352,4 +360,135 @@ pub(crate) fn write_file(
         let _ = std::fs::remove_file(&tmp);
     }
     done
+}
+
+/// `--mpi` (issue 24): one process of an MPI job; refused in one line in a binary built
+/// without the `mpi` feature or outside an MPI launcher.
+fn run_mpi(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
+    #[cfg(not(feature = "mpi"))]
+    {
+        let _ = (args, out);
+        Err(Error::Usage(
+            "--mpi: this perfexpert was built without MPI; build it with `cargo install --path \
+             . --features mpi` (needs an MPI library such as Open MPI or MPICH)"
+                .into(),
+        ))
+    }
+    #[cfg(feature = "mpi")]
+    {
+        if crate::distributed::launcher::detect().is_none() {
+            return Err(Error::Usage(format!(
+                "--mpi: not started by an MPI launcher (none of {} is set); run it as `mpirun \
+                 -np P perfexpert run --mpi {}` (Slurm: `srun --mpi=pmix ...`)",
+                crate::distributed::launcher::VARIABLES.join(", "),
+                args.trace.display()
+            )));
+        }
+        mpi_job(args, out)
+    }
+}
+
+/// What `--mpi` does not distribute yet, named in one line.
+#[cfg(feature = "mpi")]
+fn mpi_refusal(args: &RunArgs) -> Option<String> {
+    let mut names: Vec<&str> = Vec::new();
+    for (f, name) in [
+        (Format::Json, "--format json"),
+        (Format::Cubex, "--format cubex"),
+        (Format::Html, "--format html"),
+    ] {
+        if args.format.contains(&f) {
+            names.push(name);
+        }
+    }
+    for (on, name) in [
+        (args.critical_path, "--critical-path"),
+        (args.root_causes, "--root-causes"),
+        (!args.what_if.is_empty(), "--what-if"),
+        (args.phase.is_some(), "--phase"),
+        (args.matrices_csv.is_some(), "--matrices-csv"),
+        (args.metric.is_some(), "--metric"),
+    ] {
+        if on {
+            names.push(name);
+        }
+    }
+    (!names.is_empty()).then(|| {
+        format!(
+            "--mpi: {} need(s) the distributed message replay and rules, which are not built \
+             yet; --mpi writes the call-path profile (docs/distributed.md)",
+            names.join(", ")
+        )
+    })
+}
+
+/// The job: every process reads its share and runs pass A; the call trees are exchanged and
+/// merged; failures are agreed on before anything is written, and rank 0 writes the
+/// profile or prints the failing process's one line (every process then exits 2).
+#[cfg(feature = "mpi")]
+fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
+    use crate::distributed::{self as d, Transport};
+    let Some(mpi) = d::mpi::Mpi::init() else {
+        return Err(Error::Usage("--mpi: MPI was already initialised".into()));
+    };
+    let (rank, p) = (mpi.rank(), mpi.size());
+    let pick = |defs: &crate::model::Definitions| d::partition::share(defs, p, rank);
+    let read = || -> Result<(Trace, Vec<bool>)> {
+        if let Some(r) = mpi_refusal(args) {
+            return Err(Error::Usage(r));
+        }
+        let rules = RuleSet::load(&args.rules)?;
+        check(args, &rules)?;
+        let spill = spill_for(args)?;
+        let (trace, keep) = crate::formats::open_share(&args.trace, spill.as_ref(), &pick)?;
+        match d::core::refusal(&trace) {
+            Some(r) => Err(Error::Usage(r)),
+            None => Ok((trace, keep)),
+        }
+    };
+    let done = d::agree(&mpi, read().map_err(|e| e.to_string())).and_then(|(trace, keep)| {
+        let profile = d::core::replay_share(&trace, &keep, &mpi);
+        d::agree(&mpi, profile).map(|profile| (trace, keep, profile))
+    });
+    if args.timings {
+        let held = done.as_ref().map_or((0, 0), |(t, keep, _)| {
+            (keep.iter().filter(|&&k| k).count(), t.event_count())
+        });
+        eprintln!(
+            "timings: --mpi process {rank} of {p}: {} bytes exchanged, {} locations, {} \
+             events, peak RSS {}",
+            mpi.bytes_exchanged(),
+            held.0,
+            held.1,
+            super::log::peak_rss_kb().map_or_else(|| "n/a".into(), |k| format!("{} MB", k / 1024))
+        );
+    }
+    let (trace, _, profile) = match done {
+        Ok(x) => x,
+        Err(f) => {
+            if rank == 0 {
+                match f.rank {
+                    0 => eprintln!("perfexpert: {}", f.message),
+                    r => eprintln!("perfexpert: (--mpi process {r} of {p}) {}", f.message),
+                }
+            }
+            // nobody exits before rank 0 has printed (the launcher ends the job at the
+            // first process that exits with a failure)
+            let _ = mpi.all_gather(&[]);
+            drop(mpi);
+            std::process::exit(2)
+        }
+    };
+    if rank != 0 {
+        return Ok(());
+    }
+    match &args.output {
+        Some(o) => write_file(o, |w| profile.write(&trace, w)),
+        None => match profile.write(&trace, out) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                Err(Error::Usage(format!("cannot write the profile: {e}")))
+            }
+            _ => Ok(()),
+        },
+    }
 }

@@ -124,14 +124,54 @@ pub fn open_with(path: &Path, spill: Option<&Spill>) -> Result<Trace> {
     Ok(trace)
 }
 
+/// `open_with`, keeping the events of only the locations `pick` selects from the
+/// definitions (a process's share in `run --mpi`, issue 24): an OTF2 reader reads only their
+/// event files; OTF 1 and Paje are read whole and the other locations' events dropped (they
+/// declare no event counts: `pick` sees the counts read). Returns the trace and what `pick`
+/// chose.
+pub fn open_share(
+    path: &Path,
+    spill: Option<&Spill>,
+    pick: otf2::Pick,
+) -> Result<(Trace, Vec<bool>)> {
+    let _s = tracing::info_span!("read share").entered();
+    let mut keep = Vec::new();
+    let trace = read_picked(path, spill, Some((pick, &mut keep)))?;
+    if keep.is_empty() {
+        keep = pick(&trace.defs);
+    }
+    Ok((trace, keep))
+}
+
 /// `open_with` without its stage span.
 fn read_with(path: &Path, spill: Option<&Spill>) -> Result<Trace> {
+    read_picked(path, spill, None)
+}
+
+fn read_picked(
+    path: &Path,
+    spill: Option<&Spill>,
+    pick: Option<(otf2::Pick, &mut Vec<bool>)>,
+) -> Result<Trace> {
     let path = resolve(path)?;
     let mut trace = match detect(&path)? {
-        Format::Otf2 => return otf2::read_with(&path, spill),
+        Format::Otf2 => return otf2::read_share(&path, spill, pick.map(|p| p.0)),
         Format::Otf1 => otf1::read(&path)?,
         Format::Paje => paje::read(&path)?,
     };
+    if let Some((p, chosen)) = pick {
+        // balanced by the events read (these formats declare no counts)
+        let mut defs = trace.defs.clone();
+        for (loc, e) in defs.locations.iter_mut().zip(&trace.events) {
+            loc.declared_events = loc.declared_events.or(Some(e.len() as u64));
+        }
+        *chosen = p(&defs);
+        for (l, e) in trace.events.iter_mut().enumerate() {
+            if chosen.get(l) != Some(&true) {
+                *e = Default::default();
+            }
+        }
+    }
     if let Some(s) = spill {
         for e in &mut trace.events {
             e.spill(s)

@@ -99,6 +99,16 @@ impl Hasher for PairHasher {
 }
 
 impl LocalTree {
+    /// A tree made of its nodes and first-ENTER times alone, as `merge` reads it (the
+    /// trees of other processes in `run --mpi`, issue 24).
+    pub fn from_parts(nodes: Vec<(CnodeIdx, RegionIdx)>, first: Vec<u64>) -> LocalTree {
+        LocalTree {
+            nodes,
+            first,
+            ..Default::default()
+        }
+    }
+
     #[inline]
     pub fn child(&mut self, parent: CnodeIdx, region: RegionIdx, t: u64) -> CnodeIdx {
         let list = match parent {

@@ -469,6 +469,83 @@ impl<'w> Walk<'w> {
     }
 }
 
+/// Pass A over the locations `keep` selects (all when `None`; the others get the pass of
+/// an empty location), the masters' fork stacks first: the workers' call paths hang below
+/// them (§3.1.3).
+fn pass_a_all(
+    trace: &Trace,
+    master: &[u32],
+    kinds: &[omp::OmpRegion],
+    keep: Option<&[bool]>,
+) -> Vec<PassA> {
+    let kept = |l: usize| keep.is_none_or(|k| k.get(l) == Some(&true));
+    let mut has_workers = vec![false; trace.events.len()];
+    for (l, &m) in master.iter().enumerate() {
+        if m as usize != l {
+            has_workers[m as usize] = true;
+        }
+    }
+    let forks: Vec<Vec<omp::ForkStack>> = (0..trace.events.len())
+        .into_par_iter()
+        .map(|l| {
+            if has_workers[l] && kept(l) {
+                omp::fork_stacks(&trace.events[l], kinds)
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
+    trace
+        .events
+        .par_iter()
+        .enumerate()
+        .map(|(l, ev)| {
+            if !kept(l) {
+                return pass_a(&Events::default(), None);
+            }
+            let m = master[l] as usize;
+            let worker = (m != l).then(|| Worker {
+                forks: &forks[m],
+                kinds,
+            });
+            let p = pass_a(ev, worker);
+            ev.release_resident();
+            p
+        })
+        .collect()
+}
+
+/// What pass A found on one location, before the call-tree merge: its local call tree and
+/// the exclusive time, visits and repairs per local call path.
+#[derive(Clone, Debug, Default)]
+pub struct LocalPass {
+    pub tree: LocalTree,
+    pub time: Vec<u64>,
+    pub visits: Vec<u64>,
+    pub repairs: Vec<u64>,
+}
+
+/// Pass A over the locations `keep` selects (the others: empty), as `Replay::new` runs it:
+/// what a process of `run --mpi` computes for its share before the call trees are merged
+/// (issue 24, `distributed`).
+pub fn local_passes(trace: &Trace, keep: &[bool]) -> Vec<LocalPass> {
+    let (master, _) = omp::masters(trace, omp::has_openmp(trace));
+    let kinds = if omp::has_openmp(trace) {
+        omp::region_kinds(trace)
+    } else {
+        Vec::new()
+    };
+    pass_a_all(trace, &master, &kinds, Some(keep))
+        .into_iter()
+        .map(|p| LocalPass {
+            tree: p.local,
+            time: p.time,
+            visits: p.visits,
+            repairs: p.repairs,
+        })
+        .collect()
+}
+
 impl Replay {
     /// Pass A of §5.5 over every location, then the call-tree merge.
     pub fn new(trace: &Trace) -> Replay {
@@ -479,38 +556,7 @@ impl Replay {
         } else {
             Vec::new()
         };
-        // masters' fork stacks first: the workers' call paths hang below them (§3.1.3)
-        let mut has_workers = vec![false; trace.events.len()];
-        for (l, &m) in master.iter().enumerate() {
-            if m as usize != l {
-                has_workers[m as usize] = true;
-            }
-        }
-        let forks: Vec<Vec<omp::ForkStack>> = (0..trace.events.len())
-            .into_par_iter()
-            .map(|l| {
-                if has_workers[l] {
-                    omp::fork_stacks(&trace.events[l], &kinds)
-                } else {
-                    Vec::new()
-                }
-            })
-            .collect();
-        let parts: Vec<PassA> = trace
-            .events
-            .par_iter()
-            .enumerate()
-            .map(|(l, ev)| {
-                let m = master[l] as usize;
-                let worker = (m != l).then(|| Worker {
-                    forks: &forks[m],
-                    kinds: &kinds,
-                });
-                let p = pass_a(ev, worker);
-                ev.release_resident();
-                p
-            })
-            .collect();
+        let parts = pass_a_all(trace, &master, &kinds, None);
         let locals: Vec<LocalTree> = parts.iter().map(|p| p.local.clone()).collect();
         let loc_ids: Vec<u64> = trace.defs.locations.iter().map(|l| l.id).collect();
         let region_ids: Vec<u64> = trace.defs.regions.iter().map(|r| r.id).collect();

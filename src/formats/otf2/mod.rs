@@ -107,6 +107,16 @@ pub fn estimate_events(anchor_path: &Path) -> Result<u64> {
 /// `read`, moving each location's event columns to `spill` as soon as it is decoded
 /// (`--memory-limit`).
 pub fn read_with(anchor_path: &Path, spill: Option<&Spill>) -> Result<Trace> {
+    read_share(anchor_path, spill, None)
+}
+
+/// Which locations to read, chosen from the global definitions (`run --mpi`, issue 24).
+pub type Pick<'a> = &'a (dyn Fn(&Definitions) -> Vec<bool> + Sync);
+
+/// `read_with`, reading the event files of only the locations `pick` selects from the
+/// definitions (`None`: all); the other locations have no events. The definitions are read
+/// whole. Placeholder definitions come only from the events read.
+pub fn read_share(anchor_path: &Path, spill: Option<&Spill>, pick: Option<Pick>) -> Result<Trace> {
     let archive = Archive::new(anchor_path);
     let anchor_map = map_file(&archive.anchor)?;
     let anchor = Anchor::parse(bytes(&anchor_map)).map_err(|e| at(&archive.anchor, e))?;
@@ -148,11 +158,21 @@ pub fn read_with(anchor_path: &Path, spill: Option<&Spill>) -> Result<Trace> {
     }
 
     let event_chunk = anchor.event_chunk_size as usize;
+    let keep = pick.map(|p| p(&g.defs));
     let results: Vec<Result<LocationResult>> = g
         .defs
         .locations
         .par_iter()
-        .map(|loc| read_location(&archive, &g, loc, def_chunk, event_chunk, spill))
+        .enumerate()
+        .map(|(l, loc)| match &keep {
+            Some(k) if k.get(l) != Some(&true) => Ok(LocationResult {
+                events: Events::default(),
+                undefined_regions: Vec::new(),
+                undefined_comms: Vec::new(),
+                warnings: Vec::new(),
+            }),
+            _ => read_location(&archive, &g, loc, def_chunk, event_chunk, spill),
+        })
         .collect();
     let mut per_loc = Vec::with_capacity(results.len());
     for r in results {

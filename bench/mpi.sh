@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The README's `run --mpi` table (issue 24): one trace at P = 1, 2, 4 processes under mpirun:
+# the job's wall time (best of 3, and its ratio to P = 1 run side by side), the peak resident
+# memory of each process (/usr/bin/time -v per rank), the bytes each process exchanged
+# (--timings); and the single-process `run -q` of the same trace as a yardstick.
+#
+#   usage: bash bench/mpi.sh TRACE [BINARY]     (BINARY built with --features mpi)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+TRACE=${1:?usage: bash bench/mpi.sh TRACE [BINARY]}
+BIN=${2:-target/release/perfexpert}
+command -v mpirun >/dev/null || { echo "bench/mpi.sh: no mpirun (apt-get install openmpi-bin)" >&2; exit 2; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+
+wall() { # command... -> seconds on stdout
+    local t0 t1
+    t0=$(date +%s.%N)
+    "$@" >/dev/null 2>>"$OUT/err"
+    t1=$(date +%s.%N)
+    echo "$t1 - $t0" | bc
+}
+
+best() { # command... -> best of 3
+    local b=""
+    for _ in 1 2 3; do
+        local t
+        t=$(wall "$@")
+        if [[ -z $b ]] || (($(echo "$t < $b" | bc))); then b=$t; fi
+    done
+    echo "$b"
+}
+
+single=$(best "$BIN" run -q "$TRACE")
+echo "| processes | wall s (best of 3) | / P = 1 | peak RSS per process, MB | bytes exchanged per process |"
+echo "|---|---|---|---|---|"
+p1=""
+for P in 1 2 4; do
+    t=$(best mpirun --oversubscribe -np "$P" "$BIN" run --mpi -q "$TRACE")
+    [[ -n $p1 ]] || p1=$t
+    rm -f "$OUT"/rss.* "$OUT/timings"
+    mpirun --oversubscribe -np "$P" sh -c \
+        "/usr/bin/time -v -o $OUT/rss.\${OMPI_COMM_WORLD_RANK:-0} $BIN run --mpi -q --timings $TRACE" \
+        >/dev/null 2>"$OUT/timings"
+    rss=$(for f in "$OUT"/rss.*; do awk '/Maximum resident/ {printf "%d ", $6/1024}' "$f"; done)
+    bytes=$(grep -o 'process [0-9]* of [0-9]*: [0-9]* bytes' "$OUT/timings" | sort -n -k2 |
+        awk '{printf "%s ", $5}')
+    printf '| %d | %.2f | %.2f | %s| %s|\n' "$P" "$t" "$(echo "$t / $p1" | bc -l)" "$rss" "$bytes"
+done
+echo
+printf 'yardstick: the single-process `perfexpert run -q` (the whole analysis) of the same trace: %.2f s\n' "$single"

@@ -1,0 +1,176 @@
+//! The distributed replay as far as it goes: each process runs pass A over its share, the
+//! local call trees (with their time, visits and repairs per call path) are exchanged and
+//! merged on every process exactly as `Replay::new` merges them (same locations in the same
+//! order, so the call-path ids are the single-process ones), and the call-path profile is
+//! summed over the locations in location order.
+
+use super::{wire, Transport};
+use crate::model::Trace;
+use crate::replay::calltree::{CallTree, LocalTree};
+use crate::replay::{self, omp, LocalPass, Replay};
+use std::io::Write;
+
+/// Visits, exclusive time and repairs per call path of the merged tree, summed over all
+/// locations (integers: the sum does not depend on its order).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Profile {
+    pub tree: CallTree,
+    pub visits: Vec<u64>,
+    pub time: Vec<u64>,
+    pub repairs: Vec<u64>,
+}
+
+/// Why a trace is not distributed (yet), or `None`.
+pub fn refusal(trace: &Trace) -> Option<String> {
+    omp::has_openmp(trace).then(|| {
+        format!(
+            "--mpi: {} has OpenMP regions; OpenMP traces are not distributed yet (a team's \
+             fork and join time moves between its threads after pass A)",
+            trace.path.display()
+        )
+    })
+}
+
+/// Pass A over the locations `keep` selects, the trees of all processes exchanged through
+/// `t` and merged: the profile, the same on every process.
+pub fn replay_share(trace: &Trace, keep: &[bool], t: &dyn Transport) -> Result<Profile, String> {
+    let mine = replay::local_passes(trace, keep);
+    let mut w = wire::Writer::default();
+    let owned: Vec<(u32, &LocalPass)> = (mine.iter().enumerate())
+        .filter(|(l, _)| keep.get(*l) == Some(&true))
+        .map(|(l, p)| (l as u32, p))
+        .collect();
+    wire::put_passes(&mut w, &owned);
+    drop(owned);
+    drop(mine);
+    let n = trace.defs.locations.len();
+    let mut all: Vec<Option<LocalPass>> = vec![None; n];
+    for (rank, bytes) in t.all_gather(&w.0)?.iter().enumerate() {
+        for (l, p) in wire::get_passes(bytes).map_err(|e| format!("rank {rank}: {e}"))? {
+            match all.get_mut(l as usize) {
+                Some(slot @ None) => *slot = Some(p),
+                _ => return Err(format!("rank {rank}: location {l} twice or out of range")),
+            }
+        }
+    }
+    let passes: Vec<LocalPass> = (all.into_iter().enumerate())
+        .map(|(l, p)| p.ok_or_else(|| format!("location {l}: replayed by no process")))
+        .collect::<Result<_, _>>()?;
+    Ok(merge(trace, &passes))
+}
+
+/// The passes of all locations merged and summed (what `replay_share` ends with).
+fn merge(trace: &Trace, passes: &[LocalPass]) -> Profile {
+    let trees: Vec<LocalTree> = passes.iter().map(|p| p.tree.clone()).collect();
+    let loc_ids: Vec<u64> = trace.defs.locations.iter().map(|l| l.id).collect();
+    let region_ids: Vec<u64> = trace.defs.regions.iter().map(|r| r.id).collect();
+    let (tree, maps) = replay::calltree::merge(&trees, &loc_ids, &region_ids);
+    let ncn = tree.len();
+    let mut p = Profile {
+        tree,
+        visits: vec![0; ncn],
+        time: vec![0; ncn],
+        repairs: vec![0; ncn],
+    };
+    for (pass, map) in passes.iter().zip(&maps) {
+        for (k, &g) in map.iter().enumerate() {
+            let g = g as usize;
+            p.visits[g] += pass.visits.get(k).copied().unwrap_or(0);
+            p.time[g] += pass.time.get(k).copied().unwrap_or(0);
+            p.repairs[g] += pass.repairs.get(k).copied().unwrap_or(0);
+        }
+    }
+    p
+}
+
+impl Profile {
+    /// The profile of a single-process replay.
+    pub fn of_replay(replay: &Replay) -> Profile {
+        let ncn = replay.tree.len();
+        let mut p = Profile {
+            tree: replay.tree.clone(),
+            visits: vec![0; ncn],
+            time: vec![0; ncn],
+            repairs: vec![0; ncn],
+        };
+        for s in &replay.locations {
+            for (sum, v) in [
+                (&mut p.visits, &s.visits),
+                (&mut p.time, &s.time),
+                (&mut p.repairs, &s.repairs),
+            ] {
+                for (a, b) in sum.iter_mut().zip(v) {
+                    *a += b;
+                }
+            }
+        }
+        p
+    }
+
+    /// One line per call path in call-tree order: its path, visits, exclusive and inclusive
+    /// time in seconds, repairs.
+    pub fn write(&self, trace: &Trace, w: &mut dyn Write) -> std::io::Result<()> {
+        let incl = omp::inclusive(&self.tree, &self.time);
+        let named = Replay {
+            tree: self.tree.clone(),
+            ..Default::default()
+        };
+        let res = trace.timer_resolution.max(1) as f64;
+        writeln!(
+            w,
+            "# call-path profile of {}: {} call paths over {} locations",
+            trace.path.display(),
+            self.tree.len(),
+            trace.defs.locations.len()
+        )?;
+        writeln!(w, "# call path\tvisits\texclusive s\tinclusive s\trepairs")?;
+        for (c, incl) in incl.iter().enumerate() {
+            writeln!(
+                w,
+                "{}\t{}\t{:.9}\t{:.9}\t{}",
+                named.path_name(trace, c as u32),
+                self.visits[c],
+                self.time[c] as f64 / res,
+                *incl as f64 / res,
+                self.repairs[c]
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::distributed::{local, partition};
+
+    /// Every location's pass on its owner, for P = 1..4 threads as processes: the profile
+    /// of the single-process replay, on every process.
+    #[test]
+    fn the_distributed_profile_is_the_single_process_one() {
+        for path in [
+            "testdata/scorep/ls/traces.otf2",
+            "testdata/scorep/npb_lu_S/traces.otf2",
+            "testdata/scorep/nb/traces.otf2",
+            // Paje declares no event counts: the share is balanced by the events read
+            "testdata/smpi/late_broadcast/trace-sizes.paje",
+        ] {
+            let Ok(whole) = crate::formats::open(path.as_ref()) else {
+                panic!("{path}: cannot read");
+            };
+            let want = Profile::of_replay(&Replay::new(&whole));
+            for p in 1..=4 {
+                let got = local::run(p, |t| {
+                    let rank = t.rank();
+                    let pick = |d: &crate::model::Definitions| partition::share(d, p, rank);
+                    let (trace, keep) = crate::formats::open_share(path.as_ref(), None, &pick)
+                        .map_err(|e| e.to_string())?;
+                    replay_share(&trace, &keep, t)
+                });
+                for g in got {
+                    assert_eq!(g.as_ref(), Ok(&want), "{path}, P = {p}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! `perfexpert run --mpi` as a real MPI job (issue 24), run by `cargo test --features mpi`:
+//! for every shipped trace the distributed replay handles, P = 1, 2, 3 and 4 processes under
+//! `mpirun` write the call-path profile of the single-process replay byte for byte; and a
+//! failing process (an unreadable file in its share, a bad rule, a refused memory limit)
+//! ends the job with exit 2 and its one line printed once. Prints SKIPPED without `mpirun`.
+#![cfg(feature = "mpi")]
+
+use perfexpert::distributed::core::{refusal, Profile};
+use perfexpert::replay::Replay;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn mpirun() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("mpirun"))
+        .find(|p| p.is_file())
+}
+
+fn job(mpirun: &Path, p: usize, args: &[&str]) -> Output {
+    Command::new(mpirun)
+        .args(["--oversubscribe", "-np", &p.to_string()])
+        .arg(env!("CARGO_BIN_EXE_perfexpert"))
+        .args(["run", "--mpi", "-q"])
+        .args(args)
+        // as root (containers, CI) Open MPI's mpirun wants these
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .expect("mpirun runs")
+}
+
+/// The shipped traces: testdata's, and ../shared's when it is there.
+fn traces() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![
+        PathBuf::from("testdata/scorep"),
+        PathBuf::from("testdata/generated"),
+        PathBuf::from("testdata/smpi"),
+    ];
+    let shared = Path::new("../shared/traces");
+    if shared.is_dir() {
+        for d in ["scorep", "smpi", "public"] {
+            dirs.push(shared.join(d));
+        }
+    } else {
+        println!("SKIPPED: ../shared is absent; only the testdata/ traces");
+    }
+    for d in dirs {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        let mut subs: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+        subs.sort();
+        for s in subs.into_iter().filter(|s| s.is_dir()) {
+            let mut files: Vec<PathBuf> = walk(&s);
+            files.sort();
+            let anchor = |ext: &str| {
+                files
+                    .iter()
+                    .find(|f| f.extension().is_some_and(|x| x == ext))
+            };
+            if let Some(a) = anchor("otf2").or_else(|| anchor("otf")) {
+                out.push(a.clone());
+            } else {
+                out.extend(
+                    files
+                        .iter()
+                        .filter(|f| f.extension().is_some_and(|x| x == "paje"))
+                        .cloned(),
+                );
+            }
+        }
+    }
+    out
+}
+
+fn walk(d: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(d) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if p.file_name().is_some_and(|n| n != "traces") {
+                    out.extend(walk(&p));
+                }
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_process_count_writes_the_single_process_profile() {
+    let Some(mpirun) = mpirun() else {
+        println!("SKIPPED: no mpirun on PATH (apt-get install openmpi-bin libopenmpi-dev)");
+        return;
+    };
+    let mut checked = 0;
+    for t in traces() {
+        let Ok(trace) = perfexpert::open(&t) else {
+            continue; // the single process refuses it too
+        };
+        if refusal(&trace).is_some() {
+            continue;
+        }
+        let mut want = Vec::new();
+        Profile::of_replay(&Replay::new(&trace))
+            .write(&trace, &mut want)
+            .expect("to memory");
+        let ts = t.to_string_lossy().into_owned();
+        for p in 1..=4 {
+            let o = job(&mpirun, p, &[&ts]);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(o.status.success(), "{ts}, P = {p}: {err}");
+            assert!(
+                o.stdout == want,
+                "{ts}, P = {p}: the profile differs from the single-process one"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} traces checked");
+    println!("{checked} traces at P = 1..4");
+}
+
+/// Exit 2, and `needle` in exactly one line of stderr (printed once, by rank 0).
+fn fails_once(o: &Output, needle: &str) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("perfexpert:"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains(needle), "{err}");
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn a_failing_process_ends_the_job_with_its_one_line() {
+    let Some(mpirun) = mpirun() else {
+        println!("SKIPPED: no mpirun on PATH (apt-get install openmpi-bin libopenmpi-dev)");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let src = Path::new("testdata/scorep/npb_lu_S");
+    std::fs::create_dir(dir.path().join("traces")).expect("mkdir");
+    for f in ["traces.otf2", "traces.def"] {
+        std::fs::copy(src.join(f), dir.path().join(f)).expect("copy");
+    }
+    for l in 0..4 {
+        for ext in ["def", "evt"] {
+            let f = format!("traces/{l}.{ext}");
+            std::fs::copy(src.join(&f), dir.path().join(&f)).expect("copy");
+        }
+    }
+    // location 3's events cut short: at P = 4 only process 3 reads them
+    let evt = dir.path().join("traces/3.evt");
+    let len = std::fs::metadata(&evt).expect("evt").len();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&evt)
+        .expect("open");
+    f.set_len(len / 2).expect("truncate");
+    drop(f);
+    let anchor = dir.path().join("traces.otf2");
+    let a = anchor.to_string_lossy().into_owned();
+    let out = dir.path().join("profile.txt");
+    let o = job(&mpirun, 4, &[&a, "-o", &out.to_string_lossy()]);
+    fails_once(&o, "3.evt");
+    assert!(err_names_process(&o, 3));
+    assert!(std::fs::read_dir(dir.path())
+        .expect("ls")
+        .flatten()
+        .all(|e| !e.file_name().to_string_lossy().contains("profile")));
+    // every process fails alike: the line once, from rank 0
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[[rule]]\nid = \"x\"\nwhen = \"E.\"\n").expect("write");
+    let o = job(
+        &mpirun,
+        3,
+        &["testdata/scorep/ls", "--rules", &bad.to_string_lossy()],
+    );
+    fails_once(&o, "bad.toml");
+    let o = job(
+        &mpirun,
+        2,
+        &[
+            "testdata/scorep/ls",
+            "--memory-limit",
+            "1K",
+            "--memory-limit-strict",
+        ],
+    );
+    fails_once(&o, "--memory-limit");
+    let o = job(&mpirun, 2, &["testdata/scorep/ls", "--format", "json"]);
+    fails_once(&o, "--format json");
+    let o = job(&mpirun, 2, &["testdata/scorep-omp/omp_fork"]);
+    fails_once(&o, "OpenMP");
+}
+
+fn err_names_process(o: &Output, r: usize) -> bool {
+    String::from_utf8_lossy(&o.stderr).contains(&format!("process {r} of"))
+}
+
+#[test]
+fn without_a_launcher_it_says_so() {
+    let o = Command::new(env!("CARGO_BIN_EXE_perfexpert"))
+        .args(["run", "--mpi", "testdata/scorep/ls"])
+        .env_remove("OMPI_COMM_WORLD_SIZE")
+        .env_remove("PMI_RANK")
+        .env_remove("PMI_SIZE")
+        .env_remove("PMIX_RANK")
+        .env_remove("MV2_COMM_WORLD_RANK")
+        .output()
+        .expect("runs");
+    fails_once(&o, "not started by an MPI launcher");
+}
