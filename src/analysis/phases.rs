@@ -108,8 +108,20 @@ pub fn detect_binned(trace: &Trace) -> Detected {
         .map(|i| t0 + ((i as f64) * dt).round() as u64)
         .collect();
     edges.push(t1);
-    let (bins, v) = measure(trace, edges, (t0, t1, dt));
-    let (phases, ranges) = boundaries(&bins.edges, &v, dt);
+    let v = curves(trace, (t0, t1, dt));
+    let (phases, ranges) = boundaries(&edges, &v, dt);
+    // the exact sums only when there are windows to restrict to (a run that is one phase is
+    // described by the whole analysis)
+    let bins = if phases.len() > 1 {
+        measure(trace, edges)
+    } else {
+        Bins {
+            edges,
+            nregions: 0,
+            region: Vec::new(),
+            flags: Vec::new(),
+        }
+    };
     Detected {
         phases,
         ranges,
@@ -117,46 +129,92 @@ pub fn detect_binned(trace: &Trace) -> Detected {
     }
 }
 
-/// The bins' exact sums and the curves of the boundary score (`v`, as fractions of the bin
-/// width `dt` and counts): each location walked once, in order (the curves are float sums,
-/// formed in one order whatever the thread count).
-fn measure(trace: &Trace, edges: Vec<u64>, span: (u64, u64, f64)) -> (Bins, Vec<[f64; 4]>) {
-    let d = &trace.defs;
-    let nregions = d.regions.len();
-    let mpi: Vec<bool> = (d.regions.iter())
-        .map(|x| x.paradigm == Paradigm::MPI)
-        .collect();
-    let class: Vec<usize> = (d.regions.iter())
+/// The curves of the boundary score per bin (bin width `dt` ticks from `t0`): the shares of
+/// location time in MPI, OpenMP and other regions, and the point-to-point events. Each
+/// location walked once, in order (float sums, formed in one order whatever the thread
+/// count).
+fn curves(trace: &Trace, (t0, t1, dt): (u64, u64, f64)) -> Vec<[f64; 4]> {
+    let bin_of = |t: u64| (((t - t0) as f64 / dt) as usize).min(BINS - 1);
+    let mut v = vec![[0.0f64; 4]; BINS];
+    let classes: Vec<usize> = (trace.defs.regions.iter())
         .map(|x| match x.paradigm {
             Paradigm::MPI => 0,
             Paradigm::OPENMP => 1,
             _ => 2,
         })
         .collect();
-    let nloc = trace.events.len();
-    let mut region = vec![0u64; BINS * nregions];
-    let mut flags = vec![0u8; BINS * nloc];
-    let mut v = vec![[0.0f64; 4]; BINS];
-    for (ev, fl) in trace.events.iter().zip(flags.chunks_mut(BINS)) {
-        let mut w = BinWalk {
-            edges: &edges,
-            nregions,
-            mpi: &mpi,
-            class: &class,
-            span,
-            region: &mut region,
-            v: &mut v,
-            flags: fl,
-        };
-        w.walk(ev);
+    let mut stack: Vec<u32> = Vec::new();
+    for ev in &trace.events {
+        stack.clear();
+        let (time, kind, arg) = (&ev.time[..], &ev.kind[..], &ev.arg[..]);
+        for i in 0..time.len() {
+            let t = time[i].clamp(t0, t1);
+            if let (Some(&r), true) = (stack.last(), i > 0) {
+                let from = time[i - 1].clamp(t0, t1).min(t);
+                let class = classes.get(r as usize).copied().unwrap_or(2);
+                spread(&mut v, class, from, t, t0, dt);
+            }
+            match kind[i] {
+                EventKind::Enter => stack.push(arg[i]),
+                EventKind::Leave => {
+                    if let Some(k) = stack.iter().rposition(|&r| r == arg[i]) {
+                        stack.truncate(k);
+                    }
+                }
+                EventKind::MpiSend
+                | EventKind::MpiIsend
+                | EventKind::MpiRecv
+                | EventKind::MpiIrecv => v[bin_of(t)][3] += 1.0,
+                _ => {}
+            }
+        }
     }
-    let bins = Bins {
+    v
+}
+
+/// The bins' exact sums: each location walked once (locations in parallel, sums in
+/// integers, so the result does not depend on the thread count).
+fn measure(trace: &Trace, edges: Vec<u64>) -> Bins {
+    use rayon::prelude::*;
+    let d = &trace.defs;
+    let nregions = d.regions.len();
+    let mpi: Vec<bool> = (d.regions.iter())
+        .map(|x| x.paradigm == Paradigm::MPI)
+        .collect();
+    let nloc = trace.events.len();
+    let chunk = nloc
+        .div_ceil(2 * rayon::current_num_threads().max(1))
+        .max(1);
+    let parts: Vec<(Vec<u64>, Vec<u8>)> = (trace.events.par_chunks(chunk))
+        .map(|locs| {
+            let mut region = vec![0u64; BINS * nregions];
+            let mut flags = vec![0u8; BINS * locs.len()];
+            for (ev, fl) in locs.iter().zip(flags.chunks_mut(BINS)) {
+                let mut w = BinWalk {
+                    edges: &edges,
+                    nregions,
+                    mpi: &mpi,
+                    region: &mut region,
+                    flags: fl,
+                };
+                w.walk(ev);
+            }
+            (region, flags)
+        })
+        .collect();
+    let mut bins = Bins {
         edges,
         nregions,
-        region,
-        flags,
+        region: vec![0u64; BINS * nregions],
+        flags: Vec::with_capacity(BINS * nloc),
     };
-    (bins, v)
+    for (region, flags) in parts {
+        for (a, b) in bins.region.iter_mut().zip(region) {
+            *a += b;
+        }
+        bins.flags.extend(flags);
+    }
+    bins
 }
 
 /// One location's walk over the bins (`measure`).
@@ -164,12 +222,7 @@ struct BinWalk<'a> {
     edges: &'a [u64],
     nregions: usize,
     mpi: &'a [bool],
-    /// Per region: its curve (0 MPI, 1 OpenMP, 2 other).
-    class: &'a [usize],
-    /// (first tick, last tick, bin width in ticks) of the run.
-    span: (u64, u64, f64),
     region: &'a mut [u64],
-    v: &'a mut [[f64; 4]],
     flags: &'a mut [u8],
 }
 
@@ -195,16 +248,7 @@ impl BinWalk<'_> {
             bin += 1;
             hi = end_of(bin);
         }
-        let (t0, t1, dt) = self.span;
         for i in 0..time.len() {
-            // the curves: the stretch since the previous event (as it was, not made
-            // non-decreasing) as a share of each bin's time
-            let tc = time[i].clamp(t0, t1);
-            if let (Some(&r), true) = (stack.last(), i > 0) {
-                let from = time[i - 1].clamp(t0, t1).min(tc);
-                let class = self.class.get(r as usize).copied().unwrap_or(2);
-                spread(self.v, class, from, tc, t0, dt);
-            }
             let t = time[i].max(last);
             let top = stack
                 .last()
@@ -235,13 +279,6 @@ impl BinWalk<'_> {
                     if let Some(k) = stack.iter().rposition(|&r| r == arg[i]) {
                         stack.truncate(k);
                     }
-                }
-                EventKind::MpiSend
-                | EventKind::MpiIsend
-                | EventKind::MpiRecv
-                | EventKind::MpiIrecv => {
-                    let b = (((tc - t0) as f64 / dt) as usize).min(BINS - 1);
-                    self.v[b][3] += 1.0;
                 }
                 _ => {}
             }
@@ -729,7 +766,10 @@ mod tests {
             let (trace, replay) = testdata_trace(name);
             assert!(replay.locations.iter().all(|st| st.clamped == 0), "{name}");
             let det = detect_binned(&trace);
-            let ticks = det.bins.region_ticks(0, BINS);
+            let (t0, t1) = trace.time_span().unwrap();
+            let bins = measure(&trace, det.bins.edges.clone());
+            assert_eq!((bins.edges[0], bins.edges[BINS]), (t0, t1), "{name}");
+            let ticks = bins.region_ticks(0, BINS);
             let mut want = vec![0u64; trace.defs.regions.len()];
             for st in &replay.locations {
                 for (c, &t) in st.time.iter().enumerate() {
