@@ -210,9 +210,9 @@ fn timings_name_every_stage_on_stderr_and_leave_the_report_alone() {
         .filter_map(|l| l.strip_prefix("timings: "))
         .map(|l| l.split("  ").next().unwrap_or("").trim())
         .collect();
-    // the critical path and the phase detection run side by side: either ends first
+    // the replay and the phase detection run side by side: either ends first
     if let Some(k) = stages.iter().position(|&s| s == "phase detection") {
-        if stages.get(k + 1) == Some(&"critical path, matrices") {
+        if stages.get(k + 1) == Some(&"replay") {
             stages.swap(k, k + 1);
         }
     }
@@ -222,12 +222,14 @@ fn timings_name_every_stage_on_stderr_and_leave_the_report_alone() {
             "rules",
             "read",
             "replay",
+            "phase detection",
             "rules evaluated",
             "root causes",
             "scores and report",
-            "critical path, matrices",
-            "phase detection",
             "phases",
+            "critical path",
+            "matrices",
+            "overheads",
             "written"
         ],
         "{err}"

@@ -481,42 +481,6 @@ fn the_fast_longest_path_equals_the_event_by_event_one() {
     assert!(n >= 20, "{n} traces");
 }
 
-/// `slice_all` cuts every phase exactly as `slice` cuts it alone, on the shipped traces with
-/// more than one phase.
-#[test]
-fn slicing_all_phases_at_once_equals_slicing_each() {
-    use perfexpert::analysis::phases;
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
-    let mut n = 0;
-    for group in ["scorep", "scorep-omp", "generated"] {
-        for e in std::fs::read_dir(root.join(group)).unwrap().flatten() {
-            if !e.path().join("traces.otf2").exists() {
-                continue;
-            }
-            let trace = perfexpert::open(&e.path()).unwrap();
-            let ph = phases::detect(&trace);
-            if phases::is_whole(&trace, &ph) {
-                continue;
-            }
-            let all = phases::slice_all(trace.clone(), &ph);
-            assert_eq!(all.len(), ph.len());
-            for (k, (p, part)) in ph.iter().zip(&all).enumerate() {
-                let one = phases::slice(&trace, p, k + 1 == ph.len());
-                assert!(
-                    one.events == part.events,
-                    "{} phase {k}",
-                    e.path().display()
-                );
-            }
-            // every event is in one phase (the cuts add ENTERs and LEAVEs)
-            let cut: u64 = all.iter().map(|t| t.event_count()).sum();
-            assert!(cut >= trace.event_count(), "{}", e.path().display());
-            n += 1;
-        }
-    }
-    assert!(n >= 10, "{n} traces");
-}
-
 /// Scalasca value of `metric` per rank (summed over call paths) from a trace_dump.csv.
 fn scout_per_rank(csv: &std::path::Path, metric: &str) -> std::collections::BTreeMap<u32, f64> {
     let mut out = std::collections::BTreeMap::new();
@@ -643,18 +607,21 @@ fn planted_phases_are_found_and_analysed_alone() {
     assert!((s(ph[2].start) - 1.5).abs() <= 0.025 + TOL, "{ph:?}");
     assert_eq!(ph[0].start, 0);
     assert_eq!(s(ph[2].end), 2.5);
-    let rules = || perfexpert::rules::RuleSet::load(&[]);
-    let replay = perfexpert::replay::Replay::new(&trace);
-    let whole = perfexpert::analysis::analyse(&trace, &replay, rules().unwrap());
-    let entries =
-        perfexpert::analysis::phases::summarise(&trace, &ph, &rules, (&replay, &whole)).unwrap();
+    let opts = perfexpert::analysis::pipeline::Options {
+        phases: true,
+        ..perfexpert::analysis::pipeline::Options::new(
+            perfexpert::rules::RuleSet::load(&[]).unwrap(),
+        )
+    };
+    let entries = perfexpert::analyse_trace(trace.clone(), opts, |_| ())
+        .unwrap()
+        .extras
+        .phases
+        .unwrap();
     for e in [&entries[0], &entries[2]] {
         assert!(e.findings.iter().all(|f| f.2 <= 0.05 + TOL), "{e:?}");
         assert_eq!(e.regions[0].0, "work");
     }
-    // cutting the trace into all phases at once (what `run` does) gives the same entries
-    let owned = perfexpert::analysis::phases::summarise_owned(trace.clone(), &ph, &rules).unwrap();
-    assert_eq!(format!("{owned:?}"), format!("{entries:?}"));
     let top = &entries[1].findings[0];
     assert_eq!(top.0, "mpi_latesender");
     assert_eq!(top.1, "main/MPI_Recv");

@@ -126,9 +126,9 @@ fn stages(err: &str) -> Vec<String> {
         .filter(|l| l.contains(" s"))
         .map(|l| l.split("  ").next().unwrap().trim().to_string())
         .collect();
-    // the critical path and the phase detection run side by side: either ends first
+    // the replay and the phase detection run side by side: either ends first
     if let Some(k) = s.iter().position(|x| x == "phase detection") {
-        if s.get(k + 1).is_some_and(|x| x == "critical path, matrices") {
+        if s.get(k + 1).is_some_and(|x| x == "replay") {
             s.swap(k, k + 1);
         }
     }
@@ -152,8 +152,10 @@ fn verbose_prints_the_stages_on_stderr_and_leaves_stdout_alone() {
             "scores and report",
         ];
         if format == "json" {
-            want.insert(4, "root causes");
-            want.extend(["critical path, matrices", "phase detection", "phases"]);
+            want.insert(3, "phase detection");
+            want.insert(5, "root causes");
+            // the extras, each its own stage
+            want.extend(["phases", "critical path", "matrices", "overheads"]);
         }
         want.push("written");
         assert_eq!(names, want, "{}", v.1);
@@ -174,9 +176,13 @@ fn verbose_prints_the_stages_on_stderr_and_leaves_stdout_alone() {
         assert_eq!(stages(&env.1), want);
         assert!(!env.1.contains("timings:"));
     }
-    // -vv: the phases analysed one by one, as debug spans inside the phases stage
+    // -vv: the phases are described from the whole analysis, not analysed one by one
     let vv = run_with_log(&["-vv", "run", "-q", "--format", "json", LS], None);
-    assert!(vv.1.contains("perfexpert:   phase"), "{}", vv.1);
+    assert!(
+        vv.1.contains("phases") && !vv.1.contains("perfexpert:   phase "),
+        "{}",
+        vv.1
+    );
     // every subcommand takes -v: `info` reads the trace
     let info = run_with_log(&["info", "-v", LS], None);
     assert_eq!(stages(&info.1), ["read"], "{}", info.1);

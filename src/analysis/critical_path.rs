@@ -258,7 +258,22 @@ fn source_events(
     inst_enter: &[Vec<EventRef>],
 ) -> Vec<Vec<u32>> {
     use rayon::prelude::*;
-    let mut src_events: Vec<Vec<u32>> = vec![Vec::new(); nloc];
+    // counted first, so that no vector grows by doubling
+    let mut count = vec![0usize; nloc];
+    for (l, ds) in deps.iter().enumerate() {
+        for d in ds {
+            if let Source::Msg(s) = d.source {
+                count[s.loc as usize] += 1;
+            }
+        }
+        for s in &recv_enters[l] {
+            count[s.loc as usize] += 1;
+        }
+    }
+    for s in inst_enter.iter().flatten() {
+        count[s.loc as usize] += 1;
+    }
+    let mut src_events: Vec<Vec<u32>> = count.into_iter().map(Vec::with_capacity).collect();
     for (l, ds) in deps.iter().enumerate() {
         for d in ds {
             if let Source::Msg(s) = d.source {
@@ -277,6 +292,7 @@ fn source_events(
     src_events.par_iter_mut().for_each(|s| {
         s.sort_unstable();
         s.dedup();
+        s.shrink_to_fit();
     });
     src_events
 }
@@ -816,6 +832,10 @@ impl<'a> Graph<'a> {
                     &mut deps,
                     &mut recv_enters,
                 );
+                // the graph keeps them to the end: no spare capacity (up to half of a
+                // vector that grew by doubling; the JSON run's peak memory, issue 26)
+                deps.shrink_to_fit();
+                recv_enters.shrink_to_fit();
                 (deps, recv_enters)
             })
             .unzip()
@@ -1005,6 +1025,7 @@ impl<'a> Graph<'a> {
                     }
                 }
                 w.sort_by_key(|w| w.first);
+                w.shrink_to_fit();
                 // the waits of this location per location waited for (exact: integer sums)
                 waits.sort_unstable_by_key(|x| x.1);
                 let mut summed: Vec<(u32, u32, u64)> = Vec::new();

@@ -6,6 +6,7 @@ use crate::model::{Paradigm, Trace};
 use crate::replay::{Replay, NONE};
 use crate::rules::{Rule, RuleSet, Trigger};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// One value a rule instance adds to the cube.
 #[derive(Clone, Copy, Debug)]
@@ -156,6 +157,39 @@ pub struct Analysis {
     /// rule), collective by (instance, rule).
     pub waits: Vec<CausedWait>,
     pub colls: Vec<CausedColl>,
+    /// With phase windows (`analyse_phased`): per window, the values of the wait-state
+    /// rules booked in it, (rule, call path) → per location; empty without windows.
+    pub phase_values: Vec<PhaseValues>,
+}
+
+/// The wait-state values of one phase window: (rule, call path) → value per location.
+pub type PhaseValues = HashMap<(u16, u32), Vec<f64>>;
+
+/// The phase windows the rule passes book wait-state instances into, by the time of the
+/// event each instance is attributed to (its `at`, the event the cube books it at): window
+/// `p` holds the times `bounds[p-1] <= t < bounds[p]` (the first from the start, the last to
+/// the end).
+#[derive(Debug)]
+pub(crate) struct PhaseBook {
+    /// The starts of the windows after the first, increasing.
+    pub(crate) bounds: Vec<u64>,
+    /// Per rule: whether it is a wait state (unit seconds, computed by a pattern).
+    pub(crate) wait: Vec<bool>,
+}
+
+impl PhaseBook {
+    /// The window of tick `t`.
+    #[inline]
+    pub(crate) fn window(&self, t: u64) -> usize {
+        self.bounds.partition_point(|&b| b <= t)
+    }
+}
+
+/// A cell's values per phase window (`Cell`), for the wait-state rules when windows are
+/// booked.
+pub(crate) struct CellPhases {
+    book: Arc<PhaseBook>,
+    sums: Vec<f64>,
 }
 
 impl Analysis {
@@ -173,6 +207,9 @@ pub(crate) struct Cell {
     sum: f64,
     n: u64,
     worst: Worst,
+    /// The sums per phase window (in event order, from 0.0), when windows are booked and
+    /// the rule is a wait state (`Cells::push`).
+    phases: Option<Box<CellPhases>>,
 }
 
 impl Cell {
@@ -184,6 +221,7 @@ impl Cell {
             sum: 0.0,
             n: 0,
             worst: Worst::default(),
+            phases: None,
         }
     }
 
@@ -193,6 +231,52 @@ impl Cell {
         self.sum += x.value;
         self.n += 1;
         self.worst.offer(x);
+        if let Some(ph) = &mut self.phases {
+            let p = ph.book.window(x.time);
+            ph.sums[p] += x.value;
+        }
+    }
+}
+
+/// A location pass's cells (`Acc::cells`): a vector of `Cell` that gives each new cell of a
+/// wait-state rule its sums per phase window when windows are booked.
+#[derive(Default)]
+pub(crate) struct Cells {
+    cells: Vec<Cell>,
+    book: Option<Arc<PhaseBook>>,
+}
+
+impl Cells {
+    pub(crate) fn new(book: Option<Arc<PhaseBook>>) -> Cells {
+        Cells {
+            cells: Vec::new(),
+            book,
+        }
+    }
+
+    pub(crate) fn push(&mut self, mut c: Cell) {
+        if let Some(book) = &self.book {
+            if book.wait.get(c.rule as usize) == Some(&true) {
+                c.phases = Some(Box::new(CellPhases {
+                    book: book.clone(),
+                    sums: vec![0.0; book.bounds.len() + 1],
+                }));
+            }
+        }
+        self.cells.push(c);
+    }
+}
+
+impl std::ops::Deref for Cells {
+    type Target = [Cell];
+    fn deref(&self) -> &[Cell] {
+        &self.cells
+    }
+}
+
+impl std::ops::DerefMut for Cells {
+    fn deref_mut(&mut self) -> &mut [Cell] {
+        &mut self.cells
     }
 }
 
@@ -216,6 +300,9 @@ pub(crate) struct Cube<'a> {
     /// The instances of rules with a `[cause]` (`Analysis::waits`, `colls`).
     pub(crate) waits: Vec<CausedWait>,
     pub(crate) colls: Vec<CausedColl>,
+    /// The phase windows booked (`set_windows`), and their values.
+    book: Option<Arc<PhaseBook>>,
+    phase_values: Vec<PhaseValues>,
 }
 
 impl<'a> Cube<'a> {
@@ -233,7 +320,37 @@ impl<'a> Cube<'a> {
             worst: Vec::new(),
             waits: Vec::new(),
             colls: Vec::new(),
+            book: None,
+            phase_values: Vec::new(),
         }
+    }
+
+    /// Book the wait-state instances also per phase window: `bounds` are the starts of the
+    /// windows after the first (none: no windows).
+    pub(crate) fn set_windows(&mut self, bounds: &[u64]) {
+        if bounds.is_empty() {
+            return;
+        }
+        let wait = (self.rules.iter())
+            .map(|r| r.info.unit == crate::rules::Unit::Sec && is_pattern(r.on))
+            .collect();
+        self.book = Some(Arc::new(PhaseBook {
+            bounds: bounds.to_vec(),
+            wait,
+        }));
+        self.phase_values = vec![HashMap::new(); bounds.len() + 1];
+    }
+
+    /// The phase windows booked, for the location passes' cells.
+    pub(crate) fn book(&self) -> Option<Arc<PhaseBook>> {
+        self.book.clone()
+    }
+
+    /// Adds `value` of (rule, call path, location) to window `p`.
+    fn book_window(&mut self, p: usize, rule: u16, cnode: u32, loc: u32, value: f64) {
+        let nloc = self.nloc;
+        let row = (self.phase_values[p].entry((rule, cnode))).or_insert_with(|| vec![0.0; nloc]);
+        row[loc as usize] += value;
     }
 
     pub(crate) fn nloc(&self) -> usize {
@@ -279,6 +396,11 @@ impl<'a> Cube<'a> {
             v.resize(ncnode * nloc, 0.0);
         }
         v[cnode as usize * nloc + loc as usize] += value;
+        if let Some(book) = &self.book {
+            if book.wait[rule as usize] {
+                self.book_windows(f, rule, cnode, loc);
+            }
+        }
         // instance counts exist only for pattern instances, not for class time (§6.2)
         if self.rules[rule as usize].on == Trigger::Callpath {
             return;
@@ -330,6 +452,28 @@ impl<'a> Cube<'a> {
         }
     }
 
+    /// `add`'s booking of a wait-state instance (or a pass's own cell) in the windows.
+    #[inline(never)]
+    fn book_windows(&mut self, f: Found, rule: u16, cnode: u32, loc: u32) {
+        let Some(book) = self.book.clone() else {
+            return;
+        };
+        match f {
+            Found::One(c) if c.event != NONE => {
+                let t = self.trace.events[c.loc as usize].time[c.event as usize];
+                self.book_window(book.window(t), rule, cnode, loc, c.value);
+            }
+            Found::Own(c, _) => {
+                for (p, &v) in c.phases.iter().flat_map(|ph| ph.sums.iter().enumerate()) {
+                    if v != 0.0 {
+                        self.book_window(p, rule, cnode, loc, v);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// The analysis: every metric's values (zeros where none), the statistics and worst
     /// instances as maps per rule, the metrics in report `order`.
     pub(crate) fn finish(
@@ -375,8 +519,15 @@ impl<'a> Cube<'a> {
             rules,
             waits,
             colls,
+            phase_values: self.phase_values,
         }
     }
+}
+
+/// Whether rules on `on` are patterns with instances of their own (not class time, sums or
+/// derived metrics): with unit seconds, their metrics are wait states (`scores::Finding`).
+pub(crate) fn is_pattern(on: Trigger) -> bool {
+    !matches!(on, Trigger::Callpath | Trigger::Sum | Trigger::Derived)
 }
 
 /// Report order: depth-first over the metric tree (`children` per rule), siblings by

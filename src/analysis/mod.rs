@@ -32,7 +32,8 @@ mod pass;
 mod plan;
 
 pub use cube::{
-    Analysis, CausedColl, CausedWait, FindingStats, Instance, Violations, Worst, WORST_K,
+    Analysis, CausedColl, CausedWait, FindingStats, Instance, PhaseValues, Violations, Worst,
+    WORST_K,
 };
 
 use crate::model::Trace;
@@ -44,17 +45,25 @@ use plan::Plan;
 
 /// Run every rule over the replay.
 pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
-    analyse_with(trace, replay, orig, true)
+    analyse_with(trace, replay, orig, true, &[])
+}
+
+/// `analyse`, booking the wait-state instances also per phase window as the passes find
+/// them (`Analysis::phase_values`, by the time of the event each is attributed to):
+/// `bounds` are the starts of the windows after the first.
+pub fn analyse_phased(trace: &Trace, replay: &Replay, orig: RuleSet, bounds: &[u64]) -> Analysis {
+    analyse_with(trace, replay, orig, true, bounds)
 }
 
 /// `analyse`; `accumulate`: the event, receive and send passes sum their own location's
 /// findings as they walk (else they list every instance, to be added one by one: the same
-/// result, bit for bit, in more memory).
+/// result, bit for bit, in more memory); `bounds`: see `analyse_phased`.
 pub(crate) fn analyse_with(
     trace: &Trace,
     replay: &Replay,
     orig: RuleSet,
     accumulate: bool,
+    bounds: &[u64],
 ) -> Analysis {
     let plan = Plan::new(trace, replay, &orig);
     let eng = Engine {
@@ -63,6 +72,7 @@ pub(crate) fn analyse_with(
         plan: &plan,
     };
     let mut cube = Cube::new(trace, replay, &plan.rs.rules);
+    cube.set_windows(bounds);
     // Call paths: class time, visits.
     pass::callpath::run(&eng, &mut cube);
     // Events, receives, sends: one pass per location in event order (§5.5 passes B, C).

@@ -34,40 +34,130 @@ pub struct Phase {
 
 /// The phases of a trace (one phase if nothing changes, none if the trace has no time).
 pub fn detect(trace: &Trace) -> Vec<Phase> {
+    detect_binned(trace).phases
+}
+
+/// The phases, and the exact tick sums per bin they were found from (the phase windows'
+/// values of the summaries come from them).
+pub struct Detected {
+    pub phases: Vec<Phase>,
+    /// Per phase: its bins, `[first, end)`.
+    pub ranges: Vec<(usize, usize)>,
+    pub bins: Bins,
+}
+
+/// What the detection walk measured, in exact ticks per bin: bin `i` is
+/// `[edges[i], edges[i + 1])` (the last one also holds the last event), and a stretch of a
+/// location's time that crosses an edge is split at it.
+pub struct Bins {
+    pub edges: Vec<u64>,
+    nregions: usize,
+    /// `[bin * nregions + region]`: the time of all locations with the region on top of
+    /// their stack (its exclusive time).
+    region: Vec<u64>,
+    /// `[location * BINS + bin]`: `ACTIVE` when the location has an event or region time
+    /// in the bin, `IN_MPI` when it has time in an MPI region or enters one.
+    flags: Vec<u8>,
+}
+
+const ACTIVE: u8 = 1;
+const IN_MPI: u8 = 2;
+
+impl Bins {
+    /// Exclusive ticks per region over bins `[a, b)`, all locations.
+    fn region_ticks(&self, a: usize, b: usize) -> Vec<u64> {
+        let mut out = vec![0u64; self.nregions];
+        for bin in a..b {
+            let row = &self.region[bin * self.nregions..(bin + 1) * self.nregions];
+            for (o, &x) in out.iter_mut().zip(row) {
+                *o += x;
+            }
+        }
+        out
+    }
+
+    /// Per location, the flags of bins `[a, b)` or-ed.
+    fn loc_flags(&self, a: usize, b: usize) -> Vec<u8> {
+        (self.flags.chunks(BINS))
+            .map(|f| f[a..b].iter().fold(0, |x, y| x | y))
+            .collect()
+    }
+}
+
+/// One walk per location (locations in parallel, sums in integers, so the result does not
+/// depend on the thread count), then the IPS-2 boundaries.
+pub fn detect_binned(trace: &Trace) -> Detected {
+    let empty = |t0: u64| Detected {
+        phases: Vec::new(),
+        ranges: Vec::new(),
+        bins: Bins {
+            edges: vec![t0; BINS + 1],
+            nregions: 0,
+            region: Vec::new(),
+            flags: Vec::new(),
+        },
+    };
     let Some((t0, t1)) = trace.time_span() else {
-        return Vec::new();
+        return empty(0);
     };
     if t1 <= t0 {
-        return Vec::new();
+        return empty(t0);
     }
-    let span = (t1 - t0) as f64;
-    let dt = span / BINS as f64;
+    let dt = (t1 - t0) as f64 / BINS as f64;
+    let mut edges: Vec<u64> = (0..BINS)
+        .map(|i| t0 + ((i as f64) * dt).round() as u64)
+        .collect();
+    edges.push(t1);
+    let v = curves(trace, (t0, t1, dt));
+    let (phases, ranges) = boundaries(&edges, &v, dt);
+    // the exact sums only when there are windows to restrict to (a run that is one phase is
+    // described by the whole analysis)
+    let bins = if phases.len() > 1 {
+        measure(trace, edges)
+    } else {
+        Bins {
+            edges,
+            nregions: 0,
+            region: Vec::new(),
+            flags: Vec::new(),
+        }
+    };
+    Detected {
+        phases,
+        ranges,
+        bins,
+    }
+}
+
+/// The curves of the boundary score per bin (bin width `dt` ticks from `t0`): the shares of
+/// location time in MPI, OpenMP and other regions, and the point-to-point events. Each
+/// location walked once, in order (float sums, formed in one order whatever the thread
+/// count).
+fn curves(trace: &Trace, (t0, t1, dt): (u64, u64, f64)) -> Vec<[f64; 4]> {
     let bin_of = |t: u64| (((t - t0) as f64 / dt) as usize).min(BINS - 1);
-    // curves: 0 MPI, 1 OpenMP, 2 other regions (time shares), 3 point-to-point events
     let mut v = vec![[0.0f64; 4]; BINS];
-    let d = &trace.defs;
-    let classes: Vec<usize> = (d.regions.iter())
+    let classes: Vec<usize> = (trace.defs.regions.iter())
         .map(|x| match x.paradigm {
             Paradigm::MPI => 0,
             Paradigm::OPENMP => 1,
             _ => 2,
         })
         .collect();
+    let mut stack: Vec<u32> = Vec::new();
     for ev in &trace.events {
-        let mut stack: Vec<u32> = Vec::new();
-        for i in 0..ev.len() {
-            let t = ev.time[i].clamp(t0, t1);
-            if let Some(&r) = stack.last() {
-                if i > 0 {
-                    let from = ev.time[i - 1].clamp(t0, t1).min(t);
-                    let class = classes.get(r as usize).copied().unwrap_or(2);
-                    spread(&mut v, class, from, t, t0, dt);
-                }
+        stack.clear();
+        let (time, kind, arg) = (&ev.time[..], &ev.kind[..], &ev.arg[..]);
+        for i in 0..time.len() {
+            let t = time[i].clamp(t0, t1);
+            if let (Some(&r), true) = (stack.last(), i > 0) {
+                let from = time[i - 1].clamp(t0, t1).min(t);
+                let class = classes.get(r as usize).copied().unwrap_or(2);
+                spread(&mut v, class, from, t, t0, dt);
             }
-            match ev.kind[i] {
-                EventKind::Enter => stack.push(ev.arg[i]),
+            match kind[i] {
+                EventKind::Enter => stack.push(arg[i]),
                 EventKind::Leave => {
-                    if let Some(k) = stack.iter().rposition(|&r| r == ev.arg[i]) {
+                    if let Some(k) = stack.iter().rposition(|&r| r == arg[i]) {
                         stack.truncate(k);
                     }
                 }
@@ -79,6 +169,139 @@ pub fn detect(trace: &Trace) -> Vec<Phase> {
             }
         }
     }
+    v
+}
+
+/// The bins' exact sums: each location walked once (locations in parallel, sums in
+/// integers, so the result does not depend on the thread count).
+fn measure(trace: &Trace, edges: Vec<u64>) -> Bins {
+    use rayon::prelude::*;
+    let d = &trace.defs;
+    let nregions = d.regions.len();
+    let mpi: Vec<bool> = (d.regions.iter())
+        .map(|x| x.paradigm == Paradigm::MPI)
+        .collect();
+    let nloc = trace.events.len();
+    let chunk = nloc
+        .div_ceil(2 * rayon::current_num_threads().max(1))
+        .max(1);
+    let parts: Vec<(Vec<u64>, Vec<u8>)> = (trace.events.par_chunks(chunk))
+        .map(|locs| {
+            let mut region = vec![0u64; BINS * nregions];
+            let mut flags = vec![0u8; BINS * locs.len()];
+            for (ev, fl) in locs.iter().zip(flags.chunks_mut(BINS)) {
+                let mut w = BinWalk {
+                    edges: &edges,
+                    nregions,
+                    mpi: &mpi,
+                    region: &mut region,
+                    flags: fl,
+                };
+                w.walk(ev);
+            }
+            (region, flags)
+        })
+        .collect();
+    let mut bins = Bins {
+        edges,
+        nregions,
+        region: vec![0u64; BINS * nregions],
+        flags: Vec::with_capacity(BINS * nloc),
+    };
+    for (region, flags) in parts {
+        for (a, b) in bins.region.iter_mut().zip(region) {
+            *a += b;
+        }
+        bins.flags.extend(flags);
+    }
+    bins
+}
+
+/// One location's walk over the bins (`measure`).
+struct BinWalk<'a> {
+    edges: &'a [u64],
+    nregions: usize,
+    mpi: &'a [bool],
+    region: &'a mut [u64],
+    flags: &'a mut [u8],
+}
+
+impl BinWalk<'_> {
+    /// The events in order: the time since the previous event (times that go backwards
+    /// are taken as the previous one) goes to the region on top of the stack, split at
+    /// the bin edges it crosses.
+    fn walk(&mut self, ev: &Events) {
+        let (time, kind, arg) = (&ev.time[..], &ev.kind[..], &ev.arg[..]);
+        let Some(&first) = time.first() else { return };
+        let mut stack: Vec<u32> = Vec::new();
+        let mut bin = 0usize;
+        let end_of = |bin: usize| {
+            if bin + 1 < BINS {
+                self.edges[bin + 1]
+            } else {
+                u64::MAX
+            }
+        };
+        let mut hi = end_of(0);
+        let mut last = first;
+        while first >= hi {
+            bin += 1;
+            hi = end_of(bin);
+        }
+        for i in 0..time.len() {
+            let t = time[i].max(last);
+            let top = stack
+                .last()
+                .copied()
+                .filter(|&r| (r as usize) < self.nregions);
+            while t >= hi {
+                if let Some(r) = top {
+                    self.book(bin, r, hi - last);
+                }
+                last = hi;
+                bin += 1;
+                hi = end_of(bin);
+            }
+            if let Some(r) = top {
+                self.book(bin, r, t - last);
+            }
+            self.flags[bin] |= ACTIVE;
+            last = t;
+            match kind[i] {
+                EventKind::Enter => {
+                    let r = arg[i];
+                    if self.mpi.get(r as usize) == Some(&true) {
+                        self.flags[bin] |= IN_MPI;
+                    }
+                    stack.push(r);
+                }
+                EventKind::Leave => {
+                    if let Some(k) = stack.iter().rposition(|&r| r == arg[i]) {
+                        stack.truncate(k);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn book(&mut self, bin: usize, r: u32, ticks: u64) {
+        if ticks > 0 {
+            self.region[bin * self.nregions + r as usize] += ticks;
+            self.flags[bin] |= if self.mpi[r as usize] {
+                ACTIVE | IN_MPI
+            } else {
+                ACTIVE
+            };
+        }
+    }
+}
+
+/// The IPS-2 boundaries from the curves `v` (bin width `dt` ticks, bin edges `edges`): the
+/// phases and their bins.
+#[allow(clippy::type_complexity)]
+fn boundaries(edges: &[u64], v: &[[f64; 4]], dt: f64) -> (Vec<Phase>, Vec<(usize, usize)>) {
     // smooth
     let sm: Vec<[f64; 4]> = (0..BINS)
         .map(|i| {
@@ -140,23 +363,26 @@ pub fn detect(trace: &Trace) -> Vec<Phase> {
         }
         *p = best;
     }
-    let edge = |i: usize| t0 + ((i as f64) * dt).round() as u64;
+    let edge = |i: usize| edges[i];
     let mut out = Vec::new();
-    let mut start = (t0, 0.0);
+    let mut ranges = Vec::new();
+    let mut start = (0, 0.0);
     for &p in &peaks {
         out.push(Phase {
-            start: start.0,
+            start: edge(start.0),
             end: edge(p),
             score: start.1,
         });
-        start = (edge(p), score[p]);
+        ranges.push((start.0, p));
+        start = (p, score[p]);
     }
     out.push(Phase {
-        start: start.0,
-        end: t1,
+        start: edge(start.0),
+        end: edge(BINS),
         score: start.1,
     });
-    out
+    ranges.push((start.0, BINS));
+    (out, ranges)
 }
 
 /// Add the interval [from, to) to curve `m`, split over the bins it covers, as a share of
@@ -275,35 +501,6 @@ fn slice_events(ev: &Events, ph: &Phase, last: bool) -> Events {
     out
 }
 
-/// The trace cut into all its phases at once, each location's events dropped as soon as they
-/// are cut (the slices together take about the trace's memory, never twice it).
-pub fn slice_all(trace: Trace, phases: &[Phase]) -> Vec<Trace> {
-    use rayon::prelude::*;
-    let mut trace = trace;
-    let events = std::mem::take(&mut trace.events);
-    let per_loc: Vec<Vec<Events>> = events
-        .into_par_iter()
-        .map(|ev| {
-            (phases.iter().enumerate())
-                .map(|(k, ph)| slice_events(&ev, ph, k + 1 == phases.len()))
-                .collect()
-        })
-        .collect();
-    let mut parts: Vec<Vec<Events>> = phases
-        .iter()
-        .map(|_| Vec::with_capacity(per_loc.len()))
-        .collect();
-    for cuts in per_loc {
-        for (k, e) in cuts.into_iter().enumerate() {
-            parts[k].push(e);
-        }
-    }
-    parts
-        .into_iter()
-        .map(|events| with_events(&trace, trace.defs.clone(), events))
-        .collect()
-}
-
 /// A phase in the JSON report.
 #[derive(Clone, Debug, Serialize)]
 pub struct PhaseEntry {
@@ -321,30 +518,37 @@ pub struct PhaseEntry {
     pub findings: Vec<(String, String, f64)>,
 }
 
-/// Analyse each phase alone (its slice of the trace) and describe it: dominant regions and
-/// the most significant wait-state findings. `rules` loads the rule set for each analysis;
-/// `whole` is the analysis of the whole trace, reused when the only phase is the whole run
-/// (its slice would be the trace itself: a second replay and analysis for nothing).
+/// The phases as the report lists them, from the whole-trace analysis restricted to each
+/// phase's window: its regions and MPI share from the detection walk's bins (exact: a
+/// stretch that crosses a boundary is split at it), its findings from the wait-state
+/// instances the rule passes booked in its window (`analyse_phased` with `bounds`). A run
+/// that is one phase is described by the whole analysis itself.
 pub fn summarise(
     trace: &Trace,
-    phases: &[Phase],
-    rules: &dyn Fn() -> crate::error::Result<crate::rules::RuleSet>,
-    whole: (&crate::replay::Replay, &crate::analysis::Analysis),
-) -> crate::error::Result<Vec<PhaseEntry>> {
+    det: &Detected,
+    replay: &crate::replay::Replay,
+    a: &crate::analysis::Analysis,
+) -> Vec<PhaseEntry> {
     let t0 = trace.time_span().map_or(0, |s| s.0);
-    let mut out = Vec::new();
-    for (k, ph) in phases.iter().enumerate() {
-        if phases.len() == 1 && ph.start <= t0 {
-            out.push(describe(trace, t0, k, ph, whole.0, whole.1));
-            continue;
-        }
-        let _s = tracing::debug_span!("phase", k = k + 1).entered();
-        let part = slice(trace, ph, k + 1 == phases.len());
-        let replay = crate::replay::Replay::new(&part);
-        let a = crate::analysis::analyse(&part, &replay, rules()?);
-        out.push(describe(&part, t0, k, ph, &replay, &a));
+    if is_whole(trace, &det.phases) {
+        return vec![describe(trace, t0, 0, &det.phases[0], replay, a)];
     }
-    Ok(out)
+    (det.phases.iter().zip(&det.ranges).enumerate())
+        .map(|(k, (ph, &(lo, hi)))| {
+            let empty = Default::default();
+            let values = a.phase_values.get(k).unwrap_or(&empty);
+            describe_window(trace, t0, k, ph, (lo, hi), det, replay, a, values)
+        })
+        .collect()
+}
+
+/// The starts of the phases after the first: the windows `analyse_phased` books (none
+/// when the run is one phase: then the whole analysis describes it).
+pub fn bounds(trace: &Trace, phases: &[Phase]) -> Vec<u64> {
+    if is_whole(trace, phases) || phases.is_empty() {
+        return Vec::new();
+    }
+    phases[1..].iter().map(|p| p.start).collect()
 }
 
 /// Whether the phases are the whole run (one phase from its start): then a phase's analysis
@@ -354,25 +558,121 @@ pub fn is_whole(trace: &Trace, phases: &[Phase]) -> bool {
     phases.len() == 1 && phases[0].start <= t0
 }
 
-/// As `summarise` when the phases are not the whole run (`!is_whole`), taking the trace: it
-/// is cut into all phases at once and each phase's slice, replay and analysis are dropped
-/// before the next, so the memory never exceeds about one analysis of the trace.
-pub fn summarise_owned(
-    trace: Trace,
-    phases: &[Phase],
-    rules: &dyn Fn() -> crate::error::Result<crate::rules::RuleSet>,
-) -> crate::error::Result<Vec<PhaseEntry>> {
-    let t0 = trace.time_span().map_or(0, |s| s.0);
-    let mut out = Vec::new();
-    let mut parts = slice_all(trace, phases).into_iter();
-    for (k, ph) in phases.iter().enumerate() {
-        let Some(part) = parts.next() else { break };
-        let _s = tracing::debug_span!("phase", k = k + 1, events = part.event_count()).entered();
-        let replay = crate::replay::Replay::new(&part);
-        let a = crate::analysis::analyse(&part, &replay, rules()?);
-        out.push(describe(&part, t0, k, ph, &replay, &a));
+/// Phase `k` (0-based), bins `[lo, hi)`, from the whole analysis restricted to its window
+/// (`summarise`). A finding's significance is §6.3's over the window: its severity over
+/// the window's time (all locations' region time in it), the affected share and imbalance
+/// over the locations eligible in the window (for MPI metrics those with time in MPI or
+/// an MPI call entered in it, else those with an event or region time in it).
+#[allow(clippy::too_many_arguments)]
+fn describe_window(
+    trace: &Trace,
+    t0: u64,
+    k: usize,
+    ph: &Phase,
+    (lo, hi): (usize, usize),
+    det: &Detected,
+    replay: &crate::replay::Replay,
+    a: &crate::analysis::Analysis,
+    values: &crate::analysis::PhaseValues,
+) -> PhaseEntry {
+    let res = trace.timer_resolution.max(1) as f64;
+    let sec = |t: u64| t as f64 / res;
+    let ticks = det.bins.region_ticks(lo, hi);
+    let mut by_region: std::collections::BTreeMap<&str, u64> = Default::default();
+    let (mut total, mut mpi) = (0u64, 0u64);
+    for (r, &t) in ticks.iter().enumerate() {
+        if t == 0 {
+            continue;
+        }
+        let reg = &trace.defs.regions[r];
+        total += t;
+        if reg.paradigm == Paradigm::MPI {
+            mpi += t;
+        }
+        *by_region.entry(reg.name.as_str()).or_default() += t;
     }
-    Ok(out)
+    let mut regions: Vec<(&str, u64)> = by_region.into_iter().collect();
+    regions.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let flags = det.bins.loc_flags(lo, hi);
+    let findings = window_findings(a, values, &flags, total as f64 / res);
+    PhaseEntry {
+        phase: k + 1,
+        start_s: sec(ph.start - t0),
+        end_s: sec(ph.end - t0),
+        boundary_score: ph.score,
+        mpi_percent: if total > 0 {
+            100.0 * mpi as f64 / total as f64
+        } else {
+            0.0
+        },
+        regions: (regions.into_iter().take(3))
+            .map(|(n, t)| (n.to_string(), sec(t)))
+            .collect(),
+        findings: (findings.into_iter().take(3))
+            .map(|(_, sev, k, c)| {
+                let id = a.rules.rules[k as usize].info.id.clone();
+                (id, replay.path_name(trace, c), sev)
+            })
+            .collect(),
+    }
+}
+
+/// The wait-state findings of one window, most significant first (`scores::rank`'s order):
+/// (significance, severity, rule, call path). `flags`: per location, the window's
+/// `ACTIVE`/`IN_MPI`; `time_s`: the window's time.
+fn window_findings(
+    a: &crate::analysis::Analysis,
+    values: &crate::analysis::PhaseValues,
+    flags: &[u8],
+    time_s: f64,
+) -> Vec<(f64, f64, u16, u32)> {
+    let p = crate::analysis::scores::ScoreParams::default();
+    let in_order: std::collections::HashSet<usize> = a.order.iter().copied().collect();
+    let mut out = Vec::new();
+    for (&(k, c), row) in values {
+        let rule = &a.rules.rules[k as usize];
+        if !in_order.contains(&(k as usize)) {
+            continue;
+        }
+        let need = if rule.info.paradigm.as_deref() == Some("mpi") {
+            IN_MPI
+        } else {
+            ACTIVE
+        };
+        let eligible: Vec<f64> = (row.iter().zip(flags))
+            .filter(|(_, &f)| f & need != 0)
+            .map(|(&v, _)| v)
+            .collect();
+        let sev: f64 = row.iter().sum();
+        if eligible.is_empty() || sev == 0.0 {
+            continue;
+        }
+        let s = if time_s > 0.0 { sev / time_s } else { 0.0 };
+        let n = eligible.len() as f64;
+        let affected = eligible.iter().filter(|&&v| v > 0.0).count() as f64 / n;
+        let max = eligible.iter().copied().fold(0.0, f64::max);
+        let mean = eligible.iter().sum::<f64>() / n;
+        let imbalance = if max > 0.0 { 1.0 - mean / max } else { 0.0 };
+        let g = (s / p.s_ref).min(1.0);
+        let significance = if s < p.s_min {
+            g
+        } else {
+            0.6 * g + 0.2 * affected + 0.2 * imbalance
+        };
+        out.push((significance, sev, k, c));
+    }
+    out.sort_by(|x, y| {
+        (y.0.total_cmp(&x.0))
+            .then(y.1.total_cmp(&x.1))
+            .then_with(|| {
+                a.rules.rules[x.2 as usize]
+                    .info
+                    .id
+                    .cmp(&a.rules.rules[y.2 as usize].info.id)
+            })
+            .then(x.3.cmp(&y.3))
+    });
+    out
 }
 
 /// Phase `k` (0-based) as the report lists it, from the analysis of its slice `part`.
@@ -436,5 +736,119 @@ fn describe(
                 )
             })
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::plan::testing::testdata_trace;
+    use crate::replay::calltree::Callee;
+
+    /// The bits of each window's values, sorted by (rule, call path).
+    type Bits = Vec<Vec<((u16, u32), Vec<u64>)>>;
+
+    const MPI_TRACES: [&str; 6] = [
+        "scorep/ls",
+        "scorep/lr",
+        "scorep/wo",
+        "scorep/nb",
+        "scorep/mixed8",
+        "scorep/rootcoll",
+    ];
+
+    /// The bins split every stretch at their edges: summed over the bins, each region's
+    /// time is the replay's exclusive time of its call paths, to the tick (MPI traces
+    /// without repairs or clamped timestamps).
+    #[test]
+    fn the_bins_hold_each_regions_exclusive_time_to_the_tick() {
+        for name in MPI_TRACES {
+            let (trace, replay) = testdata_trace(name);
+            assert!(replay.locations.iter().all(|st| st.clamped == 0), "{name}");
+            let det = detect_binned(&trace);
+            let (t0, t1) = trace.time_span().unwrap();
+            let bins = measure(&trace, det.bins.edges.clone());
+            assert_eq!((bins.edges[0], bins.edges[BINS]), (t0, t1), "{name}");
+            let ticks = bins.region_ticks(0, BINS);
+            let mut want = vec![0u64; trace.defs.regions.len()];
+            for st in &replay.locations {
+                for (c, &t) in st.time.iter().enumerate() {
+                    if let Callee::Region(r) = replay.tree.nodes[c].callee {
+                        want[r as usize] += t;
+                    }
+                }
+            }
+            assert_eq!(ticks, want, "{name}");
+            // and the phases' windows cover the bins once, in order
+            let mut next = 0;
+            for &(a, b) in &det.ranges {
+                assert_eq!(a, next, "{name}");
+                assert!(b > a, "{name}");
+                next = b;
+            }
+            assert_eq!(next, BINS, "{name}");
+        }
+    }
+
+    /// The wait-state values booked per window add up to the whole analysis's, cell by
+    /// cell; accumulating passes book them as listing passes do, bit for bit.
+    #[test]
+    fn the_windows_add_up_to_the_whole_analysis() {
+        let mut phased = 0;
+        for name in MPI_TRACES
+            .iter()
+            .chain(&["scorep-omp/omp_barrier", "scorep-omp/hybrid"])
+        {
+            let (trace, replay) = testdata_trace(name);
+            let det = detect_binned(&trace);
+            let b = bounds(&trace, &det.phases);
+            let rs = crate::rules::RuleSet::load(&[]).unwrap();
+            let a = crate::analysis::analyse_with(&trace, &replay, rs.clone(), true, &b);
+            let l = crate::analysis::analyse_with(&trace, &replay, rs, false, &b);
+            if b.is_empty() {
+                assert!(a.phase_values.is_empty(), "{name}");
+                continue;
+            }
+            phased += 1;
+            assert_eq!(a.phase_values.len(), det.phases.len(), "{name}");
+            let bits = |v: &[crate::analysis::PhaseValues]| -> Bits {
+                v.iter()
+                    .map(|m| {
+                        let mut x: Vec<_> = (m.iter())
+                            .map(|(k, row)| (*k, row.iter().map(|v| v.to_bits()).collect()))
+                            .collect();
+                        x.sort_unstable();
+                        x
+                    })
+                    .collect()
+            };
+            assert_eq!(bits(&a.phase_values), bits(&l.phase_values), "{name}");
+            let mut seen = 0;
+            for (k, rule) in a.rules.rules.iter().enumerate() {
+                let wait = rule.info.unit == crate::rules::Unit::Sec
+                    && crate::analysis::cube::is_pattern(rule.on);
+                for c in 0..a.ncnode as u32 {
+                    for loc in 0..a.nloc as u32 {
+                        let whole = a.value(k, c, loc);
+                        let parts: f64 = (a.phase_values.iter())
+                            .filter_map(|m| m.get(&(k as u16, c)).map(|r| r[loc as usize]))
+                            .sum();
+                        if !wait {
+                            assert_eq!(parts, 0.0, "{name} {}", rule.info.id);
+                            continue;
+                        }
+                        seen += (whole > 0.0) as usize;
+                        let tol = 1e-9 * whole.abs().max(1.0);
+                        assert!(
+                            (whole - parts).abs() <= tol,
+                            "{name} {}: {whole} vs {parts}",
+                            rule.info.id
+                        );
+                    }
+                }
+            }
+            assert!(seen > 0, "{name}");
+        }
+        assert!(phased >= 4, "{phased}");
     }
 }

@@ -1,6 +1,7 @@
 //! One call from a read trace to everything a report shows: the phase slice asked for, the
 //! replay, the rules, the scores, and the extras the options ask for (critical path with its
-//! what-ifs, matrices, overheads, phase summaries). Each stage is an info `tracing` span.
+//! what-ifs, matrices, overheads, phase summaries, views). Each stage is an info `tracing`
+//! span (each extra its own, for `--timings`).
 
 use super::critical_path::{self, CriticalPath};
 use super::matrices::{self, TrafficMatrix, WaitMatrix};
@@ -26,7 +27,8 @@ pub struct Options {
     /// Regions whose time is set to zero in a what-if critical path each (implies
     /// `structure`).
     pub what_if: Vec<String>,
-    /// Detect the phases and analyse each alone (not with `phase`).
+    /// Detect the phases and describe each from the whole analysis restricted to its window
+    /// (not with `phase`).
     pub phases: bool,
     /// The views of the run over time for the HTML report (`analysis::views`).
     pub views: bool,
@@ -111,10 +113,9 @@ pub enum Refusal {
 }
 
 /// Analyse `trace` as `opts` asks. `view` is given the whole analysis once it is scored and
-/// returns what the caller keeps of it (a report, a Cube): the replay and the rules' values
-/// are not kept, so that the phase summaries can take the trace's memory (when the trace is
-/// not one phase, each phase is analysed alone after the whole analysis is dropped, and the
-/// trace is cut into the phases location by location).
+/// returns what the caller keeps of it (a report, a Cube); the extras are computed after it
+/// from the same replay and analysis (the phases are detected beside the replay, and the
+/// rule passes book each wait-state instance in its phase's window as they find it).
 ///
 /// ```
 /// use perfexpert::analysis::pipeline::Options;
@@ -149,14 +150,23 @@ pub fn analyse_trace<V>(
             part
         }
     };
-    let phase_rules = (opts.phases && opts.phase.is_none()).then(|| opts.rules.clone());
-    let replay = replay(&trace);
+    let want_phases = opts.phases && opts.phase.is_none();
+    // the phases are detected beside the replay (both read only the trace), so that the
+    // rule passes can book each wait-state instance in its phase's window as they find it
+    let (replay, detected) = rayon::join(
+        || replay(&trace),
+        || (want_phases || opts.views).then(|| detect_phases(&trace)),
+    );
+    let bounds = match &detected {
+        Some(d) if want_phases => phases::bounds(&trace, &d.phases),
+        _ => Vec::new(),
+    };
     let analysis = {
         let s = tracing::info_span!("rules evaluated", metrics = Empty).entered();
         let mut rules = opts.rules;
         // the instances of the rules with a `[cause]` are kept only for the root causes
         rules.record_causes = opts.root_causes;
-        let a = super::analyse(&trace, &replay, rules);
+        let a = super::analyse_phased(&trace, &replay, rules, &bounds);
         s.record("metrics", a.order.len());
         a
     };
@@ -180,26 +190,18 @@ pub fn analyse_trace<V>(
             root_causes: root_causes.as_ref(),
         })
     };
-    drop(root_causes); // the view kept what it shows; the phases may need the memory
-                       // The critical path and matrices, and the phases' detection, read the same trace and
-                       // replay and nothing of each other: they run side by side (the detection is one
-                       // sequential walk, which leaves the other core to the critical path).
-    let want_structure = opts.structure || !opts.what_if.is_empty();
-    let (structured, found) = rayon::join(
-        || {
-            want_structure
-                .then(|| structure(&trace, &replay, &analysis, &opts.what_if, &mut extras))
-        },
-        || (phase_rules.is_some() || opts.views).then(|| detect_phases(&trace)),
-    );
-    structured.transpose()?;
+    drop(root_causes); // the view kept what it shows
+    if let (true, Some(d)) = (want_phases, &detected) {
+        let _s = tracing::info_span!("phases", found = d.phases.len()).entered();
+        extras.phases = Some(phases::summarise(&trace, d, &replay, &analysis));
+    }
+    if opts.structure || !opts.what_if.is_empty() {
+        structure(&trace, &replay, &analysis, &opts.what_if, &mut extras)?;
+    }
     if opts.views {
         let _s = tracing::info_span!("views of the run").entered();
-        let found = found.as_deref().unwrap_or_default();
+        let found = detected.as_ref().map_or(&[][..], |d| &d.phases[..]);
         extras.views = Some(super::views::views(&trace, &replay, &analysis, found));
-    }
-    if let (Some(rules), Some(found)) = (phase_rules, found) {
-        extras.phases = Some(summarise_phases(trace, (replay, analysis), &rules, found)?);
     }
     Ok(Outcome { view, extras })
 }
@@ -247,7 +249,7 @@ fn select_phase(trace: Trace, k: usize) -> Result<(Trace, Selected), Refusal> {
 }
 
 /// The critical path (with a what-if length per region of `what_if`), the wait and traffic
-/// matrices and the overhead classes.
+/// matrices and the overhead classes, each its own stage span.
 fn structure(
     trace: &Trace,
     replay: &Replay,
@@ -255,47 +257,28 @@ fn structure(
     what_if: &[String],
     extras: &mut Extras,
 ) -> Result<(), Refusal> {
-    let s = tracing::info_span!(
-        "critical path, matrices",
-        length_s = Empty,
-        segments = Empty
-    )
-    .entered();
+    let s = tracing::info_span!("critical path", length_s = Empty, segments = Empty).entered();
     let g = critical_path::Graph::new(trace, replay);
     let cp = critical_path::critical_path_of(&g, trace, replay, what_if)
         .map_err(Refusal::NoSuchRegion)?;
     s.record("length_s", cp.length_s);
     s.record("segments", cp.segments.len());
     extras.critical_path = Some(cp);
+    drop(s);
+    let _s = tracing::info_span!("matrices").entered();
     extras.wait_matrix = Some(matrices::wait_matrix(trace, &g));
+    drop(g);
     extras.traffic_matrix = Some(matrices::traffic_matrix(trace, replay));
+    drop(_s);
+    let _s = tracing::info_span!("overheads").entered();
     extras.overheads = Some(overheads::overheads(a));
     Ok(())
 }
 
-/// The phases of the trace (`phases::detect`), with its stage span.
-fn detect_phases(trace: &Trace) -> Vec<phases::Phase> {
+/// The phases of the trace (`phases::detect_binned`), with its stage span.
+fn detect_phases(trace: &Trace) -> phases::Detected {
     let s = tracing::info_span!("phase detection", found = Empty).entered();
-    let found = phases::detect(trace);
-    s.record("found", found.len());
+    let found = phases::detect_binned(trace);
+    s.record("found", found.phases.len());
     found
-}
-
-/// The phases of the trace, each analysed alone. When the only phase is the whole run, its
-/// analysis is `whole`; otherwise `whole` is dropped first and the trace is cut into the
-/// phases' slices location by location, so the memory never exceeds about one analysis.
-fn summarise_phases(
-    trace: Trace,
-    whole: (Replay, Analysis),
-    rules: &RuleSet,
-    found: Vec<phases::Phase>,
-) -> Result<Vec<PhaseEntry>, Refusal> {
-    let _s = tracing::info_span!("phases", analysed = found.len()).entered();
-    let rules = || Ok(rules.clone());
-    Ok(if phases::is_whole(&trace, &found) {
-        phases::summarise(&trace, &found, &rules, (&whole.0, &whole.1))?
-    } else {
-        drop(whole);
-        phases::summarise_owned(trace, &found, &rules)?
-    })
 }

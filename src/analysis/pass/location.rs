@@ -4,7 +4,7 @@
 //! are added to the cube in location order (`run_pass`).
 
 use super::{event, p2p};
-use crate::analysis::cube::{CausedWait, Cell, Contribution, Cube, Found};
+use crate::analysis::cube::{CausedWait, Cells, Contribution, Cube, Found, PhaseBook};
 use crate::analysis::fire::{Engine, Frame, UNSEEN};
 use crate::analysis::plan::{KindRule, PassRules};
 use crate::model::EventKind;
@@ -12,6 +12,7 @@ use crate::rules::compile::Value;
 use crate::rules::Trigger;
 use rayon::prelude::*;
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 /// Mutable state of one location's pass over receive or send triggers.
 pub(crate) struct LocPass {
@@ -55,7 +56,7 @@ pub(crate) struct Acc {
     /// Per rule, per call path: index + 1 into `cells` (empty until the rule's first
     /// instance here).
     pub(crate) idx: Vec<Vec<u32>>,
-    pub(crate) cells: Vec<Cell>,
+    pub(crate) cells: Cells,
     /// (rule, call path, value) of every clock-touched instance, own location or not.
     pub(crate) cc: Vec<(u16, u32, f64)>,
 }
@@ -99,6 +100,7 @@ fn run_pass(
     // a chunk's contributions are added (in order, on one thread) while the next chunk
     // runs
     let mut pending: Vec<LocPass> = Vec::new();
+    let book = cube.book();
     let starts = (0..nloc).step_by(chunk).map(Some).chain([None]);
     for start in starts {
         let outs: Vec<Vec<Contribution>> = start
@@ -111,7 +113,8 @@ fn run_pass(
         let (passes, done) = rayon::join(
             || {
                 start.map_or_else(Vec::new, |s| {
-                    run_locs(eng, pr, had, s..(s + chunk).min(nloc), outs, accumulate)
+                    let locs = s..(s + chunk).min(nloc);
+                    run_locs(eng, pr, had, locs, outs, accumulate.then_some(&book))
                 })
             },
             || {
@@ -158,13 +161,13 @@ fn add_passes(
             #[cfg(test)]
             RERUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let l = p.loc as usize;
-            let again = run_locs(eng, pr, had, l..l + 1, vec![Vec::new()], false);
+            let again = run_locs(eng, pr, had, l..l + 1, vec![Vec::new()], None);
             for c in again.iter().flat_map(|q| &q.out) {
                 cube.add(Found::One(c));
             }
             continue;
         }
-        for c in &acc.cells {
+        for c in acc.cells.iter() {
             cube.add(Found::Own(c, p.loc));
         }
         cube.add_all(&p.out);
@@ -174,14 +177,16 @@ fn add_passes(
     }
 }
 
-/// The pass on locations `locs`, in parallel, each with its contribution buffer of `outs`.
+/// The pass on locations `locs`, in parallel, each with its contribution buffer of `outs`;
+/// `accumulate`: the phase windows booked (`Cube::book`) when the passes accumulate, `None`
+/// when they list every instance.
 fn run_locs(
     eng: &Engine,
     pr: &PassRules,
     had: &[Vec<(u32, u32)>],
     locs: std::ops::Range<usize>,
     outs: Vec<Vec<Contribution>>,
-    accumulate: bool,
+    accumulate: Option<&Option<Arc<PhaseBook>>>,
 ) -> Vec<LocPass> {
     locs.into_par_iter()
         .zip(outs)
@@ -195,14 +200,14 @@ fn run_locs(
 
 /// The pass on location `l`: its events in order (those of the kinds the pass looks at,
 /// `Skip`), on each trigger the rules of the event's kind, folded for it (`KindRule`);
-/// groups closed as their key calls end.
+/// groups closed as their key calls end. `accumulate`: see `run_locs`.
 fn walk(
     eng: &Engine,
     pr: &PassRules,
     had: &[Vec<(u32, u32)>],
     l: usize,
     out: Vec<Contribution>,
-    accumulate: bool,
+    accumulate: Option<&Option<Arc<PhaseBook>>>,
 ) -> LocPass {
     let (trace, replay) = (eng.trace, eng.replay);
     let (trigger, skip) = (pr.trigger, &pr.skip);
@@ -218,10 +223,10 @@ fn walk(
         .collect();
     let mut pass = LocPass::new(l as u32, nrules);
     pass.out = out;
-    if accumulate {
+    if let Some(book) = accumulate {
         pass.acc = Some(Acc {
             idx: vec![Vec::new(); nrules],
-            cells: Vec::new(),
+            cells: Cells::new(book.clone()),
             cc: Vec::new(),
         });
     }
@@ -349,8 +354,8 @@ diagnosis = "test"
             ] {
                 let (trace, replay) = testdata_trace(name);
                 let rs = RuleSet::load(&extra).unwrap();
-                let a = analyse_with(&trace, &replay, rs.clone(), true);
-                let b = analyse_with(&trace, &replay, rs, false);
+                let a = analyse_with(&trace, &replay, rs.clone(), true, &[]);
+                let b = analyse_with(&trace, &replay, rs, false, &[]);
                 for (k, (x, y)) in a.values.iter().zip(&b.values).enumerate() {
                     let same = x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
                     assert!(same, "{name} {}", a.rules.rules[k].info.id);
