@@ -17,6 +17,8 @@
 #                     BENCH_SCALE=only runs just that table; the 100 M-event trace is also run
 #                     with --memory-limit BENCH_SCALE_LIMIT (default 2G), whose report must be
 #                     byte-identical
+#     BENCH_FULL=1    also bench/full.sh (issue 26's table: text, JSON, Cube and HTML reports
+#                     beside libotf2's read at 2 threads, and JSON on the 100 M-event trace)
 #
 # It builds the release binary, generates Score-P-like MPI ping-pong traces
 # (cached in bench/out/, which git ignores), and for each trace measures
@@ -357,4 +359,7 @@ if ((${#AB_PE[@]} > 0)); then
 fi
 if [[ $SCALE == 1 ]]; then
     scale_table
+fi
+if [[ ${BENCH_FULL:-0} == 1 ]]; then
+    bash bench/full.sh
 fi

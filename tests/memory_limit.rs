@@ -149,6 +149,16 @@ fn an_unusable_spill_directory_is_one_line_with_exit_2() {
     );
 }
 
+/// The number of MB after `before` in a message ("about N MB").
+fn floor_mb(err: &str, before: &str) -> u64 {
+    let at = err
+        .find(before)
+        .unwrap_or_else(|| panic!("{before:?} in {err}"))
+        + before.len();
+    let n = err[at..].split(" MB").next().unwrap_or_default();
+    n.parse().unwrap_or_else(|_| panic!("{n:?} in {err}"))
+}
+
 /// A limit below the floor: the one line says so with the floor in MB, and the run goes on
 /// to the same report; `--memory-limit-strict` refuses before reading, one line, exit 2.
 #[test]
@@ -158,8 +168,11 @@ fn a_limit_below_the_floor_says_so_or_refuses() {
     assert_eq!((c1, c2), (0, 0), "{err}");
     assert_eq!(plain, limited);
     assert_eq!(spill_lines(&err), 1, "{err}");
+    let floor = floor_mb(&err, "and about ");
     assert!(
-        err.contains("and about 48 MB even with the event columns in a temporary file"),
+        err.contains(&format!(
+            "and about {floor} MB even with the event columns in a temporary file"
+        )) && err.contains(&format!("the run goes on at about {floor} MB")),
         "{err}"
     );
     let (c3, out, err) = perfexpert(&[
@@ -174,8 +187,8 @@ fn a_limit_below_the_floor_says_so_or_refuses() {
     assert!(out.is_empty(), "no report: {out}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.contains(LS) && err.contains("below the about 48 MB"),
-        "{err}"
+        err.contains(LS) && floor_mb(&err, "below the about ") == floor,
+        "the same floor: {err}"
     );
     // strict with a limit the floor fits under runs as without it
     let (c4, strict, err) = perfexpert(&[

@@ -267,16 +267,23 @@ fn write(args: &RunArgs, report: &Report, cube: Option<&Cube>, out: &mut dyn Wri
 
 /// `--memory-limit`: a spill file when the trace's estimated resident size exceeds the
 /// limit (and one line on stderr saying so), none otherwise. When even the state that cannot
-/// be spilled (`spill::floor_bytes`) exceeds the limit, the line says so with that floor and
-/// the run goes on at it; `--memory-limit-strict` refuses instead, before reading.
+/// be spilled (`spill::floor_bytes`, from the events the trace declares per location, the
+/// threads and the formats asked for) exceeds the limit, the line says so with that floor
+/// and the run goes on at it (the trimmer holds the floor instead); `--memory-limit-strict`
+/// refuses instead, before reading.
 fn spill_for(args: &RunArgs) -> Result<Option<crate::model::spill::Spill>> {
-    use crate::model::spill::{floor_bytes, Spill, RESIDENT_BYTES_PER_EVENT};
+    use crate::model::spill::{floor_bytes, RunShape, Spill, RESIDENT_BYTES_PER_EVENT};
     let Some(limit) = args.memory_limit else {
         return Ok(None);
     };
-    let events = crate::formats::estimate_events(&args.trace)?;
+    let per_unit = crate::formats::estimate_events(&args.trace)?;
+    let extras = [Format::Json, Format::Html, Format::Cubex]
+        .iter()
+        .any(|f| args.format.contains(f));
+    let shape = RunShape::new(&per_unit, rayon::current_num_threads(), extras);
+    let events = shape.events;
     let need = events.saturating_mul(RESIDENT_BYTES_PER_EVENT);
-    let floor = floor_bytes(events);
+    let floor = floor_bytes(&shape);
     tracing::info!(
         estimated_events = events,
         need_bytes = need,
@@ -298,7 +305,7 @@ fn spill_for(args: &RunArgs) -> Result<Option<crate::model::spill::Spill>> {
         )));
     }
     let dir = std::env::temp_dir();
-    let spill = Spill::new(&dir, Some(limit))
+    let spill = Spill::new(&dir, Some(limit.max(floor)))
         .map_err(|e| Error::io(&dir, "cannot create a spill file in", e))?;
     let head = format!(
         "perfexpert: about {events} events need about {} in memory, more than --memory-limit {}",

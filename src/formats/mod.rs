@@ -181,15 +181,16 @@ fn read_picked(
     Ok(trace)
 }
 
-/// About how many events a trace holds, without reading them: OTF2 from the counts its
-/// definitions declare; OTF 1 and Paje from the size of their files (one event per 10
-/// bytes, more than any of them holds).
-pub fn estimate_events(path: &Path) -> Result<u64> {
+/// About how many events a trace holds, without reading them, per unit the reader holds in
+/// memory at once: OTF2 per location, from the counts its definitions declare; OTF 1 and
+/// Paje (read whole before their columns can spill) one entry from the size of their files
+/// (one event per 10 bytes, more than any of them holds).
+pub fn estimate_events(path: &Path) -> Result<Vec<u64>> {
     let path = resolve(path)?;
     let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
     Ok(match detect(&path)? {
         Format::Otf2 => otf2::estimate_events(&path)?,
-        Format::Paje => size(&path) / 10,
+        Format::Paje => vec![size(&path) / 10],
         Format::Otf1 => {
             // the master file NAME.otf and its streams NAME.*.events(.z) etc. beside it
             let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
@@ -202,7 +203,7 @@ pub fn estimate_events(path: &Path) -> Result<u64> {
                     }
                 }
             }
-            total / 10
+            vec![total / 10]
         }
     })
 }

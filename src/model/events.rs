@@ -354,6 +354,12 @@ impl Events {
         self.time.release_resident();
     }
 
+    /// Spilled columns: store `cols` (the replay's columns of this location) in the same spill
+    /// file, released with these (`Column::spill_beside`); nothing when they are on the heap.
+    pub fn spill_beside(&self, cols: &mut [&mut dyn Spillable]) {
+        self.time.spill_beside(cols);
+    }
+
     /// Are the core columns in the spill file?
     pub fn is_spilled(&self) -> bool {
         self.time.is_spilled()

@@ -16,6 +16,7 @@
 //! the locations it is working on, so only a window of locations stays resident, with no
 //! hook in those passes.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::marker::PhantomData;
@@ -35,6 +36,7 @@ use super::event_kind::EventKind;
 pub unsafe trait Pod: Copy + Send + Sync + 'static {}
 // SAFETY: integers: no padding, every bit pattern valid.
 unsafe impl Pod for u8 {}
+unsafe impl Pod for u16 {}
 unsafe impl Pod for u32 {}
 unsafe impl Pod for u64 {}
 // SAFETY: `#[repr(u8)]`, no padding; only values that were valid `EventKind`s are written.
@@ -49,6 +51,8 @@ pub(crate) fn bytes_of<T: Pod>(v: &[T]) -> &[u8] {
 #[derive(Clone)]
 struct Mapped<T> {
     map: Arc<memmap2::Mmap>,
+    /// The spill file it is in (for columns stored beside it, `Column::spill_beside`).
+    home: Arc<Home>,
     /// Byte offset in `map` (a multiple of 8: aligned for every `Pod` type here).
     start: usize,
     len: usize,
@@ -173,10 +177,35 @@ impl<T: Pod> Column<T> {
     /// Nothing for a column on the heap. The trimmer thread does the same for every region
     /// when the resident set nears the limit; this keeps a streaming pass from filling
     /// memory between two of the trimmer's readings, whatever the load of the machine.
+    /// The regions stored beside it later (`spill_beside`: the replay's columns of the
+    /// location) are dropped with it.
     #[inline(never)]
     pub fn release_resident(&self) {
         if let Store::Mapped(m) = &self.store {
             drop_resident(&m.map);
+            m.home.release_beside(&m.map);
+        }
+    }
+
+    /// Store `cols` in the spill file this column is in, as one region that
+    /// `release_resident` on this column drops too (the replay's pointer, call-path and
+    /// partner columns of a location beside its events). Nothing for a column on the heap.
+    /// A write that fails leaves the columns on the heap (the same values; only the memory
+    /// is not saved) and says so once on the log.
+    pub fn spill_beside(&self, cols: &mut [&mut dyn Spillable]) {
+        let Store::Mapped(m) = &self.store else {
+            return;
+        };
+        match m.home.store(cols) {
+            Ok(Some(map)) => m.home.add_beside(&m.map, map),
+            Ok(None) => {}
+            Err(e) => {
+                if !m.home.failed.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        "cannot write the spill file: {e}; the replay's columns stay in memory"
+                    );
+                }
+            }
         }
     }
 
@@ -318,27 +347,85 @@ impl<T: Pod + std::fmt::Debug> std::fmt::Debug for Column<T> {
 /// `events × this` exceeds the limit.
 pub const RESIDENT_BYTES_PER_EVENT: u64 = 28;
 
-/// What a run needs in memory even with every event column in the spill file: the replay's
-/// pointer, call-path and partner columns, the matching's sorted sides while it runs, the
-/// rules' state and the report (about 15 bytes per event), and the program, its rules and
-/// buffers (48 MB). Measured as the peak RSS under `--memory-limit 1`, where the trimmer
-/// drops every mapped column it can: at most 57, 114 and 174 MB for the 4, 6.4 and 12 M
-/// event ping-pongs with the text report, 93, 122 and 160 MB with JSON (2026-11-26,
-/// `/usr/bin/time -f %M`, highest of 3 runs); the estimate stays above each of them.
-pub fn floor_bytes(events: u64) -> u64 {
-    const PER_EVENT: u64 = 15;
-    const FIXED: u64 = 48 << 20;
-    events.saturating_mul(PER_EVENT).saturating_add(FIXED)
+/// What is known of a run before it starts: the events the trace declares per unit its
+/// reader decodes at once (OTF2: per location; OTF 1 and Paje: the whole trace), the
+/// threads, and whether the report needs the extras (critical path, root causes, phases:
+/// JSON, Cube, HTML).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunShape {
+    pub events: u64,
+    /// Events of the largest unit.
+    pub largest: u64,
+    pub units: u64,
+    pub threads: u64,
+    pub extras: bool,
+}
+
+impl RunShape {
+    pub fn new(per_unit: &[u64], threads: usize, extras: bool) -> RunShape {
+        RunShape {
+            events: per_unit.iter().sum(),
+            largest: per_unit.iter().copied().max().unwrap_or(0),
+            units: per_unit.len() as u64,
+            threads: threads.max(1) as u64,
+            extras,
+        }
+    }
+}
+
+/// What a run needs in memory even with every event column and the replay's per-event
+/// columns in the spill file, estimated before it starts (`RunShape`), in bytes:
+///
+/// * the program, its rules, threads and allocator, and what the trimmer lets the passes
+///   map between two of its readings (`FIXED`);
+/// * per event of the trace (`PER_EVENT`): the call-path column while the call tree is
+///   merged (2 bytes), then the partner column and the sorted sides while messages are
+///   matched (12 bytes a message record, at most one record in 3 events: each is inside an
+///   MPI call's ENTER and LEAVE), the rules' state and the report; the extras add the
+///   critical path's, the root causes' and the phases' state (`EXTRAS_PER_EVENT`);
+/// * per event of the largest unit, once per thread that decodes or walks one at a time
+///   (`WINDOW_PER_EVENT`): the unit's decoded columns before they go to the spill file and
+///   its mapped input, or, in the passes, the mapped columns of the location a thread walks
+///   and of the partners it reads, until it or the trimmer drops them.
+///
+/// Measured as the peak resident set under `--memory-limit 1`, where the trimmer drops
+/// every mapped column as soon as it can (`/usr/bin/time`); `tests/memory_peak.rs`
+/// which holds a limit just above this floor on a generated trace.
+pub fn floor_bytes(s: &RunShape) -> u64 {
+    const FIXED: u64 = 32 << 20;
+    const PER_EVENT: u64 = 6;
+    const EXTRAS_PER_EVENT: u64 = 8;
+    const WINDOW_PER_EVENT: u64 = 32;
+    let per_event = PER_EVENT + if s.extras { EXTRAS_PER_EVENT } else { 0 };
+    let windows = s.threads.min(s.units.max(1));
+    FIXED
+        .saturating_add(s.events.saturating_mul(per_event))
+        .saturating_add(
+            windows
+                .saturating_mul(s.largest)
+                .saturating_mul(WINDOW_PER_EVENT),
+        )
 }
 
 /// The spill file and, with a limit, the trimmer that keeps its mapped pages out of the
 /// resident set.
 pub struct Spill {
-    inner: Mutex<SpillFile>,
-    maps: Arc<Mutex<Vec<Arc<memmap2::Mmap>>>>,
+    home: Arc<Home>,
     stop: Arc<AtomicBool>,
     trims: Arc<AtomicU64>,
     trimmer: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The spill file itself, shared by the `Spill` and every column mapped from it (opaque).
+pub struct Home {
+    file: Mutex<SpillFile>,
+    /// Every region written, for the trimmer.
+    maps: Mutex<Vec<Arc<memmap2::Mmap>>>,
+    /// Regions stored beside another (`Column::spill_beside`), by the address of that
+    /// region's mapping: dropped from the resident set with it.
+    beside: Mutex<HashMap<usize, Vec<Arc<memmap2::Mmap>>>>,
+    /// A write of `spill_beside` failed (said once).
+    failed: AtomicBool,
     path: PathBuf,
 }
 
@@ -381,26 +468,30 @@ impl Spill {
         // The file lives on through `file` and the mappings; nothing is left behind.
         #[cfg(unix)]
         std::fs::remove_file(&path)?;
-        let maps: Arc<Mutex<Vec<Arc<memmap2::Mmap>>>> = Arc::default();
+        let home = Arc::new(Home {
+            file: Mutex::new(SpillFile { file, end: 0 }),
+            maps: Mutex::default(),
+            beside: Mutex::default(),
+            failed: AtomicBool::new(false),
+            path,
+        });
         let stop = Arc::new(AtomicBool::new(false));
         let trims = Arc::new(AtomicU64::new(0));
         let trimmer = limit.map(|l| {
-            let (maps, stop, trims) = (maps.clone(), stop.clone(), trims.clone());
-            std::thread::spawn(move || trim_loop(l, &maps, &stop, &trims))
+            let (home, stop, trims) = (home.clone(), stop.clone(), trims.clone());
+            std::thread::spawn(move || trim_loop(l, &home, &stop, &trims))
         });
         Ok(Spill {
-            inner: Mutex::new(SpillFile { file, end: 0 }),
-            maps,
+            home,
             stop,
             trims,
             trimmer,
-            path,
         })
     }
 
     /// Where the spill file was made (it has no name any more on Unix).
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.home.path
     }
 
     /// How often the trimmer dropped the mapped columns from the resident set.
@@ -410,12 +501,22 @@ impl Spill {
 
     /// Bytes written to the spill file so far.
     pub fn bytes(&self) -> u64 {
-        self.inner.lock().map_or(0, |f| f.end)
+        self.home.file.lock().map_or(0, |f| f.end)
     }
 
     /// Write these columns to the spill file as one region and replace each by its mapped
     /// copy. Columns already spilled or empty stay as they are.
     pub fn store(&self, cols: &mut [&mut dyn Spillable]) -> std::io::Result<()> {
+        self.home.store(cols).map(|_| ())
+    }
+}
+
+impl Home {
+    /// `Spill::store`; the region's mapping, if anything was written.
+    fn store(
+        self: &Arc<Home>,
+        cols: &mut [&mut dyn Spillable],
+    ) -> std::io::Result<Option<Arc<memmap2::Mmap>>> {
         let mut offsets = Vec::with_capacity(cols.len());
         let mut total = 0usize;
         for c in cols.iter() {
@@ -425,11 +526,11 @@ impl Spill {
             }
         }
         if total == 0 {
-            return Ok(());
+            return Ok(None);
         }
         let map = {
             let mut f = self
-                .inner
+                .file
                 .lock()
                 .map_err(|_| std::io::Error::other("spill file lock poisoned"))?;
             let start = f.end;
@@ -460,13 +561,33 @@ impl Spill {
         };
         for (c, off) in cols.iter_mut().zip(offsets) {
             if c.wants_spill() {
-                c.become_mapped(map.clone(), off);
+                c.become_mapped(map.clone(), self.clone(), off);
             }
         }
         if let Ok(mut m) = self.maps.lock() {
-            m.push(map);
+            m.push(map.clone());
         }
-        Ok(())
+        Ok(Some(map))
+    }
+
+    fn key(map: &memmap2::Mmap) -> usize {
+        map.as_ptr() as usize
+    }
+
+    fn add_beside(&self, of: &memmap2::Mmap, map: Arc<memmap2::Mmap>) {
+        if let Ok(mut b) = self.beside.lock() {
+            b.entry(Home::key(of)).or_default().push(map);
+        }
+    }
+
+    fn release_beside(&self, of: &memmap2::Mmap) {
+        let maps = match self.beside.lock() {
+            Ok(b) => b.get(&Home::key(of)).cloned(),
+            Err(_) => None,
+        };
+        for m in maps.iter().flatten() {
+            drop_resident(m);
+        }
     }
 }
 
@@ -477,7 +598,7 @@ impl Drop for Spill {
             let _ = t.join();
         }
         #[cfg(not(unix))]
-        let _ = std::fs::remove_file(&self.path);
+        let _ = std::fs::remove_file(&self.home.path);
     }
 }
 
@@ -485,7 +606,7 @@ impl Drop for Spill {
 pub trait Spillable {
     fn wants_spill(&self) -> bool;
     fn spill_bytes(&self) -> &[u8];
-    fn become_mapped(&mut self, map: Arc<memmap2::Mmap>, start: usize);
+    fn become_mapped(&mut self, map: Arc<memmap2::Mmap>, home: Arc<Home>, start: usize);
 }
 
 impl<T: Pod> Spillable for Column<T> {
@@ -495,10 +616,11 @@ impl<T: Pod> Spillable for Column<T> {
     fn spill_bytes(&self) -> &[u8] {
         bytes_of(self)
     }
-    fn become_mapped(&mut self, map: Arc<memmap2::Mmap>, start: usize) {
+    fn become_mapped(&mut self, map: Arc<memmap2::Mmap>, home: Arc<Home>, start: usize) {
         let len = self.len();
         self.store = Store::Mapped(Mapped {
             map,
+            home,
             start,
             len,
             _t: PhantomData,
@@ -517,31 +639,25 @@ fn resident() -> Option<(u64, u64)> {
     Some((rss * page, shared * page))
 }
 
-/// Keeps the resident set under `limit`: it reads the resident set every 5 ms, every
-/// millisecond once it is above half the limit (reading `/proc/self/statm` costs a few
-/// microseconds), and when it is above 90 % of the limit and file-backed pages make up more
-/// than 4 MB of it, drops the mapped columns from it (their content stays in the file and
-/// the page cache; the next access faults them back). A pass streams at most a few MB of
-/// columns into memory between two readings, so the peak stays within the limit + 10 %
-/// whenever the state that cannot be spilled fits under it (`floor_bytes`).
-fn trim_loop(
-    limit: u64,
-    maps: &Mutex<Vec<Arc<memmap2::Mmap>>>,
-    stop: &AtomicBool,
-    trims: &AtomicU64,
-) {
-    let high = limit - limit / 10;
-    let mut wait = std::time::Duration::from_millis(5);
+/// Keeps the resident set under `limit`: it reads the resident set every millisecond
+/// (reading `/proc/self/statm` costs a few microseconds), and when it is above 80 % of the
+/// limit and file-backed pages make up more than 4 MB of it, drops the mapped columns from
+/// it (their content stays in the file and the page cache; the next access faults them
+/// back). Pages of the page cache map back fast (several MB in a millisecond when a pass
+/// scans a column), so the trimmer starts a fifth below the limit, and `floor_bytes`
+/// counts what threads map between two readings; the peak then stays within the limit +
+/// 10 % whenever the limit is above the floor.
+fn trim_loop(limit: u64, home: &Home, stop: &AtomicBool, trims: &AtomicU64) {
+    let high = limit - limit / 5;
     while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(wait);
+        std::thread::sleep(std::time::Duration::from_millis(1));
         let Some((rss, file)) = resident() else {
             return; // no /proc: leave it to the kernel
         };
-        wait = std::time::Duration::from_millis(if rss > limit / 2 { 1 } else { 5 });
         if rss <= high || file <= 4 << 20 {
             continue;
         }
-        let maps: Vec<Arc<memmap2::Mmap>> = match maps.lock() {
+        let maps: Vec<Arc<memmap2::Mmap>> = match home.maps.lock() {
             Ok(m) => m.clone(),
             Err(_) => return,
         };
@@ -661,7 +777,7 @@ mod tests {
         assert_eq!(&b[..], &[9, 2, 3]);
         assert_eq!(a[1], 3);
         // the trimmer may drop the pages at any time: the content stays
-        for m in spill.maps.lock().unwrap().iter() {
+        for m in spill.home.maps.lock().unwrap().iter() {
             drop_resident(m);
         }
         assert_eq!(a.iter().sum::<u64>(), 3 * 999 * 1000 / 2);

@@ -8,10 +8,15 @@ use std::collections::{BTreeSet, HashMap};
 
 /// The other end of a message, or of a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
 pub struct EventRef {
     pub loc: LocIdx,
     pub event: u32,
 }
+
+// SAFETY: `repr(C)` of two u32: no padding, every bit pattern valid (for `--memory-limit`'s
+// spill file, `MsgLinks::partner`).
+unsafe impl crate::model::spill::Pod for EventRef {}
 
 impl EventRef {
     pub const NONE: EventRef = EventRef {
@@ -27,8 +32,9 @@ impl EventRef {
 /// Per location, indexed like `Events::msg` (the message payload index).
 #[derive(Clone, Debug, Default)]
 pub struct MsgLinks {
-    /// For a send: its receive (`recvptr`); for a receive: its send (`sendptr`).
-    pub partner: Vec<EventRef>,
+    /// For a send: its receive (`recvptr`); for a receive: its send (`sendptr`). On the heap,
+    /// or with `--memory-limit` in the spill file beside the location's events.
+    pub partner: crate::model::spill::Column<EventRef>,
     /// For an ISEND: its ISEND_COMPLETE event; for an IRECV: its IRECV_REQUEST event.
     /// Empty when the location has no such link (read it with `request_event`).
     request_event: Vec<u32>,
@@ -193,7 +199,7 @@ fn collect(
         let ev = &trace.events[l as usize];
         let nmsg = ev.msg.peer.len();
         let mut links = MsgLinks {
-            partner: crate::model::spill::filled(nmsg, EventRef::NONE),
+            partner: crate::model::spill::filled(nmsg, EventRef::NONE).into(),
             ..Default::default()
         };
         let first_send = p.sends.event.len();

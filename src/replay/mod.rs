@@ -7,6 +7,7 @@ pub mod collectives;
 pub mod matching;
 pub mod omp;
 
+use crate::model::spill::Column;
 use crate::model::{EventKind, Events, RegionIdx, Trace};
 use calltree::{CallTree, CnodeIdx, LocalTree, NO_CNODE};
 use rayon::prelude::*;
@@ -24,10 +25,11 @@ pub const NONE: u32 = u32::MAX;
 /// [`LocationState::cnode`].
 #[derive(Clone, Debug, Default)]
 pub struct LocationState {
-    ptr: Vec<u32>,
+    /// On the heap, or with `--memory-limit` in the spill file beside the location's events.
+    ptr: Column<u32>,
     /// The call path of the region instance enclosing each event (for an ENTER the call
     /// path it opens, for a LEAVE the one it closes); `NO_CNODE` outside any region.
-    cnode: Cnodes,
+    cnode: CnodeColumn,
     /// Exclusive time per call path in ticks (indexed by global call path).
     pub time: Vec<u64>,
     pub visits: Vec<u64>,
@@ -98,12 +100,55 @@ impl Default for Cnodes {
 
 const NARROW_NONE: u16 = u16::MAX;
 
+/// The call-path column of a replayed location: `Cnodes` once merged, read-only, on the
+/// heap or (`--memory-limit`) in the spill file.
+#[derive(Clone, Debug)]
+enum CnodeColumn {
+    Narrow(Column<u16>),
+    Wide(Column<u32>),
+}
+
+impl Default for CnodeColumn {
+    fn default() -> CnodeColumn {
+        CnodeColumn::Narrow(Column::new())
+    }
+}
+
+impl CnodeColumn {
+    #[inline]
+    fn get(&self, i: usize) -> CnodeIdx {
+        match self {
+            CnodeColumn::Narrow(v) => match v[i] {
+                NARROW_NONE => NO_CNODE,
+                c => c as CnodeIdx,
+            },
+            CnodeColumn::Wide(v) => v[i],
+        }
+    }
+
+    fn spillable(&mut self) -> &mut dyn crate::model::spill::Spillable {
+        match self {
+            CnodeColumn::Narrow(v) => v,
+            CnodeColumn::Wide(v) => v,
+        }
+    }
+}
+
+impl From<Cnodes> for CnodeColumn {
+    fn from(c: Cnodes) -> CnodeColumn {
+        match c {
+            Cnodes::Narrow(v) => CnodeColumn::Narrow(v.into()),
+            Cnodes::Wide(v) => CnodeColumn::Wide(v.into()),
+        }
+    }
+}
+
 impl Cnodes {
     fn new(n: usize) -> Cnodes {
         Cnodes::Narrow(crate::model::spill::filled(n, NARROW_NONE))
     }
 
-    #[inline]
+    #[cfg(test)]
     fn get(&self, i: usize) -> CnodeIdx {
         match self {
             Cnodes::Narrow(v) => match v[i] {
@@ -206,6 +251,8 @@ pub struct Replay {
 struct PassA {
     local: LocalTree,
     state: LocationState,
+    /// The call-path column with local ids, until the merge (`state.cnode` after it).
+    cnode: Cnodes,
     /// Per local call path (before merging).
     time: Vec<u64>,
     visits: Vec<u64>,
@@ -455,9 +502,9 @@ impl<'w> Walk<'w> {
         }
         PassA {
             local: self.local,
+            cnode: self.cnode,
             state: LocationState {
-                ptr: self.ptr,
-                cnode: self.cnode,
+                ptr: self.ptr.into(),
                 clamped: self.clamped,
                 gaps: self.gaps,
                 ..Default::default()
@@ -508,7 +555,8 @@ fn pass_a_all(
                 forks: &forks[m],
                 kinds,
             });
-            let p = pass_a(ev, worker);
+            let mut p = pass_a(ev, worker);
+            ev.spill_beside(&mut [&mut p.state.ptr]);
             ev.release_resident();
             p
         })
@@ -565,9 +613,13 @@ impl Replay {
         let locations = parts
             .into_par_iter()
             .zip(maps.par_iter())
-            .map(|(p, map)| {
+            .enumerate()
+            .map(|(l, (p, map))| {
                 let mut s = p.state;
-                s.cnode.remap(map, ncn);
+                let mut cnode = p.cnode;
+                cnode.remap(map, ncn);
+                s.cnode = cnode.into();
+                trace.events[l].spill_beside(&mut [s.cnode.spillable()]);
                 let scatter = |v: &[u64]| {
                     let mut out = vec![0u64; ncn];
                     for (k, &x) in v.iter().enumerate() {
@@ -603,8 +655,11 @@ impl Replay {
                 trace.defs.regions[r as usize].paradigm == crate::model::Paradigm::MPI
             }
         };
-        let (msg_links, matching, p2p_violators, unmatched_locations) =
+        let (mut msg_links, matching, p2p_violators, unmatched_locations) =
             matching::match_messages(trace, &in_mpi, &omp.master);
+        for (ev, links) in trace.events.iter().zip(&mut msg_links) {
+            ev.spill_beside(&mut [&mut links.partner]);
+        }
         let (instances, collectives) = collectives::instances(trace, &omp.master);
         Replay {
             tree,
@@ -640,8 +695,8 @@ mod tests {
     fn state(ptr: Vec<u32>) -> LocationState {
         let n = ptr.len();
         LocationState {
-            ptr,
-            cnode: Cnodes::new(n),
+            ptr: ptr.into(),
+            cnode: Cnodes::new(n).into(),
             ..Default::default()
         }
     }

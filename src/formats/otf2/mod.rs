@@ -83,10 +83,10 @@ pub fn read(anchor_path: &Path) -> Result<Trace> {
     read_with(anchor_path, None)
 }
 
-/// The number of events the archive's definitions declare (a location without a declared
-/// count: its event file's size / 8), without reading any event: what `--memory-limit`
-/// decides by.
-pub fn estimate_events(anchor_path: &Path) -> Result<u64> {
+/// The number of events the archive's definitions declare per location (a location without
+/// a declared count: its event file's size / 8), without reading any event: what
+/// `--memory-limit` decides by.
+pub fn estimate_events(anchor_path: &Path) -> Result<Vec<u64>> {
     let archive = Archive::new(anchor_path);
     let anchor_map = map_file(&archive.anchor)?;
     let anchor = Anchor::parse(bytes(&anchor_map)).map_err(|e| at(&archive.anchor, e))?;
@@ -101,7 +101,7 @@ pub fn estimate_events(anchor_path: &Path) -> Result<u64> {
                 std::fs::metadata(archive.location_file(l.id, "evt")).map_or(0, |m| m.len() / 8)
             })
         })
-        .sum())
+        .collect())
 }
 
 /// `read`, moving each location's event columns to `spill` as soon as it is decoded
