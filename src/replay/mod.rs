@@ -542,14 +542,13 @@ fn pass_a_all(
             }
         })
         .collect();
+    let empty = Events::default();
     trace
         .events
         .par_iter()
         .enumerate()
         .map(|(l, ev)| {
-            if !kept(l) {
-                return pass_a(&Events::default(), None);
-            }
+            let ev = if kept(l) { ev } else { &empty };
             let m = master[l] as usize;
             let worker = (m != l).then(|| Worker {
                 forks: &forks[m],
