@@ -32,93 +32,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("pajeng-simgrid-fg126", "no locations"),
 ];
 
-/// The traces of tools/reports.sh, in its order.
-fn traces() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut out = Vec::new();
-    let dirs = |p: PathBuf| -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(p)
-            .map(|r| {
-                r.flatten()
-                    .map(|e| e.path())
-                    .filter(|p| p.is_dir())
-                    .collect()
-            })
-            .unwrap_or_default();
-        v.sort();
-        v
-    };
-    let paje_files = |d: &Path| -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(d)
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "paje"))
-            .collect();
-        v.sort();
-        v
-    };
-    let mut groups: Vec<PathBuf> = ["scorep", "scorep-omp", "smpi", "generated"]
-        .iter()
-        .map(|g| root.join("testdata").join(g))
-        .collect();
-    let shared = common::shared();
-    if let Some(s) = &shared {
-        for g in ["scorep", "scorep-omp", "smpi", "public"] {
-            groups.push(s.join("traces").join(g));
-        }
-    }
-    for g in groups {
-        for d in dirs(g.clone()) {
-            if d.join("trace.paje").exists() {
-                out.extend(paje_files(&d));
-            } else if g.ends_with("public") {
-                let mut found = Vec::new();
-                find(&d, &mut found);
-                found.sort();
-                out.extend(found.into_iter().next());
-            } else {
-                out.push(d);
-            }
-        }
-    }
-    out
-}
-
-/// The trace files below a public trace's folder (`*.otf2`, `*.otf`, `*.trace`, `*.paje`).
-fn find(d: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(d).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            find(&p, out);
-        } else if p
-            .extension()
-            .is_some_and(|x| ["otf2", "otf", "trace", "paje"].iter().any(|k| x == *k))
-        {
-            out.push(p);
-        }
-    }
-}
-
-fn report(path: &Path) -> Value {
-    let o = common::bin()
-        .args(["run", "-q", "--format", "json"])
-        .arg(path)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "run {}: {}",
-        path.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let mut v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    for k in ["path", "format"] {
-        v["trace"].as_object_mut().unwrap().remove(k);
-    }
-    v
-}
-
 /// Events per (location id, otf2-print's kind name) of the model of `path`.
 fn model_counts(path: &Path) -> BTreeMap<(String, String), u64> {
     let t = perfexpert::formats::open(path).unwrap();
@@ -168,7 +81,7 @@ fn have_otf2_print() -> bool {
 fn every_shipped_trace_converts_to_an_archive_that_reads_back_alike() {
     let dir = tempfile::tempdir().unwrap();
     let print = have_otf2_print();
-    let traces = traces();
+    let traces = common::reported_traces();
     assert!(traces.len() >= 38, "{} traces", traces.len());
     let (mut converted, mut refused) = (0, 0);
     for (k, t) in traces.iter().enumerate() {
@@ -211,7 +124,7 @@ fn every_shipped_trace_converts_to_an_archive_that_reads_back_alike() {
                 );
             }
         }
-        let (mut want, got) = (report(t), report(&out));
+        let (mut want, got) = (common::json_report(t), common::json_report(&out));
         assert_eq!(
             got["diagnostics"]["warnings"],
             Value::Array(vec![]),
@@ -470,7 +383,7 @@ fn otf2_and_otf1_traces_convert_to_paje_that_pj_dump_reads_as_predicted() {
 fn binary_paje_from_the_model_is_the_bytes_of_its_text_converted() {
     use perfexpert::convert::{paje, paje_model};
     let mut n = 0;
-    for t in traces() {
+    for t in common::reported_traces() {
         let name = t.display().to_string();
         let Ok(trace) = perfexpert::formats::open(&t) else {
             continue;

@@ -24,82 +24,9 @@ const DIFFER: &[(&str, &str)] = &[];
 
 /// The OTF2 and OTF 1 traces of tools/reports.sh, in its order.
 fn traces() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dirs = |p: PathBuf| -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(p)
-            .map(|r| {
-                r.flatten()
-                    .map(|e| e.path())
-                    .filter(|p| p.is_dir())
-                    .collect()
-            })
-            .unwrap_or_default();
-        v.sort();
-        v
-    };
-    let mut groups: Vec<PathBuf> = ["scorep", "scorep-omp", "generated"]
-        .iter()
-        .map(|g| root.join("testdata").join(g))
-        .collect();
-    let shared = common::shared();
-    if let Some(s) = &shared {
-        for g in ["scorep", "scorep-omp", "public"] {
-            groups.push(s.join("traces").join(g));
-        }
-    }
-    let mut out = Vec::new();
-    for g in groups {
-        for d in dirs(g.clone()) {
-            if d.join("trace.paje").exists() {
-                continue;
-            }
-            if g.ends_with("public") {
-                let mut found = Vec::new();
-                find(&d, &mut found);
-                found.sort();
-                out.extend(found.into_iter().next());
-            } else {
-                out.push(d);
-            }
-        }
-    }
-    // OTF2 and OTF 1 only
+    let mut out = common::reported_traces();
     out.retain(|p| perfexpert::formats::open(p).is_ok_and(|t| t.origin.format != "Paje"));
     out
-}
-
-/// The trace files below a public trace's folder.
-fn find(d: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(d).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            find(&p, out);
-        } else if p
-            .extension()
-            .is_some_and(|x| ["otf2", "otf", "trace", "paje"].iter().any(|k| x == *k))
-        {
-            out.push(p);
-        }
-    }
-}
-
-fn report(path: &Path) -> Value {
-    let o = common::bin()
-        .args(["run", "-q", "--format", "json"])
-        .arg(path)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "run {}: {}",
-        path.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let mut v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    for k in ["path", "format"] {
-        v["trace"].as_object_mut().unwrap().remove(k);
-    }
-    v
 }
 
 fn convert(to: &str, input: &Path, out: &Path) -> String {
@@ -165,7 +92,7 @@ fn otf2_and_otf1_traces_read_back_from_paje_to_the_same_report() {
         if have_pj_dump {
             assert_eq!(pj_dump(&out), counts(&out), "{name}: pj_dump's counts");
         }
-        let (mut want, got) = (report(t), report(&out));
+        let (mut want, got) = (common::json_report(t), common::json_report(&out));
         assert_eq!(
             got["diagnostics"]["warnings"],
             Value::Array(vec![]),
@@ -195,7 +122,7 @@ fn binary_paje_from_a_model_stays_at_the_smpi_level_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     for t in ["scorep/ls", "scorep-omp/hybrid"] {
         let t = common::testdata(t);
-        let want = report(&t);
+        let want = common::json_report(&t);
         for to in ["paje-binary", "paje-binary-reference"] {
             let out = dir.path().join("t.rst");
             let err = convert(to, &t, &out);
@@ -204,7 +131,7 @@ fn binary_paje_from_a_model_stays_at_the_smpi_level_and_says_so() {
                 "{to}: {err}"
             );
             assert!(
-                report(&out) != want,
+                common::json_report(&out) != want,
                 "{} {to}: reads back alike",
                 t.display()
             );

@@ -53,16 +53,6 @@ fn run_measured(args: &[&str]) -> (i32, String, String, u64) {
     (code, o, e, usage.ru_maxrss as u64 * 1024)
 }
 
-/// The number of MB after `before` in a message ("about N MB").
-fn mb_after(err: &str, before: &str) -> u64 {
-    let at = err
-        .find(before)
-        .unwrap_or_else(|| panic!("{before:?} in {err}"))
-        + before.len();
-    let n = err[at..].split(" MB").next().unwrap_or_default();
-    n.parse().unwrap_or_else(|_| panic!("{n:?} in {err}"))
-}
-
 /// `--memory-limit` holds, on a generated trace of 5 M events (16 ranks), peaks measured by
 /// the kernel, not by timing:
 /// (b) a limit below the floor (what cannot go to the spill file): the one line says so
@@ -100,7 +90,7 @@ fn the_peak_stays_within_a_limit_above_the_floor() {
     let (code, out, err, _) = run_measured(&["run", "-q", "--memory-limit=1M", t]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(spill_lines(&err), 1, "{err}");
-    let stated = mb_after(&err, "and about ");
+    let stated = common::mb_after(&err, "and about ");
     assert_eq!(stated, floor >> 20, "{err}");
     assert!(
         err.contains(&format!("the run goes on at about {stated} MB")),
@@ -112,7 +102,7 @@ fn the_peak_stays_within_a_limit_above_the_floor() {
     assert_eq!(code, 2, "{err}");
     assert!(out.is_empty(), "no report: {out}");
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert_eq!(mb_after(&err, "below the about "), stated, "{err}");
+    assert_eq!(common::mb_after(&err, "below the about "), stated, "{err}");
 
     // (a) just above the stated floor: the peak stays within the limit + 10 %
     let limit = (stated + 1) << 20;

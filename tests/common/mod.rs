@@ -160,3 +160,101 @@ pub fn headless(chrome: &Path, url: &str, extra: &[&str]) -> (String, Vec<String
         err,
     )
 }
+
+/// The traces of tools/reports.sh, in its order.
+pub fn reported_traces() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    let dirs = |p: PathBuf| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(p)
+            .map(|r| {
+                r.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.is_dir())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    let paje_files = |d: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "paje"))
+            .collect();
+        v.sort();
+        v
+    };
+    let mut groups: Vec<PathBuf> = ["scorep", "scorep-omp", "smpi", "generated"]
+        .iter()
+        .map(|g| root.join("testdata").join(g))
+        .collect();
+    let shared = shared();
+    if let Some(s) = &shared {
+        for g in ["scorep", "scorep-omp", "smpi", "public"] {
+            groups.push(s.join("traces").join(g));
+        }
+    }
+    for g in groups {
+        for d in dirs(g.clone()) {
+            if d.join("trace.paje").exists() {
+                out.extend(paje_files(&d));
+            } else if g.ends_with("public") {
+                let mut found = Vec::new();
+                find(&d, &mut found);
+                found.sort();
+                out.extend(found.into_iter().next());
+            } else {
+                out.push(d);
+            }
+        }
+    }
+    out
+}
+
+/// The trace files below a public trace's folder (`*.otf2`, `*.otf`, `*.trace`, `*.paje`).
+fn find(d: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(d).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            find(&p, out);
+        } else if p
+            .extension()
+            .is_some_and(|x| ["otf2", "otf", "trace", "paje"].iter().any(|k| x == *k))
+        {
+            out.push(p);
+        }
+    }
+}
+
+/// `perfexpert run -q --format json PATH`, without the trace's path and format.
+pub fn json_report(path: &Path) -> serde_json::Value {
+    let o = bin()
+        .args(["run", "-q", "--format", "json"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "run {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for k in ["path", "format"] {
+        v["trace"].as_object_mut().unwrap().remove(k);
+    }
+    v
+}
+
+/// The number of MB after `before` in a message ("about N MB").
+pub fn mb_after(err: &str, before: &str) -> u64 {
+    let at = err
+        .find(before)
+        .unwrap_or_else(|| panic!("{before:?} in {err}"))
+        + before.len();
+    let n = err[at..].split(" MB").next().unwrap_or_default();
+    n.parse().unwrap_or_else(|_| panic!("{n:?} in {err}"))
+}
