@@ -193,3 +193,29 @@ fn a_limit_below_the_floor_says_so_or_refuses() {
     assert_eq!(c4, 0, "{err}");
     assert_eq!(plain, strict);
 }
+
+/// A limit below the floor on a trace whose columns would fit anyway: the fixed part of the
+/// floor (the program and its state) does not fit either, so the floor is stated all the
+/// same, and `--memory-limit-strict` refuses before anything is written.
+#[test]
+fn a_limit_below_the_floor_is_said_even_when_the_columns_fit() {
+    let (c0, plain, _) = perfexpert(&["run", "-q", LS]);
+    assert_eq!(c0, 0);
+    let (c1, out, err) = perfexpert(&["run", "-q", "--memory-limit", "1M", LS]);
+    assert_eq!(c1, 0, "{err}");
+    assert_eq!(out, plain);
+    let floor = common::mb_after(&err, "below the about ");
+    assert!(floor > 1 && err.contains("goes on at about"), "{err}");
+    let (c2, out, err) = perfexpert(&[
+        "run",
+        "-q",
+        "--memory-limit",
+        "1M",
+        "--memory-limit-strict",
+        LS,
+    ]);
+    assert_eq!(c2, 2, "{err}");
+    assert!(out.is_empty());
+    assert_eq!(common::mb_after(&err, "below the about "), floor, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

@@ -292,9 +292,6 @@ fn spill_for(args: &RunArgs) -> Result<Option<crate::model::spill::Spill>> {
         spill = need > limit,
         "memory limit"
     );
-    if need <= limit {
-        return Ok(None);
-    }
     if floor > limit && args.memory_limit_strict {
         return Err(Error::Usage(format!(
             "{}: --memory-limit {} is below the about {} that the run needs even with the \
@@ -303,6 +300,20 @@ fn spill_for(args: &RunArgs) -> Result<Option<crate::model::spill::Spill>> {
             mb(limit),
             mb(floor)
         )));
+    }
+    if need <= limit {
+        // the columns fit, but the program and its state alone may not: say so all the same
+        if floor > limit {
+            eprintln!(
+                "perfexpert: --memory-limit {} is below the about {} that the run needs (the \
+                 program, the replay's and the rules' state): the run goes on at about {} \
+                 (--memory-limit-strict refuses instead)",
+                mb(limit),
+                mb(floor),
+                mb(floor)
+            );
+        }
+        return Ok(None);
     }
     let dir = std::env::temp_dir();
     let spill = Spill::new(&dir, Some(limit.max(floor)))
