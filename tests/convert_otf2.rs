@@ -261,13 +261,7 @@ fn the_archive_is_the_same_bytes_each_time() {
 
 /// `info --json`'s Paje counts (pj_dump's rows) and the model's events per kind.
 fn paje_counts(path: &Path) -> (Vec<u64>, BTreeMap<String, u64>) {
-    let o = common::bin()
-        .args(["info", "--json"])
-        .arg(path)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = common::info_json(path);
     let counts = ["containers", "states", "links", "events", "variables"]
         .iter()
         .map(|k| v[k].as_u64().unwrap())

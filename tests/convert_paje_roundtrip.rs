@@ -43,13 +43,7 @@ fn convert(to: &str, input: &Path, out: &Path) -> String {
 
 /// containers, states, links, events, variables as `info --json` predicts them.
 fn counts(path: &Path) -> Vec<u64> {
-    let o = common::bin()
-        .args(["info", "--json"])
-        .arg(path)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = common::info_json(path);
     ["containers", "states", "links", "events", "variables"]
         .iter()
         .map(|k| v[k].as_u64().unwrap())

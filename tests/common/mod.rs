@@ -258,3 +258,10 @@ pub fn mb_after(err: &str, before: &str) -> u64 {
     let n = err[at..].split(" MB").next().unwrap_or_default();
     n.parse().unwrap_or_else(|_| panic!("{n:?} in {err}"))
 }
+
+/// `perfexpert info --json PATH`, which must succeed.
+pub fn info_json(path: &Path) -> serde_json::Value {
+    let o = bin().args(["info", "--json"]).arg(path).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
