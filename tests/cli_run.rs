@@ -227,8 +227,9 @@ fn timings_name_every_stage_on_stderr_and_leave_the_report_alone() {
             "root causes",
             "scores and report",
             "phases",
+            "traffic matrix",
             "critical path",
-            "matrices",
+            "wait matrix",
             "overheads",
             "written"
         ],

@@ -155,7 +155,13 @@ fn verbose_prints_the_stages_on_stderr_and_leaves_stdout_alone() {
             want.insert(3, "phase detection");
             want.insert(5, "root causes");
             // the extras, each its own stage
-            want.extend(["phases", "critical path", "matrices", "overheads"]);
+            want.extend([
+                "phases",
+                "traffic matrix",
+                "critical path",
+                "wait matrix",
+                "overheads",
+            ]);
         }
         want.push("written");
         assert_eq!(names, want, "{}", v.1);

@@ -142,7 +142,7 @@ pub fn analyse_trace<V>(
     view: impl FnOnce(Whole<'_>) -> V,
 ) -> Result<Outcome<V>, Refusal> {
     let mut extras = Extras::default();
-    let trace = match opts.phase {
+    let mut trace = match opts.phase {
         None => trace,
         Some(k) => {
             let (part, selected) = select_phase(trace, k)?;
@@ -196,7 +196,16 @@ pub fn analyse_trace<V>(
         extras.phases = Some(phases::summarise(&trace, d, &replay, &analysis));
     }
     if opts.structure || !opts.what_if.is_empty() {
-        structure(&trace, &replay, &analysis, &opts.what_if, &mut extras)?;
+        // the views read the messages' payloads after the structure; nothing else does
+        let free_msg = !opts.views;
+        structure(
+            &mut trace,
+            free_msg,
+            &replay,
+            &analysis,
+            &opts.what_if,
+            &mut extras,
+        )?;
     }
     if opts.views {
         let _s = tracing::info_span!("views of the run").entered();
@@ -249,14 +258,24 @@ fn select_phase(trace: Trace, k: usize) -> Result<(Trace, Selected), Refusal> {
 }
 
 /// The critical path (with a what-if length per region of `what_if`), the wait and traffic
-/// matrices and the overhead classes, each its own stage span.
+/// matrices and the overhead classes, each its own stage span. With `free_msg` the messages'
+/// payload columns are freed once the traffic matrix is made: the critical path does not read
+/// them, and its graph takes their place in memory (the JSON run's peak, issue 26).
 fn structure(
-    trace: &Trace,
+    trace: &mut Trace,
+    free_msg: bool,
     replay: &Replay,
     a: &Analysis,
     what_if: &[String],
     extras: &mut Extras,
 ) -> Result<(), Refusal> {
+    let s = tracing::info_span!("traffic matrix").entered();
+    extras.traffic_matrix = Some(matrices::traffic_matrix(trace, replay));
+    drop(s);
+    if free_msg {
+        trace.events.iter_mut().for_each(|e| e.free_msg_payloads());
+    }
+    let trace = &*trace;
     let s = tracing::info_span!("critical path", length_s = Empty, segments = Empty).entered();
     let g = critical_path::Graph::new(trace, replay);
     let cp = critical_path::critical_path_of(&g, trace, replay, what_if)
@@ -265,10 +284,9 @@ fn structure(
     s.record("segments", cp.segments.len());
     extras.critical_path = Some(cp);
     drop(s);
-    let _s = tracing::info_span!("matrices").entered();
+    let _s = tracing::info_span!("wait matrix").entered();
     extras.wait_matrix = Some(matrices::wait_matrix(trace, &g));
     drop(g);
-    extras.traffic_matrix = Some(matrices::traffic_matrix(trace, replay));
     drop(_s);
     let _s = tracing::info_span!("overheads").entered();
     extras.overheads = Some(overheads::overheads(a));

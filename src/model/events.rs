@@ -232,7 +232,18 @@ impl Events {
         matches!(self.kind[i], EventKind::Enter | EventKind::Leave).then(|| self.arg[i])
     }
 
-    /// The message of a point-to-point event.
+    /// Frees the point-to-point payload columns (peer, communicator, tag, bytes) when no
+    /// later stage reads them: `msg` is `None` from then on. The message indices in `arg`,
+    /// and with them the replay's message links, stay valid.
+    pub fn free_msg_payloads(&mut self) {
+        let request = std::mem::take(&mut self.msg.request);
+        self.msg = MsgColumns {
+            request,
+            ..MsgColumns::default()
+        };
+    }
+
+    /// The message of a point-to-point event (`None` after `free_msg_payloads`).
     pub fn msg(&self, i: usize) -> Option<Msg> {
         if !matches!(
             self.kind[i],
@@ -242,8 +253,10 @@ impl Events {
         }
         let k = self.arg[i] as usize;
         let m = &self.msg;
+        // `None` also once the payloads were freed (`free_msg_payloads`)
+        let peer = *m.peer.get(k)?;
         Some(Msg {
-            peer: m.peer[k],
+            peer,
             comm: m.comm[k],
             tag: m.tag[k],
             bytes: m.bytes.get(k),
