@@ -134,7 +134,7 @@ pub fn detect_binned(trace: &Trace) -> Detected {
 /// location walked once, in order (float sums, formed in one order whatever the thread
 /// count).
 fn curves(trace: &Trace, (t0, t1, dt): (u64, u64, f64)) -> Vec<[f64; 4]> {
-    let bin_of = |t: u64| (((t - t0) as f64 / dt) as usize).min(BINS - 1);
+    let bins = BinOf::new(t1 - t0, dt);
     let mut v = vec![[0.0f64; 4]; BINS];
     let classes: Vec<usize> = (trace.defs.regions.iter())
         .map(|x| match x.paradigm {
@@ -147,12 +147,18 @@ fn curves(trace: &Trace, (t0, t1, dt): (u64, u64, f64)) -> Vec<[f64; 4]> {
     for ev in &trace.events {
         stack.clear();
         let (time, kind, arg) = (&ev.time[..], &ev.kind[..], &ev.arg[..]);
+        // the previous event's time (ticks after t0, clamped to the run), as f64, and the
+        // bin last found (the next lookup starts there)
+        let (mut prev, mut prev_f, mut hint) = (0u64, 0.0f64, 0usize);
         for i in 0..time.len() {
-            let t = time[i].clamp(t0, t1);
-            if let (Some(&r), true) = (stack.last(), i > 0) {
-                let from = time[i - 1].clamp(t0, t1).min(t);
+            let x = time[i].clamp(t0, t1) - t0;
+            let xf = x as f64;
+            // the interval [previous event, this one) goes to the region on top (none at
+            // the first event: the stack is empty)
+            if let (Some(&r), true) = (stack.last(), prev < x) {
                 let class = classes.get(r as usize).copied().unwrap_or(2);
-                spread(&mut v, class, from, t, t0, dt);
+                hint = bins.bin(prev, hint);
+                bins.spread(&mut v, class, prev_f, xf, hint);
             }
             match kind[i] {
                 EventKind::Enter => stack.push(arg[i]),
@@ -164,12 +170,83 @@ fn curves(trace: &Trace, (t0, t1, dt): (u64, u64, f64)) -> Vec<[f64; 4]> {
                 EventKind::MpiSend
                 | EventKind::MpiIsend
                 | EventKind::MpiRecv
-                | EventKind::MpiIrecv => v[bin_of(t)][3] += 1.0,
+                | EventKind::MpiIrecv => {
+                    hint = bins.bin(x, hint);
+                    v[hint][3] += 1.0;
+                }
                 _ => {}
             }
+            (prev, prev_f) = (x, xf);
         }
     }
     v
+}
+
+/// The bins of the curves over a run of `span` ticks, bin width `dt`: the bin of a time `x`
+/// ticks after the start is `((x as f64 / dt) as usize).min(BINS - 1)`, found here without
+/// the division (the hot loop of the detection, issue 26). That value never decreases as `x`
+/// grows (each step of it is monotone), so each bin is a range of `x`; `thr[k]` is the
+/// smallest `x` of bin `k` or later, found once by bisection on the same expression: the
+/// bins are exactly the division's.
+struct BinOf {
+    thr: [u64; BINS + 1],
+    /// `k as f64 * dt`: the bins' edges as the shares of `spread` are cut at.
+    edge: [f64; BINS + 1],
+    dt: f64,
+}
+
+impl BinOf {
+    fn new(span: u64, dt: f64) -> BinOf {
+        let g = |x: u64| (x as f64 / dt) as usize;
+        let mut thr = [u64::MAX; BINS + 1];
+        thr[0] = 0;
+        for (k, t) in thr.iter_mut().enumerate().take(BINS).skip(1) {
+            if g(span) < k {
+                break; // no time of the run is in bin k (the rest stay at u64::MAX)
+            }
+            let (mut lo, mut hi) = (0u64, span);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if g(mid) >= k {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            *t = lo;
+        }
+        BinOf {
+            thr,
+            edge: std::array::from_fn(|k| k as f64 * dt),
+            dt,
+        }
+    }
+
+    /// The bin of `x` (at most the run's span), looked up from bin `hint` on.
+    #[inline]
+    fn bin(&self, x: u64, hint: usize) -> usize {
+        if self.thr[hint] <= x && x < self.thr[hint + 1] {
+            return hint;
+        }
+        self.thr[1..BINS].partition_point(|&t| t <= x)
+    }
+
+    /// `spread` of the interval [a, b) (a < b, ticks after the start as f64) from its first
+    /// bin `i`: the same shares, added in the same order.
+    #[inline]
+    fn spread(&self, v: &mut [[f64; 4]], m: usize, a: f64, b: f64, mut i: usize) {
+        loop {
+            let lo = self.edge[i].max(a);
+            let hi = self.edge[i + 1].min(b);
+            if hi > lo {
+                v[i][m] += (hi - lo) / self.dt;
+            }
+            if hi >= b || i + 1 >= BINS {
+                break;
+            }
+            i += 1;
+        }
+    }
 }
 
 /// The bins' exact sums: each location walked once (locations in parallel, sums in
@@ -386,7 +463,9 @@ fn boundaries(edges: &[u64], v: &[[f64; 4]], dt: f64) -> (Vec<Phase>, Vec<(usize
 }
 
 /// Add the interval [from, to) to curve `m`, split over the bins it covers, as a share of
-/// the bin's time (one location fully inside adds 1).
+/// the bin's time (one location fully inside adds 1). The definition `BinOf::spread` keeps
+/// to the bit (tests).
+#[cfg(test)]
 fn spread(v: &mut [[f64; 4]], m: usize, from: u64, to: u64, t0: u64, dt: f64) {
     if to <= from {
         return;
@@ -756,6 +835,88 @@ mod tests {
         "scorep/mixed8",
         "scorep/rootcoll",
     ];
+
+    /// The curves as they were defined before `BinOf` (a division per bin lookup, `spread`).
+    fn curves_by_division(trace: &Trace, (t0, t1, dt): (u64, u64, f64)) -> Vec<[f64; 4]> {
+        let bin_of = |t: u64| (((t - t0) as f64 / dt) as usize).min(BINS - 1);
+        let mut v = vec![[0.0f64; 4]; BINS];
+        let class = |r: u32| match trace.defs.regions.get(r as usize).map(|x| x.paradigm) {
+            Some(Paradigm::MPI) => 0,
+            Some(Paradigm::OPENMP) => 1,
+            _ => 2,
+        };
+        for ev in &trace.events {
+            let mut stack: Vec<u32> = Vec::new();
+            for i in 0..ev.len() {
+                let t = ev.time[i].clamp(t0, t1);
+                if let (Some(&r), true) = (stack.last(), i > 0) {
+                    let from = ev.time[i - 1].clamp(t0, t1).min(t);
+                    spread(&mut v, class(r), from, t, t0, dt);
+                }
+                match ev.kind[i] {
+                    EventKind::Enter => stack.push(ev.arg[i]),
+                    EventKind::Leave => {
+                        if let Some(k) = stack.iter().rposition(|&r| r == ev.arg[i]) {
+                            stack.truncate(k);
+                        }
+                    }
+                    EventKind::MpiSend
+                    | EventKind::MpiIsend
+                    | EventKind::MpiRecv
+                    | EventKind::MpiIrecv => v[bin_of(t)][3] += 1.0,
+                    _ => {}
+                }
+            }
+        }
+        v
+    }
+
+    /// `BinOf` finds the division's bin of every time, at and beside each threshold, for
+    /// spans where `span / BINS` is and is not exact; the curves are the division's to the bit.
+    #[test]
+    fn bins_without_division_are_the_divisions() {
+        for span in [
+            1u64,
+            7,
+            99,
+            100,
+            101,
+            12345,
+            1 << 40,
+            (1 << 53) + 12_345,
+            u64::MAX / 3,
+        ] {
+            let dt = span as f64 / BINS as f64;
+            let b = BinOf::new(span, dt);
+            let g = |x: u64| ((x as f64 / dt) as usize).min(BINS - 1);
+            let mut xs: Vec<u64> = vec![0, span, span / 2, span / 3];
+            for &t in &b.thr[1..BINS] {
+                if t != u64::MAX {
+                    xs.extend([t.saturating_sub(1), t, t.saturating_add(1).min(span)]);
+                }
+            }
+            let mut hint = 0;
+            for &x in &xs {
+                assert_eq!(b.bin(x, 0), g(x), "span {span} x {x}");
+                assert_eq!(b.bin(x, BINS - 1), g(x), "span {span} x {x}");
+                hint = b.bin(x, hint);
+                assert_eq!(hint, g(x), "span {span} x {x}");
+            }
+        }
+        for name in MPI_TRACES.iter().chain(&["scorep-omp/hybrid"]) {
+            let (trace, _) = testdata_trace(name);
+            let (t0, t1) = trace.time_span().unwrap();
+            let dt = (t1 - t0) as f64 / BINS as f64;
+            let bits = |v: Vec<[f64; 4]>| -> Vec<[u64; 4]> {
+                v.iter().map(|c| c.map(f64::to_bits)).collect()
+            };
+            assert_eq!(
+                bits(curves(&trace, (t0, t1, dt))),
+                bits(curves_by_division(&trace, (t0, t1, dt))),
+                "{name}"
+            );
+        }
+    }
 
     /// The bins split every stretch at their edges: summed over the bins, each region's
     /// time is the replay's exclusive time of its call paths, to the tick (MPI traces

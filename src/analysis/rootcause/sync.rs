@@ -410,19 +410,29 @@ fn collective_points(
     }
 }
 
-/// Per location, (ENTER, LEAVE) of its first call of region class `class`.
+/// Per location, (ENTER, LEAVE) of its first call of region class `class` (the first ENTER
+/// of such a region that has its LEAVE). Locations in parallel, each scanning its kind and
+/// region columns alone until a call of the class (MPI_Finalize's is near the end).
 fn first_call(trace: &Trace, replay: &Replay, class: &str) -> Vec<Option<(u32, u32)>> {
+    use rayon::prelude::*;
     let is: Vec<bool> = (trace.defs.regions.iter())
         .map(|r| classify::classify(r).0 == class)
         .collect();
+    if !is.contains(&true) {
+        return vec![None; trace.events.len()];
+    }
     (0..trace.events.len())
+        .into_par_iter()
         .map(|l| {
             let ev = &trace.events[l];
-            (0..ev.len()).find_map(|i| {
-                let hit = ev.kind[i] == EventKind::Enter
-                    && is.get(ev.arg[i] as usize).copied().unwrap_or(false);
-                let x = replay.locations[l].exitptr(i);
-                (hit && x != NONE).then_some((i as u32, x))
+            let (kind, arg) = (&ev.kind[..], &ev.arg[..]);
+            let st = &replay.locations[l];
+            (kind.iter().zip(arg).enumerate()).find_map(|(i, (&k, &r))| {
+                if k != EventKind::Enter || !is.get(r as usize).copied().unwrap_or(false) {
+                    return None;
+                }
+                let x = st.exitptr(i);
+                (x != NONE).then_some((i as u32, x))
             })
         })
         .collect()
