@@ -465,7 +465,7 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
         }
     };
     let done = d::agree(&mpi, read().map_err(|e| e.to_string())).and_then(|(trace, keep)| {
-        let profile = d::core::replay_share(&trace, &keep, &mpi);
+        let profile = d::core::replay_all(&trace, &keep, &mpi);
         d::agree(&mpi, profile).map(|profile| (trace, keep, profile))
     });
     if args.timings {

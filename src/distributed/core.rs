@@ -2,11 +2,14 @@
 //! local call trees (with their time, visits and repairs per call path) are exchanged and
 //! merged on every process exactly as `Replay::new` merges them (same locations in the same
 //! order, so the call-path ids are the single-process ones), and the call-path profile is
-//! summed over the locations in location order.
+//! summed over the locations in location order. Then the message replay (`messages`):
+//! matching and collective instances, whose statistics the profile's header shows.
 
 use super::{wire, Transport};
 use crate::model::Trace;
 use crate::replay::calltree::{CallTree, LocalTree};
+use crate::replay::collectives::CollStats;
+use crate::replay::matching::MatchStats;
 use crate::replay::{self, omp, LocalPass, Replay};
 use std::io::Write;
 
@@ -18,6 +21,11 @@ pub struct Profile {
     pub visits: Vec<u64>,
     pub time: Vec<u64>,
     pub repairs: Vec<u64>,
+    /// The message replay's statistics (point-to-point matching, collective instances).
+    pub matching: MatchStats,
+    /// Locations with unmatched sends or receives.
+    pub unmatched_locations: u64,
+    pub collectives: CollStats,
 }
 
 /// Why a trace is not distributed (yet), or `None`.
@@ -32,8 +40,13 @@ pub fn refusal(trace: &Trace) -> Option<String> {
 }
 
 /// Pass A over the locations `keep` selects, the trees of all processes exchanged through
-/// `t` and merged: the profile, the same on every process.
-pub fn replay_share(trace: &Trace, keep: &[bool], t: &dyn Transport) -> Result<Profile, String> {
+/// `t` and merged: the profile, the same on every process (without the message replay's
+/// statistics), the passes of the locations held here and the rank owning each location.
+pub fn replay_share(
+    trace: &Trace,
+    keep: &[bool],
+    t: &dyn Transport,
+) -> Result<(Profile, Vec<LocalPass>, Vec<u32>), String> {
     let mine = replay::local_passes(trace, keep);
     let mut w = wire::Writer::default();
     let owned: Vec<(u32, &LocalPass)> = (mine.iter().enumerate())
@@ -42,13 +55,16 @@ pub fn replay_share(trace: &Trace, keep: &[bool], t: &dyn Transport) -> Result<P
         .collect();
     wire::put_passes(&mut w, &owned);
     drop(owned);
-    drop(mine);
     let n = trace.defs.locations.len();
     let mut all: Vec<Option<LocalPass>> = vec![None; n];
+    let mut owner = vec![0u32; n];
     for (rank, bytes) in t.all_gather(&w.0)?.iter().enumerate() {
         for (l, p) in wire::get_passes(bytes).map_err(|e| format!("rank {rank}: {e}"))? {
             match all.get_mut(l as usize) {
-                Some(slot @ None) => *slot = Some(p),
+                Some(slot @ None) => {
+                    *slot = Some(p);
+                    owner[l as usize] = rank as u32;
+                }
                 _ => return Err(format!("rank {rank}: location {l} twice or out of range")),
             }
         }
@@ -56,7 +72,20 @@ pub fn replay_share(trace: &Trace, keep: &[bool], t: &dyn Transport) -> Result<P
     let passes: Vec<LocalPass> = (all.into_iter().enumerate())
         .map(|(l, p)| p.ok_or_else(|| format!("location {l}: replayed by no process")))
         .collect::<Result<_, _>>()?;
-    Ok(merge(trace, &passes))
+    Ok((merge(trace, &passes), mine, owner))
+}
+
+/// The whole distributed replay of a share: pass A and the call-tree merge
+/// (`replay_share`), then the message replay (`messages::replay_messages`); the profile
+/// with its statistics, the same on every process.
+pub fn replay_all(trace: &Trace, keep: &[bool], t: &dyn Transport) -> Result<Profile, String> {
+    let (mut profile, passes, owner) = replay_share(trace, keep, t)?;
+    let (master, _) = omp::masters(trace, omp::has_openmp(trace));
+    let m = super::messages::replay_messages(trace, keep, &owner, &passes, &master, t)?;
+    profile.matching = m.matched.stats;
+    profile.unmatched_locations = m.matched.unmatched.len() as u64;
+    profile.collectives = m.collectives;
+    Ok(profile)
 }
 
 /// The passes of all locations merged and summed (what `replay_share` ends with).
@@ -71,6 +100,7 @@ fn merge(trace: &Trace, passes: &[LocalPass]) -> Profile {
         visits: vec![0; ncn],
         time: vec![0; ncn],
         repairs: vec![0; ncn],
+        ..Default::default()
     };
     for (pass, map) in passes.iter().zip(&maps) {
         for (k, &g) in map.iter().enumerate() {
@@ -92,6 +122,9 @@ impl Profile {
             visits: vec![0; ncn],
             time: vec![0; ncn],
             repairs: vec![0; ncn],
+            matching: replay.matching,
+            unmatched_locations: replay.unmatched_locations.len() as u64,
+            collectives: replay.collectives,
         };
         for s in &replay.locations {
             for (sum, v) in [
@@ -123,6 +156,28 @@ impl Profile {
             self.tree.len(),
             trace.defs.locations.len()
         )?;
+        let (m, c) = (&self.matching, &self.collectives);
+        writeln!(
+            w,
+            "# messages: {} matched, {} sends and {} receives unmatched on {} locations, {} \
+             clock-condition violations (largest {} ticks) on {} locations, {} unresolved \
+             peers, {} records outside MPI calls",
+            m.messages,
+            m.unmatched_sends,
+            m.unmatched_receives,
+            self.unmatched_locations,
+            m.clock_violations,
+            m.max_violation_ticks,
+            m.violation_locations,
+            m.unresolved_peers,
+            m.ignored_records
+        )?;
+        writeln!(
+            w,
+            "# collective instances: {}, {} incomplete, {} COLL_ENDs on communicators \
+             without members",
+            c.instances, c.incomplete, c.unresolved
+        )?;
         writeln!(w, "# call path\tvisits\texclusive s\tinclusive s\trepairs")?;
         for (c, incl) in incl.iter().enumerate() {
             writeln!(
@@ -142,7 +197,7 @@ impl Profile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::distributed::{local, partition};
+    use crate::distributed::local;
 
     /// Every location's pass on its owner, for P = 1..4 threads as processes: the profile
     /// of the single-process replay, on every process.
@@ -160,12 +215,8 @@ mod tests {
             };
             let want = Profile::of_replay(&Replay::new(&whole));
             for p in 1..=4 {
-                let got = local::run(p, |t| {
-                    let rank = t.rank();
-                    let pick = |d: &crate::model::Definitions| partition::share(d, p, rank);
-                    let (trace, keep) = crate::formats::open_share(path.as_ref(), None, &pick)
-                        .map_err(|e| e.to_string())?;
-                    replay_share(&trace, &keep, t)
+                let got = local::on_shares(path.as_ref(), p, |trace, keep, t| {
+                    replay_all(trace, keep, t)
                 });
                 for g in got {
                     assert_eq!(g.as_ref(), Ok(&want), "{path}, P = {p}");

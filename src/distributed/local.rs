@@ -6,6 +6,8 @@ use std::sync::{Barrier, Mutex};
 
 struct Shared {
     slots: Mutex<Vec<Vec<u8>>>,
+    /// `all_to_all`: what rank r sends to rank s in `matrix[r][s]`.
+    matrix: Mutex<Vec<Vec<Vec<u8>>>>,
     barrier: Barrier,
 }
 
@@ -45,6 +47,22 @@ impl Transport for Local<'_> {
         Ok(all)
     }
 
+    fn all_to_all(&self, mut to: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, String> {
+        to.resize(self.size, Vec::new());
+        let sent: usize = to.iter().map(Vec::len).sum::<usize>() - to[self.rank].len();
+        if let Ok(mut m) = self.shared.matrix.lock() {
+            m[self.rank] = to;
+        }
+        self.shared.barrier.wait();
+        let got: Vec<Vec<u8>> = (self.shared.matrix.lock())
+            .map(|m| m.iter().map(|row| row[self.rank].clone()).collect())
+            .unwrap_or_default();
+        self.shared.barrier.wait();
+        let theirs: usize = got.iter().map(Vec::len).sum::<usize>() - got[self.rank].len();
+        self.bytes.set(self.bytes.get() + (sent + theirs) as u64);
+        Ok(got)
+    }
+
     fn bytes_exchanged(&self) -> u64 {
         self.bytes.get()
     }
@@ -54,6 +72,7 @@ impl Transport for Local<'_> {
 pub fn run<R: Send>(p: usize, f: impl Fn(&dyn Transport) -> R + Sync) -> Vec<R> {
     let shared = Shared {
         slots: Mutex::new(vec![Vec::new(); p]),
+        matrix: Mutex::new(vec![vec![Vec::new(); p]; p]),
         barrier: Barrier::new(p),
     };
     std::thread::scope(|s| {
@@ -74,5 +93,21 @@ pub fn run<R: Send>(p: usize, f: impl Fn(&dyn Transport) -> R + Sync) -> Vec<R> 
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
             .collect()
+    })
+}
+
+/// Run `f` on `p` threads as processes, each on its share of the trace at `path` (the
+/// partition's, read by `formats::open_share`); the results in rank order.
+pub fn on_shares<R: Send>(
+    path: &std::path::Path,
+    p: usize,
+    f: impl Fn(&crate::model::Trace, &[bool], &dyn Transport) -> Result<R, String> + Sync,
+) -> Vec<Result<R, String>> {
+    run(p, |t| {
+        let rank = t.rank();
+        let pick = |d: &crate::model::Definitions| super::partition::share(d, p, rank);
+        let (trace, keep) =
+            crate::formats::open_share(path, None, &pick).map_err(|e| e.to_string())?;
+        f(&trace, &keep, t)
     })
 }

@@ -12,6 +12,7 @@
 pub mod core;
 pub mod launcher;
 pub mod local;
+pub mod messages;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod partition;
@@ -27,6 +28,10 @@ pub trait Transport {
     /// Every process's `mine`, in rank order, on every process (an error, the same on every
     /// process, when the transport cannot carry that much).
     fn all_gather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, String>;
+    /// `to[r]` sent to rank `r` (one vector per rank, empty for nothing); what every rank
+    /// sent to this one, in rank order (an error, the same on every process, when the
+    /// transport cannot carry that much).
+    fn all_to_all(&self, to: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, String>;
     /// The bytes this process has sent and received through the transport so far.
     fn bytes_exchanged(&self) -> u64;
 }

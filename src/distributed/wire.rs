@@ -5,7 +5,7 @@ use crate::replay::calltree::LocalTree;
 use crate::replay::LocalPass;
 
 /// Appends words to a record.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Writer(pub Vec<u8>);
 
 impl Writer {
@@ -97,6 +97,7 @@ pub fn get_passes(b: &[u8]) -> Result<Vec<(u32, LocalPass)>, String> {
                 time,
                 visits,
                 repairs,
+                ..Default::default()
             },
         ));
     }
@@ -114,6 +115,7 @@ mod tests {
             time: vec![7, 8],
             visits: vec![1, 2],
             repairs: vec![0, 1],
+            ..Default::default()
         };
         let mut w = Writer::default();
         put_passes(&mut w, &[(4, &p), (9, &LocalPass::default())]);

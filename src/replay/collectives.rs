@@ -28,14 +28,20 @@ pub struct CollStats {
 /// `master[l]` is the location that stands for `l`'s process in the communicators (its
 /// master thread): a collective called on any thread of a process is that process's.
 pub fn instances(trace: &Trace, master: &[u32]) -> (Vec<Instance>, CollStats) {
-    // per (comm, process): the COLL_END events (location, event) in trace order
-    let mut seqs: HashMap<(CommIdx, u32), Vec<EventRef>> = HashMap::new();
-    let mut stats = CollStats::default();
-    // each location's COLL_ENDs found in parallel, then added in location order
-    let found: Vec<Vec<(CommIdx, u32)>> = trace
+    group(trace, master, coll_ends(trace, None))
+}
+
+/// The COLL_ENDs of each location `keep` selects (all when `None`; the others: none) as
+/// (communicator, event), found in parallel; `run --mpi` exchanges them (issue 24).
+pub fn coll_ends(trace: &Trace, keep: Option<&[bool]>) -> Vec<Vec<(CommIdx, u32)>> {
+    trace
         .events
         .par_iter()
-        .map(|ev| {
+        .enumerate()
+        .map(|(l, ev)| {
+            if keep.is_some_and(|k| k.get(l) != Some(&true)) {
+                return Vec::new();
+            }
             // the kind column as bytes, searched with memchr (few events are COLL_ENDs)
             let kinds = crate::model::spill::bytes_of(&ev.kind[..]);
             let f = memchr::memchr_iter(EventKind::MpiCollectiveEnd as u8, kinds)
@@ -44,7 +50,19 @@ pub fn instances(trace: &Trace, master: &[u32]) -> (Vec<Instance>, CollStats) {
             ev.release_resident();
             f
         })
-        .collect();
+        .collect()
+}
+
+/// The instances of the COLL_ENDs of every location (`found`, per location in location
+/// order), as `instances` forms them.
+pub fn group(
+    trace: &Trace,
+    master: &[u32],
+    found: Vec<Vec<(CommIdx, u32)>>,
+) -> (Vec<Instance>, CollStats) {
+    // per (comm, process): the COLL_END events (location, event) in trace order
+    let mut seqs: HashMap<(CommIdx, u32), Vec<EventRef>> = HashMap::new();
+    let mut stats = CollStats::default();
     for (l, f) in found.into_iter().enumerate() {
         let p = master.get(l).copied().unwrap_or(l as u32);
         for (comm, i) in f {

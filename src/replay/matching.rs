@@ -105,6 +105,10 @@ struct Sides {
     only: LocIdx,
     /// Maximal runs of one (communicator, peer process), ascending by both.
     runs: Vec<Run>,
+    /// A remote process's sides (`run --mpi`): their tags and times, which this process's
+    /// trace does not hold; empty for a process read here.
+    tag: Vec<u32>,
+    time: Vec<u64>,
 }
 
 #[derive(Clone, Copy)]
@@ -131,6 +135,20 @@ impl Sides {
             .binary_search_by(|r| (r.comm, r.peer).cmp(&(comm, peer)))
             .ok()?;
         Some(self.runs[k])
+    }
+
+    /// The tag of side `j`.
+    #[inline]
+    fn tag(&self, trace: &Trace, j: usize) -> u32 {
+        let here = || payload(trace, self.at(j).0, self.at(j).1).2;
+        self.tag.get(j).copied().unwrap_or_else(here)
+    }
+
+    /// The time of side `j`.
+    #[inline]
+    fn time(&self, trace: &Trace, j: usize) -> u64 {
+        let (l, i) = self.at(j);
+        (self.time.get(j).copied()).unwrap_or_else(|| trace.events[l as usize].time[i as usize])
     }
 }
 
@@ -411,21 +429,26 @@ fn sort_sides(trace: &Trace, p: &mut Proc, recv: bool, threaded: bool) {
 
 /// Walk a run of sends and the run of receives of the same (communicator, sender,
 /// receiver) together: within one tag the n-th send meets the n-th receive (§5.3.2).
-/// `on(send, recv)` sees every pair, and every side left alone with `None` for the other.
+/// `on(send, recv)` sees every pair, and every side left alone with `None` for the other,
+/// as (location, event, position in its `Sides`).
 fn walk(
     trace: &Trace,
     sends: &Sides,
     sr: Option<Run>,
     recvs: &Sides,
     rr: Option<Run>,
-    mut on: impl FnMut(Option<(LocIdx, u32)>, Option<(LocIdx, u32)>),
+    mut on: impl FnMut(Option<Side>, Option<Side>),
 ) {
+    let at = |s: &Sides, j: usize| {
+        let (l, i) = s.at(j);
+        (l, i, j)
+    };
     let (mut a, ae) = sr.map_or((0, 0), |r| (r.start as usize, r.end as usize));
     let (mut b, be) = rr.map_or((0, 0), |r| (r.start as usize, r.end as usize));
     while a < ae && b < be {
-        let (s, r) = (sends.at(a), recvs.at(b));
-        let ts = payload(trace, s.0, s.1).2;
-        let tr = payload(trace, r.0, r.1).2;
+        let (s, r) = (at(sends, a), at(recvs, b));
+        let ts = sends.tag(trace, a);
+        let tr = recvs.tag(trace, b);
         match ts.cmp(&tr) {
             std::cmp::Ordering::Less => {
                 on(Some(s), None);
@@ -443,12 +466,15 @@ fn walk(
         }
     }
     for j in a..ae {
-        on(Some(sends.at(j)), None);
+        on(Some(at(sends, j)), None);
     }
     for j in b..be {
-        on(None, Some(recvs.at(j)));
+        on(None, Some(at(recvs, j)));
     }
 }
+
+/// A side as `walk` hands it on: location, event, position in its `Sides`.
+type Side = (LocIdx, u32, usize);
 
 /// What one process found while matching its receives (or its sends).
 #[derive(Default)]
@@ -473,11 +499,72 @@ pub fn match_messages(
     in_mpi: &(dyn Fn(usize, usize) -> bool + Sync),
     master: &[u32],
 ) -> (Vec<MsgLinks>, MatchStats, Violators, Vec<u32>) {
-    let nloc = trace.events.len();
-    // processes: the master location and its locations, ascending
+    let m = collect_share(trace, in_mpi, master, None).pair(trace, Vec::new());
+    (m.links, m.stats, m.violators, m.unmatched)
+}
+
+/// One process's sides as the pairing reads them: its master location, sends, receives.
+type ProcSides = (LocIdx, Sides, Sides);
+/// One process's locations (ascending) and their links.
+type Own = (Vec<LocIdx>, Vec<MsgLinks>);
+
+/// The processes of a share of the locations (all when `keep` is `None`), collected and
+/// sorted, ready to be paired (`Share::pair`). `run --mpi` ships the runs whose peer
+/// process is elsewhere (`Share::outgoing`) to that process's owner and pairs with what the
+/// owners of its peers shipped (issue 24).
+pub struct Share {
+    nloc: usize,
+    /// Which locations are held here (all when empty).
+    keep: Vec<bool>,
+    proc_of: Vec<u32>,
+    links: Vec<Own>,
+    sides: Vec<ProcSides>,
+    unresolved: u64,
+    ignored: u64,
+}
+
+/// A run of one process's sends (or receives) to (from) one peer process on one
+/// communicator, as the owner of that process ships it to the owner of the peer: its sides
+/// in non-overtaking order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RemoteRun {
+    /// The process (its master location) whose sides these are.
+    pub proc: LocIdx,
+    /// Receives (else sends).
+    pub recv: bool,
+    pub comm: CommIdx,
+    /// The peer process (its master location).
+    pub peer: LocIdx,
+    /// Per side: location, event, tag, time.
+    pub sides: Vec<(LocIdx, u32, u32, u64)>,
+}
+
+/// What matching found: the links of the locations held (the others' empty), the
+/// statistics, the locations touched by clock-condition violations and those with
+/// unmatched messages — over the share's processes (for `run --mpi` partial: the job sums
+/// them; `violation_locations` is left to who unites the locations).
+#[derive(Clone, Debug, Default)]
+pub struct Matched {
+    pub links: Vec<MsgLinks>,
+    pub stats: MatchStats,
+    pub violators: Violators,
+    pub unmatched: Vec<u32>,
+}
+
+/// The processes of a share: the process of each master location, and each process's
+/// master location and locations (ascending), for the locations `keep` selects (all when
+/// `None`).
+fn processes(
+    nloc: usize,
+    master: &[u32],
+    keep: Option<&[bool]>,
+) -> (Vec<u32>, Vec<(LocIdx, Vec<LocIdx>)>) {
     let mut proc_of = vec![NONE; nloc];
     let mut groups: Vec<(LocIdx, Vec<LocIdx>)> = Vec::new();
     for l in 0..nloc {
+        if keep.is_some_and(|k| k.get(l) != Some(&true)) {
+            continue;
+        }
         let m = master.get(l).map_or(l, |&m| m as usize);
         let m = if m < nloc { m } else { l };
         if proc_of[m] == NONE {
@@ -486,24 +573,142 @@ pub fn match_messages(
         }
         groups[proc_of[m] as usize].1.push(l as LocIdx);
     }
+    (proc_of, groups)
+}
+
+/// Collect and sort the sides of the processes of the locations `keep` selects (all when
+/// `None`; a share holds whole processes).
+pub fn collect_share(
+    trace: &Trace,
+    in_mpi: &(dyn Fn(usize, usize) -> bool + Sync),
+    master: &[u32],
+    keep: Option<&[bool]>,
+) -> Share {
+    let nloc = trace.events.len();
+    let (proc_of, groups) = processes(nloc, master, keep);
     let procs: Vec<Proc> = groups
         .into_par_iter()
         .map(|(me, locs)| collect(trace, me, locs, in_mpi))
         .collect();
-    let mut stats = MatchStats {
-        unresolved_peers: procs.iter().map(|p| p.unresolved).sum(),
-        ignored_records: procs.iter().map(|p| p.ignored).sum(),
-        ..Default::default()
-    };
-    type Own = (Vec<LocIdx>, Vec<MsgLinks>);
-    let (mut all_links, sides): (Vec<Own>, Vec<(LocIdx, Sides, Sides)>) = procs
+    let unresolved = procs.iter().map(|p| p.unresolved).sum();
+    let ignored = procs.iter().map(|p| p.ignored).sum();
+    let (links, sides) = procs
         .into_iter()
         .map(|p| ((p.locs, p.links), (p.me, p.sends, p.recvs)))
         .unzip();
-    let peer_proc = |l: LocIdx| -> Option<&(LocIdx, Sides, Sides)> {
-        let k = *proc_of.get(l as usize)?;
-        sides.get(k as usize)
-    };
+    Share {
+        nloc,
+        keep: keep.map(<[bool]>::to_vec).unwrap_or_default(),
+        proc_of,
+        links,
+        sides,
+        unresolved,
+        ignored,
+    }
+}
+
+impl Share {
+    fn holds(&self, l: LocIdx) -> bool {
+        self.keep.is_empty() || self.keep.get(l as usize) == Some(&true)
+    }
+
+    /// The runs whose peer process is not held here, to be shipped to its owner.
+    pub fn outgoing(&self, trace: &Trace) -> Vec<RemoteRun> {
+        let mut out = Vec::new();
+        for (me, sends, recvs) in &self.sides {
+            for (recv, s) in [(false, sends), (true, recvs)] {
+                for r in s.runs.iter().filter(|r| !self.holds(r.peer)) {
+                    let range = r.start as usize..r.end as usize;
+                    out.push(RemoteRun {
+                        proc: *me,
+                        recv,
+                        comm: r.comm,
+                        peer: r.peer,
+                        sides: (range.map(|j| {
+                            let (l, i) = s.at(j);
+                            (l, i, s.tag(trace, j), s.time(trace, j))
+                        }))
+                        .collect(),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// Pair the receives and sends held here with the sends and receives of their peers:
+    /// the processes held here, or those of `remote` (the runs the owners of the other
+    /// processes shipped here, each process's runs in their order).
+    pub fn pair(self, trace: &Trace, remote: Vec<RemoteRun>) -> Matched {
+        let Share {
+            nloc,
+            keep,
+            proc_of,
+            mut links,
+            sides,
+            unresolved,
+            ignored,
+        } = self;
+        let mut theirs: HashMap<LocIdx, ProcSides> = HashMap::new();
+        for run in remote {
+            let p = theirs
+                .entry(run.proc)
+                .or_insert_with(|| (run.proc, Sides::default(), Sides::default()));
+            let s = if run.recv { &mut p.2 } else { &mut p.1 };
+            let start = s.len() as u32;
+            for (l, i, tag, time) in run.sides {
+                s.loc.push(l);
+                s.event.push(i);
+                s.tag.push(tag);
+                s.time.push(time);
+            }
+            s.runs.push(Run {
+                comm: run.comm,
+                peer: run.peer,
+                start,
+                end: s.len() as u32,
+            });
+        }
+        let held = |l: LocIdx| keep.is_empty() || keep.get(l as usize) == Some(&true);
+        let peer_proc = |l: LocIdx| -> Option<&ProcSides> {
+            if held(l) {
+                let k = *proc_of.get(l as usize)?;
+                sides.get(k as usize)
+            } else {
+                theirs.get(&l)
+            }
+        };
+        let f = pair(trace, &mut links, &sides, &peer_proc);
+        drop(sides);
+        drop(theirs);
+        let mut stats = f.stats;
+        stats.unresolved_peers = unresolved;
+        stats.ignored_records = ignored;
+        stats.violation_locations = f.violating.len() as u64;
+        let mut all: Vec<MsgLinks> = vec![MsgLinks::default(); nloc];
+        for (locs, ls) in links.iter_mut() {
+            for (&l, x) in locs.iter().zip(ls.drain(..)) {
+                all[l as usize] = x;
+            }
+        }
+        Matched {
+            links: all,
+            stats,
+            violators: f.violating.into_iter().collect(),
+            unmatched: f.unmatched.into_iter().collect(),
+        }
+    }
+}
+
+/// Each process's receives with the sends of their senders, then each sender's sends with
+/// the receives of their receivers (`peer_proc`: a peer process's sides), in parallel, each
+/// process writing only its own locations' links; what they found, summed.
+fn pair<'s>(
+    trace: &Trace,
+    all_links: &mut [Own],
+    sides: &[ProcSides],
+    peer_proc: &(dyn Fn(LocIdx) -> Option<&'s ProcSides> + Sync),
+) -> Found {
     let slot = |locs: &[LocIdx], l: LocIdx| {
         if locs.len() == 1 {
             0
@@ -511,7 +716,6 @@ pub fn match_messages(
             locs.binary_search(&l).unwrap_or(0)
         }
     };
-    let time = |(l, i): (LocIdx, u32)| trace.events[l as usize].time[i as usize];
     // receives: each process with the sends of its senders
     let found: Vec<Found> = all_links
         .par_iter_mut()
@@ -525,7 +729,7 @@ pub fn match_messages(
                 };
                 walk(trace, sends, sr, recvs, Some(*rr), |s, r| match (s, r) {
                     (Some(s), Some(r)) => {
-                        let (ts, tr) = (time(s), time(r));
+                        let (ts, tr) = (sends.time(trace, s.2), recvs.time(trace, r.2));
                         if ts > tr {
                             f.stats.clock_violations += 1;
                             f.stats.max_violation_ticks = f.stats.max_violation_ticks.max(ts - tr);
@@ -578,28 +782,23 @@ pub fn match_messages(
             f
         })
         .collect();
-    drop(sides);
-    let (mut violating, mut unmatched) = (BTreeSet::new(), BTreeSet::new());
+    let mut all = Found::default();
     for f in found.into_iter().chain(found_s) {
-        stats.messages += f.stats.messages;
-        stats.unmatched_sends += f.stats.unmatched_sends;
-        stats.unmatched_receives += f.stats.unmatched_receives;
-        stats.clock_violations += f.stats.clock_violations;
-        stats.max_violation_ticks = stats.max_violation_ticks.max(f.stats.max_violation_ticks);
-        violating.extend(f.violating);
-        unmatched.extend(f.unmatched);
+        all.add(f);
     }
-    stats.violation_locations = violating.len() as u64;
-    let mut links: Vec<MsgLinks> = vec![MsgLinks::default(); nloc];
-    for (locs, ls) in all_links.iter_mut() {
-        for (&l, x) in locs.iter().zip(ls.drain(..)) {
-            links[l as usize] = x;
-        }
+    all
+}
+
+impl Found {
+    /// `f` added to what was found so far.
+    fn add(&mut self, f: Found) {
+        let (s, t) = (&mut self.stats, &f.stats);
+        s.messages += t.messages;
+        s.unmatched_sends += t.unmatched_sends;
+        s.unmatched_receives += t.unmatched_receives;
+        s.clock_violations += t.clock_violations;
+        s.max_violation_ticks = s.max_violation_ticks.max(t.max_violation_ticks);
+        self.violating.extend(f.violating);
+        self.unmatched.extend(f.unmatched);
     }
-    (
-        links,
-        stats,
-        violating.into_iter().collect(),
-        unmatched.into_iter().collect(),
-    )
 }

@@ -570,6 +570,9 @@ pub struct LocalPass {
     pub time: Vec<u64>,
     pub visits: Vec<u64>,
     pub repairs: Vec<u64>,
+    /// The pointer column (`enterptr`, `exitptr`; no call paths before the merge), on
+    /// the process that replayed the location; not exchanged.
+    pub state: LocationState,
 }
 
 /// Pass A over the locations `keep` selects (the others: empty), as `Replay::new` runs it:
@@ -589,6 +592,7 @@ pub fn local_passes(trace: &Trace, keep: &[bool]) -> Vec<LocalPass> {
             time: p.time,
             visits: p.visits,
             repairs: p.repairs,
+            state: p.state,
         })
         .collect()
 }

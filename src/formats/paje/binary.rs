@@ -327,6 +327,22 @@ fn nul(b: &[u8]) -> Option<usize> {
     memchr::memchr(0, &b[16..]).map(|i| i + 16)
 }
 
+/// `nul` of `data[p..]`, the first word looked at before anything else (most strings of
+/// the fast path are short names and aliases).
+#[inline(always)]
+fn nul_at(data: &[u8], p: usize) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    if let Some(w) = data.get(p..p + 8) {
+        let v = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        let z = v.wrapping_sub(LO) & !v & HI;
+        if z != 0 {
+            return Some((z.trailing_zeros() / 8) as usize);
+        }
+    }
+    data.get(p..).and_then(nul)
+}
+
 #[inline]
 fn align4(p: usize) -> usize {
     (p + 3) & !3
@@ -877,7 +893,7 @@ impl<'a> Decoder<'a> {
                 let j = plan.dest[k] as usize;
                 ev.vals[j] = match plan.codes[k] {
                     1 => {
-                        let Some(n) = data.get(p..).and_then(nul) else {
+                        let Some(n) = nul_at(data, p) else {
                             return false;
                         };
                         let v = &data[p..p + n];

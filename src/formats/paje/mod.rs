@@ -24,6 +24,7 @@
 pub mod binary;
 pub mod header;
 pub mod lex;
+mod memo;
 pub mod mpi;
 pub mod pe;
 pub mod scan;
@@ -33,6 +34,7 @@ pub mod stream;
 use crate::error::{Error, Place, Result, Warning};
 use crate::model::*;
 use header::{EventDef, Kind, Role};
+use memo::Memo;
 use sim::{Batch, Code, Container, Loc, Sim};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -229,6 +231,15 @@ struct Reader<'a> {
     warnings: Vec<Warning>,
     /// perfexpert's records (`pe.rs`), when the trace carries them.
     pe: pe::Records,
+}
+
+/// A decoded field as the text reader would see it (numbers of string fields as empty).
+#[inline(always)]
+fn text<'v>(v: &binary::Val<'v>) -> &'v [u8] {
+    match *v {
+        binary::Val::Str(s) => s,
+        _ => b"",
+    }
 }
 
 fn lossy(b: &[u8]) -> String {
@@ -469,6 +480,7 @@ impl<'a> Reader<'a> {
         let mut f: [&[u8]; binary::MAX_FIELDS] = [&[]; binary::MAX_FIELDS];
         let mut ev = binary::Event::new();
         let mut released = 0;
+        let mut memo = Memo::new();
         // recently converted times, (bits, ticks) by a hash of the bits (0.0 s is 0 ticks)
         let mut times = vec![(0u64, 0u64); 1 << TIME_SLOT_BITS];
         let time_slot = |x: f64| {
@@ -481,12 +493,6 @@ impl<'a> Reader<'a> {
                 binary::Step::Event => {}
             }
             let d = &dec.defs[ev.def as usize];
-            for (slot, v) in f.iter_mut().zip(&ev.vals).take(ev.n) {
-                *slot = match *v {
-                    binary::Val::Str(s) => s,
-                    _ => b"",
-                };
-            }
             let t = match d.def.has(Role::Time).then(|| ev.vals[d.def.at(Role::Time)]) {
                 // times recur (on every container, at the start and end of a state):
                 // convert each once
@@ -507,7 +513,23 @@ impl<'a> Reader<'a> {
                 }
                 _ => 0,
             };
-            self.event(&d.def, &f[..ev.n], t, ev.offset, batch)?;
+            if !self.hot(&mut memo, &d.def, &ev.vals[..ev.n], t, ev.offset, batch)? {
+                for (slot, v) in f.iter_mut().zip(&ev.vals).take(ev.n) {
+                    *slot = text(v);
+                }
+                self.event(&d.def, &f[..ev.n], t, ev.offset, batch)?;
+                if !matches!(
+                    d.def.kind,
+                    Kind::NewEvent
+                        | Kind::DestroyContainer
+                        | Kind::SetVariable
+                        | Kind::AddVariable
+                        | Kind::SubVariable
+                ) {
+                    // a definition or a container: names may resolve differently now
+                    memo.clear();
+                }
+            }
             if let Some(release) = release {
                 // nothing refers to the bytes before the event just decoded any more (names
                 // and keys are copied; references of the reference variant that point back
@@ -529,6 +551,99 @@ impl<'a> Reader<'a> {
         }
         self.origin_binary(&dec);
         Ok(())
+    }
+
+    /// The state and link events of the binary read, their names resolved through `memo`
+    /// (each distinct name once): the same ops and errors as `event`. False for the other
+    /// kinds, which go to `event`.
+    #[inline(always)]
+    fn hot(
+        &mut self,
+        memo: &mut Memo,
+        def: &EventDef,
+        vals: &[binary::Val],
+        t: u64,
+        line: u64,
+        out: &mut Batch,
+    ) -> Result<bool> {
+        let code = match def.kind {
+            Kind::SetState => Code::SetState,
+            Kind::PushState => Code::PushState,
+            Kind::PopState => Code::PopState,
+            Kind::ResetState => Code::ResetState,
+            Kind::StartLink => Code::StartLink,
+            Kind::EndLink => Code::EndLink,
+            _ => return Ok(false),
+        };
+        let (nature, what) = match code {
+            Code::StartLink | Code::EndLink => (Nature::Link, "a link event"),
+            _ => (Nature::State, "a state event"),
+        };
+        let ty = self.memo_type(memo, text(&vals[def.at(Role::Type)]), nature, what, line)?;
+        let c = self.memo_container(memo, text(&vals[def.at(Role::Container)]), line)?;
+        let x = match code {
+            Code::PushState | Code::SetState => {
+                let s = text(&vals[def.at(Role::Value)]);
+                let tag = memo::VALUE.wrapping_add(ty);
+                match memo.get(tag, s) {
+                    Some(r) => r,
+                    None => {
+                        let v = self.value(ty, s);
+                        let r = self.region_of_value(v, ty, out);
+                        memo.put(tag, s, r);
+                        r
+                    }
+                }
+            }
+            Code::StartLink | Code::EndLink => {
+                let start = code == Code::StartLink;
+                let end_role = if start {
+                    Role::StartContainer
+                } else {
+                    Role::EndContainer
+                };
+                let e = self.memo_container(memo, text(&vals[def.at(end_role)]), line)?;
+                let size = if start && def.has(Role::Size) {
+                    lex::lenient_count(text(&vals[def.at(Role::Size)])).unwrap_or(0)
+                } else {
+                    0
+                };
+                out.keys
+                    .push((sim::LinkKey::of(text(&vals[def.at(Role::Key)])), size));
+                e
+            }
+            _ => 0,
+        };
+        out.push(code, ty, c, x, t, line);
+        Ok(true)
+    }
+
+    #[inline(always)]
+    fn memo_type(
+        &self,
+        memo: &mut Memo,
+        s: &[u8],
+        nature: Nature,
+        what: &str,
+        line: u64,
+    ) -> Result<u32> {
+        let tag = memo::TYPE + nature as u32;
+        if let Some(v) = memo.get(tag, s) {
+            return Ok(v);
+        }
+        let v = self.type_of(s, nature, what, line)?;
+        memo.put(tag, s, v);
+        Ok(v)
+    }
+
+    #[inline(always)]
+    fn memo_container(&self, memo: &mut Memo, s: &[u8], line: u64) -> Result<u32> {
+        if let Some(v) = memo.get(memo::CONTAINER, s) {
+            return Ok(v);
+        }
+        let v = self.container(s, line)?;
+        memo.put(memo::CONTAINER, s, v);
+        Ok(v)
     }
 
     /// What the decoder found out about the file: variant, layout, the AddVariable fix.
