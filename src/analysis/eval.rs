@@ -620,16 +620,24 @@ fn compile_fn(e: &Expr) -> Dyn {
             Box::new(move |c, env| Value::Bool(x(c, env) != Value::None))
         }
         Expr::Call(f @ (Func::Min | Func::Max), args) if args.len() == 2 => {
-            let (min, a, b) = (*f == Func::Min, compile_fn(&args[0]), compile_fn(&args[1]));
-            Box::new(move |c, env| {
-                let x = a(c, env);
-                match (x, b(c, env)) {
-                    (Value::Num(a), Value::Num(b)) => {
-                        Value::Num(if min { a.min(b) } else { a.max(b) })
-                    }
-                    _ => Value::None,
+            let min = *f == Func::Min;
+            let pick = move |x: Value, y: Value| match (x, y) {
+                (Value::Num(a), Value::Num(b)) => Value::Num(if min { a.min(b) } else { a.max(b) }),
+                _ => Value::None,
+            };
+            match Leaf::pair(&args[0], &args[1]) {
+                Some((a, b)) => Box::new(move |c, env| {
+                    let x = a.get(c, env);
+                    pick(x, b.get(c, env))
+                }),
+                None => {
+                    let (a, b) = (compile_fn(&args[0]), compile_fn(&args[1]));
+                    Box::new(move |c, env| {
+                        let x = a(c, env);
+                        pick(x, b(c, env))
+                    })
                 }
-            })
+            }
         }
         _ => {
             let e = e.clone();
@@ -743,11 +751,88 @@ fn compile_fields(s: usize, f: Field, g: Field) -> Dyn {
     }
 }
 
-/// The closures of binary operator `$op` on `$a` and `$b`: one for a constant left operand,
-/// one for a constant right operand, one for two computed operands.
+/// An operand read in place by the closure of the operator around it (`bin!`, `min`,
+/// `max`), without a closure of its own: a constant, a slot, or the time of the event in a
+/// slot, of its call's ENTER or of its call's LEAVE (as `compile_path` reads them).
+#[derive(Clone, Copy)]
+enum Leaf {
+    Const(Value),
+    Slot(usize),
+    Time(usize),
+    EnterTime(usize),
+    LeaveTime(usize),
+}
+
+impl Leaf {
+    fn of(e: &Expr) -> Option<Leaf> {
+        match e {
+            Expr::Const(v) => Some(Leaf::Const(*v)),
+            Expr::Slot(s) => Some(Leaf::Slot(*s as usize)),
+            Expr::Path(s, Field::Time, None) => Some(Leaf::Time(*s as usize)),
+            Expr::Path(s, Field::Enter, Some(Field::Time)) => Some(Leaf::EnterTime(*s as usize)),
+            Expr::Path(s, Field::Leave, Some(Field::Time)) => Some(Leaf::LeaveTime(*s as usize)),
+            _ => None,
+        }
+    }
+
+    /// Both operands as leaves, unless both are constants (folded before, and `bin!`'s
+    /// constant cases).
+    fn pair(a: &Expr, b: &Expr) -> Option<(Leaf, Leaf)> {
+        match (Leaf::of(a)?, Leaf::of(b)?) {
+            (Leaf::Const(_), Leaf::Const(_)) => None,
+            p => Some(p),
+        }
+    }
+
+    /// The value, as `Ctx::eval` of the expression gives it.
+    #[inline(always)]
+    fn get(self, c: &Ctx, env: &[Value]) -> Value {
+        match self {
+            Leaf::Const(v) => v,
+            Leaf::Slot(s) => env[s],
+            Leaf::Time(s) => match env[s] {
+                Value::Event(l, i) => Value::Num(c.seconds(l, i)),
+                v => c.field(v, Field::Time),
+            },
+            Leaf::EnterTime(s) => match env[s] {
+                Value::Event(l, i) => match ptr(c.replay, Ptr::Enter, l, i) {
+                    NONE => Value::None,
+                    e => Value::Num(c.seconds(l, e)),
+                },
+                v => {
+                    let v = c.field(v, Field::Enter);
+                    c.field(v, Field::Time)
+                }
+            },
+            Leaf::LeaveTime(s) => match env[s] {
+                Value::Event(l, i) => match ptr(c.replay, Ptr::Enter, l, i) {
+                    NONE => Value::None,
+                    e => match ptr(c.replay, Ptr::Exit, l, e) {
+                        NONE => Value::None,
+                        x => Value::Num(c.seconds(l, x)),
+                    },
+                },
+                v => {
+                    let v = c.field(v, Field::Leave);
+                    c.field(v, Field::Time)
+                }
+            },
+        }
+    }
+}
+
+/// The closures of binary operator `$op` on `$a` and `$b`: one for two leaves (`Leaf`), one
+/// for a constant left operand, one for a constant right operand, one for two computed
+/// operands.
 macro_rules! bin {
     ($op:expr, $a:expr, $b:expr) => {{
         let (a, b) = ($a, $b);
+        if let Some((x, y)) = Leaf::pair(a, b) {
+            return Box::new(move |c: &Ctx, env: &mut [Value]| {
+                let x = x.get(c, env);
+                apply($op, x, y.get(c, env))
+            });
+        }
         match (a, b) {
             (Expr::Const(x), y) => {
                 let (x, y) = (*x, compile_fn(y));

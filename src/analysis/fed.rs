@@ -10,6 +10,7 @@ use std::collections::VecDeque;
 impl Engine<'_> {
     /// Hand a stored instance of rule `k` (its `at` and `value` set in `env`) to the rules
     /// fed by it and to the queues of the rules that consume it.
+    #[inline(never)]
     pub(crate) fn feed(&self, k: usize, env: &[Value], pass: &mut LocPass, fr: Frame) {
         let mut e2 = Vec::new();
         for &f in &self.plan.fed[k] {
@@ -53,6 +54,7 @@ impl Engine<'_> {
     /// Give queue consumer `k` its chance at the current trigger (e.g. wrong-order late
     /// sender): every queued instance for which `take` holds moves to `taken` (where
     /// `Value::Item` finds it from then on) and fires the consumer.
+    #[inline(never)]
     pub(crate) fn consume(
         &self,
         k: usize,
@@ -68,14 +70,14 @@ impl Engine<'_> {
         if pass.queues[k].is_empty() {
             return;
         }
-        let items = std::mem::take(&mut pass.queues[k]);
         let none = |_: u16| 0.0;
-        let mut keep = VecDeque::with_capacity(items.len());
-        let mut fire = Vec::new();
         // one environment for every trial: `take` writes nothing (no members to aggregate
-        // over here), only the item's slot changes
+        // over here), only the item's slot changes; its buffer is the pass's, reused from
+        // trigger to trigger
         let n = rule.slots as usize;
-        let mut e = env.to_vec();
+        let mut e = std::mem::take(&mut pass.scratch);
+        e.clear();
+        e.extend_from_slice(env);
         e.resize(n + self.plan.code[k].hoisted.len(), Value::None);
         // the parts of `take` that do not read the queued instance, once per trigger
         let bound = {
@@ -100,10 +102,13 @@ impl Engine<'_> {
                 }
             });
             if y == Value::None || !b.passes(m, y.num()) {
-                pass.queues[k] = items;
+                pass.scratch = e;
                 return;
             }
         }
+        let items = std::mem::take(&mut pass.queues[k]);
+        let mut keep = VecDeque::with_capacity(items.len());
+        let mut fire = Vec::new();
         let mut keys = std::mem::take(&mut pass.keys[k].0);
         let mut kept_keys = VecDeque::new();
         for item in items {
@@ -121,6 +126,7 @@ impl Engine<'_> {
         }
         pass.queues[k] = keep;
         pass.keys[k] = (kept_keys, None);
+        pass.scratch = e;
         for mut e in fire {
             self.fire(k, &mut e, pass, Frame::events(taken, had));
         }

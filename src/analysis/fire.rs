@@ -23,7 +23,7 @@ pub(crate) struct Engine<'a> {
 /// A trigger slot's call region not looked up yet (`Engine::prefiltered_when`).
 pub(crate) const UNSEEN: u32 = u32::MAX;
 /// A trigger slot with no enclosing call (or no event) in that cache.
-const NO_CALL: u32 = u32::MAX - 1;
+pub(crate) const NO_CALL: u32 = u32::MAX - 1;
 
 /// What expressions can read besides their environment: the members of the current
 /// collective or world-call instance and their per-member bindings, the queued instances

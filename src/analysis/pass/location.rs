@@ -5,7 +5,8 @@
 
 use super::{event, p2p};
 use crate::analysis::cube::{CausedWait, Cells, Contribution, Cube, Found, PhaseBook};
-use crate::analysis::fire::{Engine, Frame, UNSEEN};
+use crate::analysis::eval;
+use crate::analysis::fire::{Engine, Frame, NO_CALL, UNSEEN};
 use crate::analysis::plan::{KindRule, PassRules};
 use crate::model::EventKind;
 use crate::rules::compile::Value;
@@ -32,6 +33,9 @@ pub(crate) struct LocPass {
     pub(crate) had: Vec<(usize, u32, u32)>,
     /// The instances of rules with a point-to-point `[cause]` found here.
     pub(crate) waits: Vec<CausedWait>,
+    /// A queue consumer's environment while it tries the queued instances
+    /// (`Engine::consume`), kept from one trigger to the next.
+    pub(crate) scratch: Vec<Value>,
 }
 
 impl LocPass {
@@ -45,6 +49,7 @@ impl LocPass {
             keys: vec![(VecDeque::new(), None); nrules],
             had: Vec::new(),
             waits: Vec::new(),
+            scratch: Vec::new(),
         }
     }
 }
@@ -201,6 +206,7 @@ fn run_locs(
 /// The pass on location `l`: its events in order (those of the kinds the pass looks at,
 /// `Skip`), on each trigger the rules of the event's kind, folded for it (`KindRule`);
 /// groups closed as their key calls end. `accumulate`: see `run_locs`.
+#[inline(never)]
 fn walk(
     eng: &Engine,
     pr: &PassRules,
@@ -241,7 +247,8 @@ fn walk(
     let mut ctx0 = eng.frame_ctx(fr0, &none);
     ctx0.shared = &cells;
     let (by_kind, folded) = (&pr.by_kind, &pr.folded);
-    let kinds = crate::model::spill::bytes_of(&ev.kind[..]);
+    let kind_col: &[EventKind] = &ev.kind[..];
+    let kinds = crate::model::spill::bytes_of(kind_col);
     let mut next = 0usize;
     while next < kinds.len() {
         // jump to the next event the pass looks at
@@ -253,13 +260,12 @@ fn walk(
         }
         let i = next;
         next += 1;
-        let kind = ev.kind[i];
+        let kind = kind_col[i];
         if kind == EventKind::Leave && !pass.groups.is_empty() {
             let fr = Frame::events(&taken, had);
             eng.flush_groups(Some(i as u32), &mut pass, fr);
         }
-        let rules_here = &by_kind[kind as usize];
-        if rules_here.is_empty() {
+        if by_kind[kind as usize].is_empty() {
             continue;
         }
         let bind: Option<[Value; 4]> = match trigger {
@@ -273,7 +279,14 @@ fn walk(
             _ => None,
         };
         let Some(bind) = bind else { continue };
-        let mut regions = [UNSEEN; 4];
+        // slot 0 holds the event itself in every pass: the rules that can fire in its
+        // call's region (`PassRules::rules_for`), the region looked up once
+        let region = eval::call_region(trace, replay, l as u32, i as u32);
+        let rules_here = pr.rules_for(kind as usize, region);
+        if rules_here.is_empty() {
+            continue;
+        }
+        let mut regions = [region.unwrap_or(NO_CALL), UNSEEN, UNSEEN, UNSEEN];
         // a new event: its shared values are still to be evaluated
         for c in &cells[..pr.shared[kind as usize] as usize] {
             c.set(None);
@@ -281,9 +294,11 @@ fn walk(
         for &j in rules_here {
             let KindRule { rule: k, code } = &folded[j];
             let k = *k;
-            // one environment per rule and location, reset per trigger
+            // one environment per rule and location, not reset per trigger: the rule reads
+            // no slot it has not written in this trial (the trigger's bindings below, then
+            // its lets in order, each after those it reads; `at` and `value` are set before
+            // an instance is handed on), so what an earlier trigger left is never read
             let env = &mut envs[k];
-            env.fill(Value::None);
             // the trigger's bindings, one store each (a copy of a length known only here
             // calls memcpy)
             env[0] = bind[0];

@@ -106,12 +106,15 @@ impl Plan {
             &self.strings,
         );
         let konst = |e: &Expr| ctx.eval(e, &mut [Value::None]);
+        let present = kinds_present(trace);
         [Trigger::Event, Trigger::Receive, Trigger::Send]
             .into_iter()
             .filter_map(|t| {
                 let rules_here = self.by_trigger(t);
-                (!rules_here.is_empty())
-                    .then(|| PassRules::new(&self.rs, &rules_here, t, &self.kind_names, &konst))
+                (!rules_here.is_empty()).then(|| {
+                    let k = &self.kind_names;
+                    PassRules::new(&self.rs, &rules_here, t, k, &konst, &present)
+                })
             })
             .collect()
     }
@@ -145,6 +148,31 @@ impl Plan {
             "rule plan built"
         );
     }
+}
+
+/// Which kinds of event the trace has (per location in parallel, one look at each byte of
+/// the kind columns): a pass need not look for the others (`passes::Skip`).
+fn kinds_present(trace: &Trace) -> [bool; 256] {
+    use rayon::prelude::*;
+    trace
+        .events
+        .par_iter()
+        .map(|ev| {
+            let mut seen = [false; 256];
+            for &k in crate::model::spill::bytes_of(&ev.kind[..]) {
+                seen[k as usize] = true;
+            }
+            // a spilled column leaves memory again (`--memory-limit`)
+            ev.release_resident();
+            seen
+        })
+        .reduce(
+            || [false; 256],
+            |mut a, b| {
+                a.iter_mut().zip(b).for_each(|(x, y)| *x |= y);
+                a
+            },
+        )
 }
 
 /// Per rule: the rules its instances feed (`on = "rule"`, `of` it), and the queue

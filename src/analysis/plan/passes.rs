@@ -11,6 +11,7 @@ use crate::analysis::eval;
 use crate::model::EventKind;
 use crate::rules::compile::{Expr, Field, Value};
 use crate::rules::{Rule, RuleSet, Trigger};
+use std::collections::HashMap;
 
 /// The slots the event, receive or send pass binds before it tries a rule (`E`; `R`, `S`;
 /// `S`, `R`, `C`, `Q`), the same for every rule tried on one event; `None` for the other
@@ -46,6 +47,14 @@ pub(crate) struct PassRules {
     pub(crate) skip: Option<Skip>,
     /// (rule, kind) pairs left out because the rule's `when` folds to false on the kind.
     pub(crate) dropped: usize,
+    /// Per kind: per region index of the call around the trigger event (slot 0; the last
+    /// index for "no enclosing call"), an index into `lists`; one entry only when the
+    /// region decides nothing for the kind (`dispatch`).
+    pub(crate) by_region: Vec<Box<[u32]>>,
+    /// The rules of `by_kind` (indices into `folded`, in the same order) that can fire on a
+    /// trigger event of one kind in a call of one region: those whose prefilter's checks
+    /// of the trigger event pass there (those checks are taken out of the prefilters).
+    pub(crate) lists: Vec<Box<[usize]>>,
 }
 
 /// A rule of the event, receive or send pass for trigger events of one kind: its
@@ -56,26 +65,51 @@ pub(crate) struct KindRule {
     pub(crate) code: Option<(RuleCode, Option<Prefilter>)>,
 }
 
-/// A pass that looks at events of at most two kinds (besides LEAVE events, while groups are
-/// open): the kind column is searched for those bytes (`memchr`) instead of walked event
-/// by event.
+/// A pass that looks at events of at most two kinds that occur in the trace (besides LEAVE
+/// events, while groups are open): the kind column is searched for those bytes (`memchr`)
+/// instead of walked event by event.
 pub(crate) struct Skip {
     kinds: Vec<u8>,
+    /// Per kind byte: whether the pass looks at it, without and with LEAVE events.
+    looks: [[bool; 256]; 2],
 }
 
+/// How many events `Skip::find` looks at one by one before it calls `memchr`: where the
+/// kinds are frequent (a message every few events) a call costs more than those bytes.
+const NEAR: usize = 16;
+
 impl Skip {
-    /// For a pass whose rules fire on the kinds of `by_kind` with rules.
-    pub(crate) fn new(by_kind: &[Vec<usize>]) -> Option<Skip> {
+    /// For a pass whose rules fire on the kinds of `by_kind` with rules, on a trace whose
+    /// events have the kinds of `present` (a kind that no event has is never searched for).
+    pub(crate) fn new(by_kind: &[Vec<usize>], present: &[bool; 256]) -> Option<Skip> {
         let kinds: Vec<u8> = (0..by_kind.len())
-            .filter(|&k| !by_kind[k].is_empty())
+            .filter(|&k| !by_kind[k].is_empty() && present[k])
             .map(|k| k as u8)
             .collect();
-        (kinds.len() <= 2).then_some(Skip { kinds })
+        let mut looks = [[false; 256]; 2];
+        for &k in &kinds {
+            looks[0][k as usize] = true;
+            looks[1][k as usize] = true;
+        }
+        looks[1][EventKind::Leave as usize] = true;
+        (kinds.len() <= 2).then_some(Skip { kinds, looks })
     }
 
     /// The distance to the first event of `kinds` that the pass looks at (LEAVE events too
-    /// when `leave`).
+    /// when `leave`): the next `NEAR` events one by one, then `memchr`.
+    #[inline(always)]
     pub(crate) fn find(&self, kinds: &[u8], leave: bool) -> Option<usize> {
+        let looks = &self.looks[leave as usize];
+        let near = kinds.len().min(NEAR);
+        if let Some(d) = kinds[..near].iter().position(|&b| looks[b as usize]) {
+            return Some(d);
+        }
+        self.find_far(&kinds[near..], leave).map(|d| d + near)
+    }
+
+    /// `find` by `memchr`.
+    #[inline(never)]
+    fn find_far(&self, kinds: &[u8], leave: bool) -> Option<usize> {
         let l = EventKind::Leave as u8;
         match (&self.kinds[..], leave) {
             ([], false) => None,
@@ -96,13 +130,15 @@ impl PassRules {
     /// list the kind, receive triggers all of theirs on receives, send triggers on sends),
     /// each folded for the kind of its trigger event (`kind_rules`), their common
     /// subexpressions shared (`share`), compiled with their prefilters. Queue consumers run
-    /// as they are (`Engine::consume`). `konst` evaluates an expression that reads nothing.
+    /// as they are (`Engine::consume`). `konst` evaluates an expression that reads nothing;
+    /// `present`: the kinds the trace's events have (`Skip`).
     pub(crate) fn new(
         rs: &RuleSet,
         rules_here: &[usize],
         trigger: Trigger,
         kind_names: &[u32; 256],
         konst: &dyn Fn(&Expr) -> Value,
+        present: &[bool; 256],
     ) -> PassRules {
         let mut by_kind = vec![Vec::new(); 256];
         let mut folded = Vec::new();
@@ -124,7 +160,8 @@ impl PassRules {
                 folded.push(KindRule { rule: k, code });
             }
         }
-        let skip = Skip::new(&by_kind);
+        let skip = Skip::new(&by_kind, present);
+        let (by_region, lists) = dispatch(&by_kind, &mut folded);
         PassRules {
             trigger,
             by_kind,
@@ -132,8 +169,72 @@ impl PassRules {
             shared,
             skip,
             dropped,
+            by_region,
+            lists,
         }
     }
+
+    /// The rules to try on a trigger event of `kind` whose enclosing call is of region
+    /// `region` (`None`: outside any call), in `by_kind` order.
+    #[inline(always)]
+    pub(crate) fn rules_for(&self, kind: usize, region: Option<u32>) -> &[usize] {
+        let t = &self.by_region[kind];
+        let r = match (t.len(), region) {
+            (1, _) => 0,
+            (n, None) => n - 1,
+            (_, Some(r)) => r as usize,
+        };
+        &self.lists[t[r] as usize]
+    }
+}
+
+/// `PassRules::by_region` and `PassRules::lists`.
+type Dispatch = (Vec<Box<[u32]>>, Vec<Box<[usize]>>);
+
+/// The dispatch tables of a pass (`PassRules::by_region`, `lists`): per kind and region of
+/// the trigger event's call, the rules whose prefilter's checks of the trigger event (slot
+/// 0, bound to the event itself in every pass) hold; those checks leave the prefilters, so
+/// a trigger event visits only the rules that can fire in its call's region and looks its
+/// region up once. Each rule's checks of other slots and the rest of its `when` stay.
+fn dispatch(by_kind: &[Vec<usize>], folded: &mut [KindRule]) -> Dispatch {
+    let mut lists: Vec<Box<[usize]>> = Vec::new();
+    let mut ids: HashMap<Box<[usize]>, u32> = HashMap::new();
+    let mut id_of = |l: Vec<usize>| -> u32 {
+        let l: Box<[usize]> = l.into();
+        *ids.entry(l.clone()).or_insert_with(|| {
+            lists.push(l);
+            lists.len() as u32 - 1
+        })
+    };
+    let mut by_region = Vec::with_capacity(by_kind.len());
+    for here in by_kind {
+        // the trigger's checks of this kind's rules
+        let masks: Vec<Option<&[bool]>> = here
+            .iter()
+            .map(|&j| match &folded[j].code {
+                Some((_, Some(p))) => p.checks.iter().find(|c| c.0 == 0).map(|c| &c.1[..]),
+                _ => None,
+            })
+            .collect();
+        let nreg = masks.iter().flatten().map(|m| m.len()).max();
+        let table: Box<[u32]> = match nreg {
+            None => Box::new([id_of(here.clone())]),
+            Some(n) => (0..n)
+                .map(|r| {
+                    let pass = |m: &Option<&[bool]>| m.is_none_or(|m| m.get(r) == Some(&true));
+                    let l = here.iter().zip(&masks).filter(|(_, m)| pass(m));
+                    id_of(l.map(|(&j, _)| j).collect())
+                })
+                .collect(),
+        };
+        by_region.push(table);
+    }
+    for r in folded.iter_mut() {
+        if let Some((_, Some(p))) = &mut r.code {
+            p.checks.retain(|c| c.0 != 0);
+        }
+    }
+    (by_region, lists)
 }
 
 /// The rules of `rules_here` tried on events of `kind`, each folded for that kind
@@ -293,5 +394,81 @@ mod tests {
         eprintln!("{all} evaluations, {total_shared} shared values");
         assert!(changed > 0, "folding changed no expression");
         assert!(total_shared > 0, "no expression shared");
+    }
+
+    /// The dispatch tables (`PassRules::rules_for`) hold, for every kind and every region
+    /// of the trigger event's call (and outside any call), exactly the rules of the kind
+    /// whose prefilter's checks of the trigger event hold there, in `by_kind` order; and no
+    /// such check is left in a prefilter.
+    #[test]
+    fn dispatch_keeps_the_rules_whose_trigger_checks_hold() {
+        use crate::analysis::plan::testing::testdata_trace;
+        use crate::analysis::plan::Plan;
+        let rs = RuleSet::load(&[]).unwrap();
+        let (mut checked, mut left_out) = (0usize, 0usize);
+        for name in ["scorep/mixed8", "scorep/wo", "scorep-omp/omp_lock"] {
+            let (trace, replay) = testdata_trace(name);
+            let plan = Plan::new(&trace, &replay, &rs);
+            let ctx = eval::Ctx::of_trace(
+                &trace,
+                &replay,
+                &plan.regions,
+                &plan.kind_names,
+                &plan.rs.regexes,
+                &plan.strings,
+            );
+            let konst = |e: &Expr| ctx.eval(e, &mut [Value::None]);
+            let nreg = trace.defs.regions.len();
+            for p in &plan.passes {
+                let n = trigger_slots(p.trigger).unwrap_or(1);
+                let rules_here = plan.by_trigger(p.trigger);
+                for kind in EventKind::ALL {
+                    // the kind's rules as `PassRules::new` makes them, before the dispatch
+                    let mut d = 0;
+                    let mut here = kind_rules(
+                        &plan.rs,
+                        &rules_here,
+                        kind,
+                        &plan.kind_names,
+                        &konst,
+                        &mut d,
+                    );
+                    share(
+                        &mut here
+                            .iter_mut()
+                            .filter_map(|(_, r)| r.as_mut())
+                            .collect::<Vec<_>>(),
+                        n,
+                    );
+                    let masks: Vec<Option<Vec<bool>>> = here
+                        .iter()
+                        .map(|(_, r)| {
+                            let p = r.as_ref().and_then(prefilter_of)?;
+                            p.checks.into_iter().find(|c| c.0 == 0).map(|c| c.1)
+                        })
+                        .collect();
+                    let all = &p.by_kind[kind as usize];
+                    assert_eq!(all.len(), masks.len());
+                    for r in 0..=nreg {
+                        let region = (r < nreg).then_some(r as u32);
+                        let want: Vec<usize> = all
+                            .iter()
+                            .zip(&masks)
+                            .filter(|(_, m)| m.as_ref().is_none_or(|m| m[r]))
+                            .map(|(&j, _)| j)
+                            .collect();
+                        left_out += all.len() - want.len();
+                        assert_eq!(p.rules_for(kind as usize, region), &want[..], "{name}");
+                        checked += 1;
+                    }
+                }
+                for r in &p.folded {
+                    if let Some((_, Some(f))) = &r.code {
+                        assert!(f.checks.iter().all(|c| c.0 != 0));
+                    }
+                }
+            }
+        }
+        assert!(checked > 0 && left_out > 0, "{checked} {left_out}");
     }
 }
