@@ -938,6 +938,15 @@ impl<'a> Graph<'a> {
     /// The sources of a dependency target of location `l` (never itself).
     fn sources(&self, l: usize, d: &Dep, out: &mut Vec<EventRef>) {
         out.clear();
+        if let Source::Msg(s) = d.source {
+            // the common case, one source: the same test as the `retain` below
+            if s.loc != l as u32
+                && self.time[s.loc as usize][s.event as usize] <= self.time[l][d.event as usize]
+            {
+                out.push(s);
+            }
+            return;
+        }
         match d.source {
             Source::Msg(s) => out.push(s),
             Source::Recvs { first, n } => {
@@ -1132,12 +1141,14 @@ impl<'a> Graph<'a> {
 
     /// The path's edges from its start, in order (`f` once per edge).
     /// `zero` is the one the path was found with.
-    pub fn for_each_step(
-        &self,
-        path: &Path,
-        zero: &dyn Fn(CnodeIdx) -> bool,
-        f: &mut dyn FnMut(Step),
-    ) {
+    ///
+    /// Generic over `zero` and `f` (one call per event on the path: inlined, not called
+    /// through a vtable; the path may hold half the trace's events).
+    pub fn for_each_step<Z, F>(&self, path: &Path, zero: &Z, f: &mut F)
+    where
+        Z: Fn(CnodeIdx) -> bool + ?Sized,
+        F: FnMut(Step) + ?Sized,
+    {
         let mut wcs: Vec<Option<WindowCursor>> = (0..self.windows.len()).map(|_| None).collect();
         for s in &path.ends {
             let l = s.loc as usize;

@@ -195,22 +195,15 @@ pub fn analyse_trace<V>(
         let _s = tracing::info_span!("phases", found = d.phases.len()).entered();
         extras.phases = Some(phases::summarise(&trace, d, &replay, &analysis));
     }
-    if opts.structure || !opts.what_if.is_empty() {
-        // the views read the messages' payloads after the structure; nothing else does
-        let free_msg = !opts.views;
-        structure(
-            &mut trace,
-            free_msg,
-            &replay,
-            &analysis,
-            &opts.what_if,
-            &mut extras,
-        )?;
-    }
+    // the views before the structure: they read the messages' payloads, which the structure
+    // frees before the critical path's graph is built
     if opts.views {
         let _s = tracing::info_span!("views of the run").entered();
         let found = detected.as_ref().map_or(&[][..], |d| &d.phases[..]);
         extras.views = Some(super::views::views(&trace, &replay, &analysis, found));
+    }
+    if opts.structure || !opts.what_if.is_empty() {
+        structure(&mut trace, &replay, &analysis, &opts.what_if, &mut extras)?;
     }
     Ok(Outcome { view, extras })
 }
@@ -258,12 +251,11 @@ fn select_phase(trace: Trace, k: usize) -> Result<(Trace, Selected), Refusal> {
 }
 
 /// The critical path (with a what-if length per region of `what_if`), the wait and traffic
-/// matrices and the overhead classes, each its own stage span. With `free_msg` the messages'
-/// payload columns are freed once the traffic matrix is made: the critical path does not read
-/// them, and its graph takes their place in memory (the JSON run's peak, issue 26).
+/// matrices and the overhead classes, each its own stage span. The messages' payload
+/// columns are freed once the traffic matrix is made: nothing after it reads them, and the
+/// critical path's graph takes their place in memory (the full reports' peak, issue 26).
 fn structure(
     trace: &mut Trace,
-    free_msg: bool,
     replay: &Replay,
     a: &Analysis,
     what_if: &[String],
@@ -272,9 +264,7 @@ fn structure(
     let s = tracing::info_span!("traffic matrix").entered();
     extras.traffic_matrix = Some(matrices::traffic_matrix(trace, replay));
     drop(s);
-    if free_msg {
-        trace.events.iter_mut().for_each(|e| e.free_msg_payloads());
-    }
+    trace.events.iter_mut().for_each(|e| e.free_msg_payloads());
     let trace = &*trace;
     let s = tracing::info_span!("critical path", length_s = Empty, segments = Empty).entered();
     let g = critical_path::Graph::new(trace, replay);
