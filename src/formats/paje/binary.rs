@@ -314,10 +314,10 @@ fn nul(b: &[u8]) -> Option<usize> {
     const HI: u64 = 0x8080_8080_8080_8080;
     let mut k = 0;
     while k < 16 {
-        let Some(w) = b.get(k..k + 8) else {
+        let Some(w) = b[k..].first_chunk::<8>() else {
             return b[k..].iter().position(|&x| x == 0).map(|i| i + k);
         };
-        let v = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        let v = u64::from_le_bytes(*w);
         let z = v.wrapping_sub(LO) & !v & HI;
         if z != 0 {
             return Some(k + (z.trailing_zeros() / 8) as usize);
@@ -333,8 +333,8 @@ fn nul(b: &[u8]) -> Option<usize> {
 fn nul_at(data: &[u8], p: usize) -> Option<usize> {
     const LO: u64 = 0x0101_0101_0101_0101;
     const HI: u64 = 0x8080_8080_8080_8080;
-    if let Some(w) = data.get(p..p + 8) {
-        let v = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+    if let Some(w) = data.get(p..).and_then(|r| r.first_chunk::<8>()) {
+        let v = u64::from_le_bytes(*w);
         let z = v.wrapping_sub(LO) & !v & HI;
         if z != 0 {
             return Some((z.trailing_zeros() / 8) as usize);
@@ -409,16 +409,12 @@ impl<'a> Decoder<'a> {
 
     #[inline]
     fn u32_at(&self, p: usize) -> Option<u32> {
-        let b = self.data.get(p..p + 4)?;
-        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        Some(u32::from_le_bytes(*self.data.get(p..)?.first_chunk::<4>()?))
     }
 
     #[inline]
     fn u64_at(&self, p: usize) -> Option<u64> {
-        let b = self.data.get(p..p + 8)?;
-        Some(u64::from_le_bytes([
-            b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
-        ]))
+        Some(u64::from_le_bytes(*self.data.get(p..)?.first_chunk::<8>()?))
     }
 
     /// Read one item of type `code` at `p` into `it`; the position after it.

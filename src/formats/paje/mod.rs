@@ -764,7 +764,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The value name index of a state/event/link value.
-    #[inline]
+    #[inline(always)]
     fn value(&mut self, ty: u32, v: &[u8]) -> u32 {
         if let Some(&k) = self.types[ty as usize].values.get(v) {
             return k;
@@ -780,10 +780,17 @@ impl<'a> Reader<'a> {
     }
 
     /// The region of state value `k` of state type `ty` (a new one is announced in `out`).
+    #[inline(always)]
     fn region_of_value(&mut self, k: u32, ty: u32, out: &mut Batch) -> RegionIdx {
-        if let Some(r) = self.value_region[k as usize] {
-            return r;
+        match self.value_region[k as usize] {
+            Some(r) => r,
+            None => self.new_region_of_value(k, ty, out),
         }
+    }
+
+    /// `region_of_value` the first time value `k` is used.
+    #[inline(never)]
+    fn new_region_of_value(&mut self, k: u32, ty: u32, out: &mut Batch) -> RegionIdx {
         let raw = &self.value_names[k as usize];
         let smpi = self.types[ty as usize].name == "MPI_STATE";
         let (name, paradigm, role) = mpi::classify(raw, smpi);
