@@ -34,6 +34,9 @@ pub trait Transport {
     fn all_to_all(&self, to: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, String>;
     /// The bytes this process has sent and received through the transport so far.
     fn bytes_exchanged(&self) -> u64;
+    /// The exchanges (`all_gather`, `all_to_all`) this process has taken part in so far:
+    /// the job's rounds, each a fixed handful of MPI collectives.
+    fn rounds(&self) -> u64;
 }
 
 /// Agree on success: every process hands in its outcome; if any failed, every process gets
