@@ -5,9 +5,10 @@
 //! `local.rs`, threads in one process, for the tests) as the byte records of `wire`.
 //! Faults are agreed on collectively (`agree`) before anything is written.
 //!
-//! Distributed so far (`core`): the read and pass A of each share, the call trees exchanged
-//! and merged as the single-process replay merges them, the call-path profile summed on every
-//! process. Matching, collectives and the rules are not distributed yet (docs/distributed.md).
+//! Distributed so far: the read and pass A of each share, the call trees exchanged and merged
+//! as the single-process replay merges them, the OpenMP teams of each share, the call-path
+//! profile summed on every process (`core`); point-to-point matching and collective
+//! instances (`messages`). The rules are not distributed yet (docs/distributed.md).
 
 pub mod core;
 pub mod launcher;
