@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The README's `run --mpi` table (issue 24): one trace at P = 1, 2, 4 processes under mpirun:
 # the job's wall time (best of 3, and its ratio to P = 1 run side by side), the peak resident
-# memory of each process (/usr/bin/time -v per rank), the bytes each process exchanged
-# (--timings); and the single-process `run -q` of the same trace as a yardstick.
+# memory of each process (/usr/bin/time -v per rank), the bytes each process exchanged and
+# the exchange rounds (--timings); and the single-process `run -q` of the same trace as a
+# yardstick (wall time and peak RSS).
 #
 #   usage: bash bench/mpi.sh TRACE [BINARY]     (BINARY built with --features mpi)
 set -euo pipefail
@@ -33,8 +34,10 @@ best() { # command... -> best of 3
 }
 
 single=$(best "$BIN" run -q "$TRACE")
-echo "| processes | wall s (best of 3) | / P = 1 | peak RSS per process, MB | bytes exchanged per process |"
-echo "|---|---|---|---|---|"
+/usr/bin/time -v -o "$OUT/rss.single" "$BIN" run -q "$TRACE" >/dev/null 2>>"$OUT/err"
+single_rss=$(awk '/Maximum resident/ {printf "%d", $6/1024}' "$OUT/rss.single")
+echo "| processes | wall s (best of 3) | / P = 1 | peak RSS per process, MB | bytes exchanged per process | rounds |"
+echo "|---|---|---|---|---|---|"
 p1=""
 for P in 1 2 4; do
     t=$(best mpirun --oversubscribe -np "$P" "$BIN" run --mpi -q "$TRACE")
@@ -46,7 +49,8 @@ for P in 1 2 4; do
     rss=$(for f in "$OUT"/rss.*; do awk '/Maximum resident/ {printf "%d ", $6/1024}' "$f"; done)
     bytes=$(grep -o 'process [0-9]* of [0-9]*: [0-9]* bytes' "$OUT/timings" | sort -n -k2 |
         awk '{printf "%s ", $5}')
-    printf '| %d | %.2f | %.2f | %s| %s|\n' "$P" "$t" "$(echo "$t / $p1" | bc -l)" "$rss" "$bytes"
+    rounds=$(grep -o 'in [0-9]* rounds' "$OUT/timings" | sort -u | awk '{printf "%s ", $2}')
+    printf '| %d | %.2f | %.2f | %s| %s| %s|\n' "$P" "$t" "$(echo "$t / $p1" | bc -l)" "$rss" "$bytes" "$rounds"
 done
 echo
-printf 'yardstick: the single-process `perfexpert run -q` (the whole analysis) of the same trace: %.2f s\n' "$single"
+printf 'yardstick: the single-process `perfexpert run -q` (the whole analysis) of the same trace: %.2f s, peak RSS %s MB\n' "$single" "$single_rss"

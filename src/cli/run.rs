@@ -458,11 +458,7 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
         let rules = RuleSet::load(&args.rules)?;
         check(args, &rules)?;
         let spill = spill_for(args)?;
-        let (trace, keep) = crate::formats::open_share(&args.trace, spill.as_ref(), &pick)?;
-        match d::core::refusal(&trace) {
-            Some(r) => Err(Error::Usage(r)),
-            None => Ok((trace, keep)),
-        }
+        crate::formats::open_share(&args.trace, spill.as_ref(), &pick)
     };
     let done = d::agree(&mpi, read().map_err(|e| e.to_string())).and_then(|(trace, keep)| {
         let profile = d::core::replay_all(&trace, &keep, &mpi);
@@ -473,9 +469,10 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
             (keep.iter().filter(|&&k| k).count(), t.event_count())
         });
         eprintln!(
-            "timings: --mpi process {rank} of {p}: {} bytes exchanged, {} locations, {} \
-             events, peak RSS {}",
+            "timings: --mpi process {rank} of {p}: {} bytes exchanged in {} rounds, {} \
+             locations, {} events, peak RSS {}",
             mpi.bytes_exchanged(),
+            mpi.rounds(),
             held.0,
             held.1,
             super::log::peak_rss_kb().map_or_else(|| "n/a".into(), |k| format!("{} MB", k / 1024))

@@ -10,7 +10,8 @@ use crate::model::Trace;
 use crate::replay::calltree::{CallTree, LocalTree};
 use crate::replay::collectives::CollStats;
 use crate::replay::matching::MatchStats;
-use crate::replay::{self, omp, LocalPass, Replay};
+use crate::replay::{self, omp, LocalPass, LocationState, Replay};
+use rayon::prelude::*;
 use std::io::Write;
 
 /// Visits, exclusive time and repairs per call path of the merged tree, summed over all
@@ -28,25 +29,20 @@ pub struct Profile {
     pub collectives: CollStats,
 }
 
-/// Why a trace is not distributed (yet), or `None`.
-pub fn refusal(trace: &Trace) -> Option<String> {
-    omp::has_openmp(trace).then(|| {
-        format!(
-            "--mpi: {} has OpenMP regions; OpenMP traces are not distributed yet (a team's \
-             fork and join time moves between its threads after pass A)",
-            trace.path.display()
-        )
-    })
+/// What a process holds after the distributed pass A.
+pub struct Replayed {
+    /// The same on every process (without the message replay's statistics, and before the
+    /// OpenMP teams move their fork and join time).
+    pub profile: Profile,
+    /// The replay state of the locations held here, call paths merged (the others: empty).
+    pub states: Vec<LocationState>,
+    /// The rank owning each location.
+    pub owner: Vec<u32>,
 }
 
 /// Pass A over the locations `keep` selects, the trees of all processes exchanged through
-/// `t` and merged: the profile, the same on every process (without the message replay's
-/// statistics), the passes of the locations held here and the rank owning each location.
-pub fn replay_share(
-    trace: &Trace,
-    keep: &[bool],
-    t: &dyn Transport,
-) -> Result<(Profile, Vec<LocalPass>, Vec<u32>), String> {
+/// `t` and merged.
+pub fn replay_share(trace: &Trace, keep: &[bool], t: &dyn Transport) -> Result<Replayed, String> {
     let mine = replay::local_passes(trace, keep);
     let mut w = wire::Writer::default();
     let owned: Vec<(u32, &LocalPass)> = (mine.iter().enumerate())
@@ -72,24 +68,83 @@ pub fn replay_share(
     let passes: Vec<LocalPass> = (all.into_iter().enumerate())
         .map(|(l, p)| p.ok_or_else(|| format!("location {l}: replayed by no process")))
         .collect::<Result<_, _>>()?;
-    Ok((merge(trace, &passes), mine, owner))
+    let (profile, maps) = merge(trace, &passes);
+    drop(passes);
+    let ncn = profile.tree.len();
+    let states = (mine.into_par_iter().zip(maps).enumerate())
+        .map(|(l, (p, map))| match keep.get(l) {
+            Some(true) => p.into_state(&trace.events[l], &map, ncn),
+            _ => LocationState::default(),
+        })
+        .collect();
+    Ok(Replayed {
+        profile,
+        states,
+        owner,
+    })
 }
 
 /// The whole distributed replay of a share: pass A and the call-tree merge
-/// (`replay_share`), then the message replay (`messages::replay_messages`); the profile
-/// with its statistics, the same on every process.
+/// (`replay_share`), the OpenMP teams of the processes held here (`omp::build`: the threads
+/// of a process are on one process, so this is local work; the time it moves summed over
+/// the job), then the message replay (`messages::replay_messages`); the profile with its
+/// statistics, the same on every process.
 pub fn replay_all(trace: &Trace, keep: &[bool], t: &dyn Transport) -> Result<Profile, String> {
-    let (mut profile, passes, owner) = replay_share(trace, keep, t)?;
-    let (master, _) = omp::masters(trace, omp::has_openmp(trace));
-    let m = super::messages::replay_messages(trace, keep, &owner, &passes, &master, t)?;
+    let Replayed {
+        mut profile,
+        mut states,
+        owner,
+    } = replay_share(trace, keep, t)?;
+    let openmp = omp::has_openmp(trace);
+    let (master, thread) = omp::masters(trace, openmp);
+    if openmp {
+        let kinds = omp::region_kinds(trace);
+        omp::build(
+            trace,
+            &profile.tree,
+            &mut states,
+            &kinds,
+            master.clone(),
+            thread,
+        );
+        profile.time = job_sum(&states, keep, profile.tree.len(), t)?;
+    }
+    let m = super::messages::replay_messages(trace, keep, &owner, &states, &master, t)?;
     profile.matching = m.matched.stats;
     profile.unmatched_locations = m.matched.unmatched.len() as u64;
     profile.collectives = m.collectives;
     Ok(profile)
 }
 
-/// The passes of all locations merged and summed (what `replay_share` ends with).
-fn merge(trace: &Trace, passes: &[LocalPass]) -> Profile {
+/// The exclusive time per call path of the locations held, summed over the job (integers:
+/// the sum does not depend on its order).
+fn job_sum(
+    states: &[LocationState],
+    keep: &[bool],
+    ncn: usize,
+    t: &dyn Transport,
+) -> Result<Vec<u64>, String> {
+    let mut mine = vec![0u64; ncn];
+    for (s, _) in states.iter().zip(keep).filter(|(_, &k)| k) {
+        for (a, b) in mine.iter_mut().zip(&s.time) {
+            *a += b;
+        }
+    }
+    let mut w = wire::Writer::default();
+    mine.iter().for_each(|&x| w.u64(x));
+    let mut sum = vec![0u64; ncn];
+    for (rank, bytes) in t.all_gather(&w.0)?.iter().enumerate() {
+        let mut r = wire::Reader::new(bytes);
+        for x in sum.iter_mut() {
+            *x += r.u64().map_err(|e| format!("rank {rank}: {e}"))?;
+        }
+    }
+    Ok(sum)
+}
+
+/// The passes of all locations merged and summed, and each location's map from its local
+/// call paths to the merged ones.
+fn merge(trace: &Trace, passes: &[LocalPass]) -> (Profile, Vec<Vec<u32>>) {
     let trees: Vec<LocalTree> = passes.iter().map(|p| p.tree.clone()).collect();
     let loc_ids: Vec<u64> = trace.defs.locations.iter().map(|l| l.id).collect();
     let region_ids: Vec<u64> = trace.defs.regions.iter().map(|r| r.id).collect();
@@ -110,7 +165,7 @@ fn merge(trace: &Trace, passes: &[LocalPass]) -> Profile {
             p.repairs[g] += pass.repairs.get(k).copied().unwrap_or(0);
         }
     }
-    p
+    (p, maps)
 }
 
 impl Profile {
@@ -207,6 +262,10 @@ mod tests {
             "testdata/scorep/ls/traces.otf2",
             "testdata/scorep/npb_lu_S/traces.otf2",
             "testdata/scorep/nb/traces.otf2",
+            "testdata/scorep-omp/omp_fork/traces.otf2",
+            "testdata/scorep-omp/hybrid/traces.otf2",
+            "testdata/generated/omp_tasks2/traces.otf2",
+            "testdata/generated/omp_teams4/traces.otf2",
             // Paje declares no event counts: the share is balanced by the events read
             "testdata/smpi/late_broadcast/trace-sizes.paje",
         ] {

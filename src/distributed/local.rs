@@ -17,6 +17,7 @@ pub struct Local<'a> {
     size: usize,
     shared: &'a Shared,
     bytes: std::cell::Cell<u64>,
+    rounds: std::cell::Cell<u64>,
 }
 
 impl Transport for Local<'_> {
@@ -44,6 +45,7 @@ impl Transport for Local<'_> {
         let theirs: usize = all.iter().map(Vec::len).sum::<usize>() - mine.len();
         let sent = mine.len() * (self.size - 1);
         self.bytes.set(self.bytes.get() + (sent + theirs) as u64);
+        self.rounds.set(self.rounds.get() + 1);
         Ok(all)
     }
 
@@ -60,11 +62,16 @@ impl Transport for Local<'_> {
         self.shared.barrier.wait();
         let theirs: usize = got.iter().map(Vec::len).sum::<usize>() - got[self.rank].len();
         self.bytes.set(self.bytes.get() + (sent + theirs) as u64);
+        self.rounds.set(self.rounds.get() + 1);
         Ok(got)
     }
 
     fn bytes_exchanged(&self) -> u64 {
         self.bytes.get()
+    }
+
+    fn rounds(&self) -> u64 {
+        self.rounds.get()
     }
 }
 
@@ -85,6 +92,7 @@ pub fn run<R: Send>(p: usize, f: impl Fn(&dyn Transport) -> R + Sync) -> Vec<R> 
                         size: p,
                         shared,
                         bytes: Default::default(),
+                        rounds: Default::default(),
                     })
                 })
             })

@@ -19,7 +19,7 @@ use super::Transport;
 use crate::model::{CommIdx, Paradigm, Trace};
 use crate::replay::collectives::{self, CollStats, Instance};
 use crate::replay::matching::{self, Matched, RemoteRun};
-use crate::replay::{LocalPass, NONE};
+use crate::replay::{LocationState, NONE};
 use std::collections::BTreeSet;
 
 /// What crosses processes in the message replay, as each process ends up with it.
@@ -34,19 +34,19 @@ pub struct Messages {
 }
 
 /// Match the messages and form the collective instances of a share: `keep` the locations
-/// held, `owner[l]` the rank owning location `l`, `passes[l]` the pass-A state of every
+/// held, `owner[l]` the rank owning location `l`, `states[l]` the replay state of every
 /// held location (its pointer column says which records lie inside an MPI call), `master`
 /// the process of each location (`replay::omp::masters`).
 pub fn replay_messages(
     trace: &Trace,
     keep: &[bool],
     owner: &[u32],
-    passes: &[LocalPass],
+    states: &[LocationState],
     master: &[u32],
     t: &dyn Transport,
 ) -> Result<Messages, String> {
     let in_mpi = |l: usize, i: usize| {
-        let e = passes[l].state.enterptr(i);
+        let e = states[l].enterptr(i);
         e != NONE && {
             let r = trace.events[l].arg[e as usize];
             trace.defs.regions[r as usize].paradigm == Paradigm::MPI
@@ -208,7 +208,11 @@ mod tests {
     #[test]
     fn the_distributed_message_replay_is_the_single_process_one() {
         let mut paths = Vec::new();
-        for dir in ["testdata/scorep", "testdata/generated", "testdata/smpi"] {
+        let dirs = ["testdata/scorep", "testdata/scorep-omp"];
+        for dir in dirs
+            .into_iter()
+            .chain(["testdata/generated", "testdata/smpi"])
+        {
             for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
                 for f in ["traces.otf2", "trace.paje", "trace-sizes.paje"] {
                     if e.path().join(f).is_file() {
@@ -225,16 +229,12 @@ mod tests {
             let Ok(whole) = crate::formats::open(path.as_ref()) else {
                 panic!("{path}: cannot read");
             };
-            if crate::distributed::core::refusal(&whole).is_some() {
-                continue;
-            }
             let want = Replay::new(&whole);
             for p in 1..=4 {
                 let got = local::on_shares(path.as_ref(), p, |trace, keep, t| {
-                    let (_, passes, owner) =
-                        crate::distributed::core::replay_share(trace, keep, t)?;
-                    let (master, _) = omp::masters(trace, false);
-                    let m = replay_messages(trace, keep, &owner, &passes, &master, t)?;
+                    let r = crate::distributed::core::replay_share(trace, keep, t)?;
+                    let (master, _) = omp::masters(trace, omp::has_openmp(trace));
+                    let m = replay_messages(trace, keep, &r.owner, &r.states, &master, t)?;
                     Ok((keep.to_vec(), m))
                 });
                 for g in got {

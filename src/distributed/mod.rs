@@ -5,9 +5,10 @@
 //! `local.rs`, threads in one process, for the tests) as the byte records of `wire`.
 //! Faults are agreed on collectively (`agree`) before anything is written.
 //!
-//! Distributed so far (`core`): the read and pass A of each share, the call trees exchanged
-//! and merged as the single-process replay merges them, the call-path profile summed on every
-//! process. Matching, collectives and the rules are not distributed yet (docs/distributed.md).
+//! Distributed so far: the read and pass A of each share, the call trees exchanged and merged
+//! as the single-process replay merges them, the OpenMP teams of each share, the call-path
+//! profile summed on every process (`core`); point-to-point matching and collective
+//! instances (`messages`). The rules are not distributed yet (docs/distributed.md).
 
 pub mod core;
 pub mod launcher;
@@ -34,6 +35,9 @@ pub trait Transport {
     fn all_to_all(&self, to: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, String>;
     /// The bytes this process has sent and received through the transport so far.
     fn bytes_exchanged(&self) -> u64;
+    /// The exchanges (`all_gather`, `all_to_all`) this process has taken part in so far:
+    /// the job's rounds, each a fixed handful of MPI collectives.
+    fn rounds(&self) -> u64;
 }
 
 /// Agree on success: every process hands in its outcome; if any failed, every process gets

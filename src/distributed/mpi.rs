@@ -11,6 +11,7 @@ use std::cell::Cell;
 pub struct Mpi {
     world: SimpleCommunicator,
     bytes: Cell<u64>,
+    rounds: Cell<u64>,
     // dropped last: MPI_Finalize
     _universe: mpi::environment::Universe,
 }
@@ -22,6 +23,7 @@ impl Mpi {
         Some(Mpi {
             world: universe.world(),
             bytes: Cell::new(0),
+            rounds: Cell::new(0),
             _universe: universe,
         })
     }
@@ -43,6 +45,7 @@ impl Transport for Mpi {
         let mut send = Vec::with_capacity(mine.len() + 1);
         send.extend_from_slice(mine);
         send.push(0);
+        self.rounds.set(self.rounds.get() + 1);
         let mut lens = vec![0u64; p];
         self.world
             .all_gather_into(&(send.len() as u64), &mut lens[..]);
@@ -84,6 +87,7 @@ impl Transport for Mpi {
         // one byte more to every rank: no count is 0 and no buffer empty (an empty Rust
         // slice's pointer is Open MPI's MPI_IN_PLACE)
         let lens: Vec<u64> = to.iter().map(|v| v.len() as u64 + 1).collect();
+        self.rounds.set(self.rounds.get() + 1);
         let mut theirs = vec![0u64; p];
         self.world.all_to_all_into(&lens[..], &mut theirs[..]);
         let (out_total, in_total) = (lens.iter().sum::<u64>(), theirs.iter().sum::<u64>());
@@ -135,5 +139,9 @@ impl Transport for Mpi {
 
     fn bytes_exchanged(&self) -> u64 {
         self.bytes.get()
+    }
+
+    fn rounds(&self) -> u64 {
+        self.rounds.get()
     }
 }

@@ -137,18 +137,24 @@ impl Sides {
         Some(self.runs[k])
     }
 
-    /// The tag of side `j`.
-    #[inline]
-    fn tag(&self, trace: &Trace, j: usize) -> u32 {
-        let here = || payload(trace, self.at(j).0, self.at(j).1).2;
-        self.tag.get(j).copied().unwrap_or_else(here)
+    /// The tag of side `s` (of this `Sides`).
+    #[inline(always)]
+    fn tag(&self, trace: &Trace, s: Side) -> u32 {
+        if self.tag.is_empty() {
+            payload(trace, s.0, s.1).2
+        } else {
+            self.tag[s.2]
+        }
     }
 
-    /// The time of side `j`.
-    #[inline]
-    fn time(&self, trace: &Trace, j: usize) -> u64 {
-        let (l, i) = self.at(j);
-        (self.time.get(j).copied()).unwrap_or_else(|| trace.events[l as usize].time[i as usize])
+    /// The time of side `s` (of this `Sides`).
+    #[inline(always)]
+    fn time(&self, trace: &Trace, s: Side) -> u64 {
+        if self.time.is_empty() {
+            trace.events[s.0 as usize].time[s.1 as usize]
+        } else {
+            self.time[s.2]
+        }
     }
 }
 
@@ -447,8 +453,8 @@ fn walk(
     let (mut b, be) = rr.map_or((0, 0), |r| (r.start as usize, r.end as usize));
     while a < ae && b < be {
         let (s, r) = (at(sends, a), at(recvs, b));
-        let ts = sends.tag(trace, a);
-        let tr = recvs.tag(trace, b);
+        let ts = sends.tag(trace, s);
+        let tr = recvs.tag(trace, r);
         match ts.cmp(&tr) {
             std::cmp::Ordering::Less => {
                 on(Some(s), None);
@@ -626,7 +632,7 @@ impl Share {
                         peer: r.peer,
                         sides: (range.map(|j| {
                             let (l, i) = s.at(j);
-                            (l, i, s.tag(trace, j), s.time(trace, j))
+                            (l, i, s.tag(trace, (l, i, j)), s.time(trace, (l, i, j)))
                         }))
                         .collect(),
                     });
@@ -729,7 +735,7 @@ fn pair<'s>(
                 };
                 walk(trace, sends, sr, recvs, Some(*rr), |s, r| match (s, r) {
                     (Some(s), Some(r)) => {
-                        let (ts, tr) = (sends.time(trace, s.2), recvs.time(trace, r.2));
+                        let (ts, tr) = (sends.time(trace, s), recvs.time(trace, r));
                         if ts > tr {
                             f.stats.clock_violations += 1;
                             f.stats.max_violation_ticks = f.stats.max_violation_ticks.max(ts - tr);

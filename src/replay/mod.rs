@@ -573,6 +573,8 @@ pub struct LocalPass {
     /// The pointer column (`enterptr`, `exitptr`; no call paths before the merge), on
     /// the process that replayed the location; not exchanged.
     pub state: LocationState,
+    /// The call-path column (local ids); not exchanged.
+    pub cnode: LocalCnodes,
 }
 
 /// Pass A over the locations `keep` selects (the others: empty), as `Replay::new` runs it:
@@ -593,9 +595,52 @@ pub fn local_passes(trace: &Trace, keep: &[bool]) -> Vec<LocalPass> {
             visits: p.visits,
             repairs: p.repairs,
             state: p.state,
+            cnode: LocalCnodes(p.cnode),
         })
         .collect()
 }
+
+/// A location's pass-A state with its call paths merged (`map`: local → global call path,
+/// `ncn` global call paths): the call-path column renumbered (and stored beside the
+/// location's events), time, visits and repairs per global call path.
+fn merged(
+    ev: &Events,
+    mut s: LocationState,
+    mut cnode: Cnodes,
+    (time, visits, repairs): (&[u64], &[u64], &[u64]),
+    map: &[CnodeIdx],
+    ncn: usize,
+) -> LocationState {
+    cnode.remap(map, ncn);
+    s.cnode = cnode.into();
+    ev.spill_beside(&mut [s.cnode.spillable()]);
+    let scatter = |v: &[u64]| {
+        let mut out = vec![0u64; ncn];
+        for (k, &x) in v.iter().enumerate() {
+            out[map[k] as usize] += x;
+        }
+        out
+    };
+    s.time = scatter(time);
+    s.visits = scatter(visits);
+    s.repairs = scatter(repairs);
+    s
+}
+
+impl LocalPass {
+    /// The location's replay state once the call trees are merged (`map`: its local call
+    /// paths → global ones, `ncn` global call paths), as `Replay::new` makes it; `ev` its
+    /// events.
+    pub fn into_state(self, ev: &Events, map: &[CnodeIdx], ncn: usize) -> LocationState {
+        let counts = (&self.time[..], &self.visits[..], &self.repairs[..]);
+        merged(ev, self.state, self.cnode.0, counts, map, ncn)
+    }
+}
+
+/// A location's call-path column before the merge (local call-path ids), for
+/// `LocalPass::into_state`.
+#[derive(Clone, Debug, Default)]
+pub struct LocalCnodes(Cnodes);
 
 impl Replay {
     /// Pass A of §5.5 over every location, then the call-tree merge.
@@ -618,22 +663,8 @@ impl Replay {
             .zip(maps.par_iter())
             .enumerate()
             .map(|(l, (p, map))| {
-                let mut s = p.state;
-                let mut cnode = p.cnode;
-                cnode.remap(map, ncn);
-                s.cnode = cnode.into();
-                trace.events[l].spill_beside(&mut [s.cnode.spillable()]);
-                let scatter = |v: &[u64]| {
-                    let mut out = vec![0u64; ncn];
-                    for (k, &x) in v.iter().enumerate() {
-                        out[map[k] as usize] += x;
-                    }
-                    out
-                };
-                s.time = scatter(&p.time);
-                s.visits = scatter(&p.visits);
-                s.repairs = scatter(&p.repairs);
-                s
+                let counts = (&p.time[..], &p.visits[..], &p.repairs[..]);
+                merged(&trace.events[l], p.state, p.cnode, counts, map, ncn)
             })
             .collect();
         let mut locations: Vec<LocationState> = locations;
