@@ -646,6 +646,40 @@ fn compile_fn(e: &Expr) -> Dyn {
     }
 }
 
+/// `X.enter.time` of the value `v` of slot `X`: an event's read through the replay's
+/// pointer column, anything else field by field as `Ctx::eval` does.
+#[inline(always)]
+fn enter_time(c: &Ctx, v: Value) -> Value {
+    match v {
+        Value::Event(l, i) => match ptr(c.replay, Ptr::Enter, l, i) {
+            NONE => Value::None,
+            e => Value::Num(c.seconds(l, e)),
+        },
+        v => {
+            let v = c.field(v, Field::Enter);
+            c.field(v, Field::Time)
+        }
+    }
+}
+
+/// `X.leave.time` of the value `v` of slot `X`, as `enter_time`.
+#[inline(always)]
+fn leave_time(c: &Ctx, v: Value) -> Value {
+    match v {
+        Value::Event(l, i) => match ptr(c.replay, Ptr::Enter, l, i) {
+            NONE => Value::None,
+            e => match ptr(c.replay, Ptr::Exit, l, e) {
+                NONE => Value::None,
+                x => Value::Num(c.seconds(l, x)),
+            },
+        },
+        v => {
+            let v = c.field(v, Field::Leave);
+            c.field(v, Field::Time)
+        }
+    }
+}
+
 /// A path of fields from slot `s` (`e`): the most frequent ones read the columns directly,
 /// as `event_field` does.
 fn compile_path(e: &Expr, s: usize, f: Field, g: Option<Field>) -> Dyn {
@@ -666,29 +700,8 @@ fn compile_path(e: &Expr, s: usize, f: Field, g: Option<Field>) -> Dyn {
                 _ => c.eval(&e, env),
             })
         }
-        (Field::Enter, Some(Field::Time)) => Box::new(move |c, env| match env[s] {
-            Value::Event(l, i) => match ptr(c.replay, Ptr::Enter, l, i) {
-                NONE => Value::None,
-                e => Value::Num(c.seconds(l, e)),
-            },
-            v => {
-                let v = c.field(v, Field::Enter);
-                c.field(v, Field::Time)
-            }
-        }),
-        (Field::Leave, Some(Field::Time)) => Box::new(move |c, env| match env[s] {
-            Value::Event(l, i) => match ptr(c.replay, Ptr::Enter, l, i) {
-                NONE => Value::None,
-                e => match ptr(c.replay, Ptr::Exit, l, e) {
-                    NONE => Value::None,
-                    x => Value::Num(c.seconds(l, x)),
-                },
-            },
-            v => {
-                let v = c.field(v, Field::Leave);
-                c.field(v, Field::Time)
-            }
-        }),
+        (Field::Enter, Some(Field::Time)) => Box::new(move |c, env| enter_time(c, env[s])),
+        (Field::Leave, Some(Field::Time)) => Box::new(move |c, env| leave_time(c, env[s])),
         // the fields of the point-to-point rules get a closure each, their reading inlined
         (f, None) => compile_field(s, f),
         (f, Some(g)) => compile_fields(s, f, g),
@@ -794,29 +807,8 @@ impl Leaf {
                 Value::Event(l, i) => Value::Num(c.seconds(l, i)),
                 v => c.field(v, Field::Time),
             },
-            Leaf::EnterTime(s) => match env[s] {
-                Value::Event(l, i) => match ptr(c.replay, Ptr::Enter, l, i) {
-                    NONE => Value::None,
-                    e => Value::Num(c.seconds(l, e)),
-                },
-                v => {
-                    let v = c.field(v, Field::Enter);
-                    c.field(v, Field::Time)
-                }
-            },
-            Leaf::LeaveTime(s) => match env[s] {
-                Value::Event(l, i) => match ptr(c.replay, Ptr::Enter, l, i) {
-                    NONE => Value::None,
-                    e => match ptr(c.replay, Ptr::Exit, l, e) {
-                        NONE => Value::None,
-                        x => Value::Num(c.seconds(l, x)),
-                    },
-                },
-                v => {
-                    let v = c.field(v, Field::Leave);
-                    c.field(v, Field::Time)
-                }
-            },
+            Leaf::EnterTime(s) => enter_time(c, env[s]),
+            Leaf::LeaveTime(s) => leave_time(c, env[s]),
         }
     }
 }
