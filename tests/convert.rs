@@ -114,35 +114,16 @@ fn binary_outputs_decode_to_the_events_paje2rst_wrote() {
     }
 }
 
-/// `pj_dump`'s rows per kind, or None when it is not installed.
+/// `pj_dump`'s rows per kind as `info --json` names them, or None when it is not installed.
 fn pj_dump(path: &Path) -> Option<Value> {
-    let o = std::process::Command::new("pj_dump")
-        .arg(path)
-        .output()
-        .ok()?;
-    assert!(
-        o.status.success(),
-        "pj_dump {}: {}",
-        path.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let mut c = serde_json::Map::new();
-    for k in ["containers", "states", "links", "events", "variables"] {
-        c.insert(k.into(), 0.into());
-    }
-    for line in String::from_utf8_lossy(&o.stdout).lines() {
-        let k = match line.split(',').next().unwrap_or("") {
-            "Container" => "containers",
-            "State" => "states",
-            "Link" => "links",
-            "Event" => "events",
-            "Variable" => "variables",
-            _ => continue,
-        };
-        let v = c[k].as_u64().unwrap() + 1;
-        c.insert(k.into(), v.into());
-    }
-    Some(Value::Object(c))
+    let rows = common::pj_dump(path)?;
+    let keys = ["containers", "states", "links", "events", "variables"];
+    Some(Value::Object(
+        keys.iter()
+            .zip(rows)
+            .map(|(k, n)| ((*k).into(), n.into()))
+            .collect(),
+    ))
 }
 
 fn report(path: &Path) -> Value {

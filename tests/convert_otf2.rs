@@ -272,27 +272,6 @@ fn paje_counts(path: &Path) -> (Vec<u64>, BTreeMap<String, u64>) {
     (counts, kinds)
 }
 
-/// `pj_dump`'s rows per kind (Container, State, Link, Event, Variable).
-fn pj_dump(path: &Path) -> Option<Vec<u64>> {
-    let o = Command::new("pj_dump").arg(path).output().ok()?;
-    assert!(
-        o.status.success(),
-        "pj_dump {}: {}",
-        path.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let mut c = vec![0u64; 5];
-    for line in String::from_utf8_lossy(&o.stdout).lines() {
-        let k = ["Container", "State", "Link", "Event", "Variable"]
-            .iter()
-            .position(|k| line.split(',').next() == Some(k));
-        if let Some(k) = k {
-            c[k] += 1;
-        }
-    }
-    Some(c)
-}
-
 /// OTF2 and OTF 1 traces to Paje (text and both binary variants): `pj_dump` counts the
 /// text as perfexpert predicts; every form reads back with the same counts; the Enter and
 /// Leave events and the paired messages of the source all arrive (as states and links).
@@ -324,7 +303,11 @@ fn otf2_and_otf1_traces_convert_to_paje_that_pj_dump_reads_as_predicted() {
         assert_eq!(code, Some(0), "{name}: {err}");
         let (counts, kinds) = paje_counts(&text);
         if have_pj_dump {
-            assert_eq!(pj_dump(&text).unwrap(), counts, "{name}: pj_dump's counts");
+            assert_eq!(
+                common::pj_dump(&text).unwrap(),
+                counts,
+                "{name}: pj_dump's counts"
+            );
         }
         let src = perfexpert::formats::open(&t).unwrap();
         let n = |k: EventKind| -> u64 {

@@ -50,21 +50,6 @@ fn counts(path: &Path) -> Vec<u64> {
         .collect()
 }
 
-fn pj_dump(path: &Path) -> Vec<u64> {
-    let o = Command::new("pj_dump").arg(path).output().unwrap();
-    assert!(o.status.success(), "pj_dump {}", path.display());
-    let mut c = vec![0u64; 5];
-    for line in String::from_utf8_lossy(&o.stdout).lines() {
-        let k = ["Container", "State", "Link", "Event", "Variable"]
-            .iter()
-            .position(|k| line.split(',').next() == Some(k));
-        if let Some(k) = k {
-            c[k] += 1;
-        }
-    }
-    c
-}
-
 #[test]
 fn otf2_and_otf1_traces_read_back_from_paje_to_the_same_report() {
     let dir = tempfile::tempdir().unwrap();
@@ -84,7 +69,11 @@ fn otf2_and_otf1_traces_read_back_from_paje_to_the_same_report() {
             "{name}: {err}"
         );
         if have_pj_dump {
-            assert_eq!(pj_dump(&out), counts(&out), "{name}: pj_dump's counts");
+            assert_eq!(
+                common::pj_dump(&out).unwrap(),
+                counts(&out),
+                "{name}: pj_dump's counts"
+            );
         }
         let (mut want, got) = (common::json_report(t), common::json_report(&out));
         assert_eq!(

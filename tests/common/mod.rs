@@ -265,3 +265,28 @@ pub fn info_json(path: &Path) -> serde_json::Value {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     serde_json::from_slice(&o.stdout).unwrap()
 }
+
+/// `pj_dump PATH`'s rows per kind, in the order Container, State, Link, Event, Variable, or
+/// None when `pj_dump` (Debian package `pajeng`) is not installed; it must read the file.
+pub fn pj_dump(path: &Path) -> Option<Vec<u64>> {
+    let o = std::process::Command::new("pj_dump")
+        .arg(path)
+        .output()
+        .ok()?;
+    assert!(
+        o.status.success(),
+        "pj_dump {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let mut c = vec![0u64; 5];
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        let k = ["Container", "State", "Link", "Event", "Variable"]
+            .iter()
+            .position(|k| line.split(',').next() == Some(k));
+        if let Some(k) = k {
+            c[k] += 1;
+        }
+    }
+    Some(c)
+}
