@@ -655,7 +655,6 @@ fn describe_window(
     values: &crate::analysis::PhaseValues,
 ) -> PhaseEntry {
     let res = trace.timer_resolution.max(1) as f64;
-    let sec = |t: u64| t as f64 / res;
     let ticks = det.bins.region_ticks(lo, hi);
     let mut by_region: std::collections::BTreeMap<&str, u64> = Default::default();
     let (mut total, mut mpi) = (0u64, 0u64);
@@ -670,30 +669,15 @@ fn describe_window(
         }
         *by_region.entry(reg.name.as_str()).or_default() += t;
     }
-    let mut regions: Vec<(&str, u64)> = by_region.into_iter().collect();
-    regions.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     let flags = det.bins.loc_flags(lo, hi);
     let findings = window_findings(a, values, &flags, total as f64 / res);
-    PhaseEntry {
-        phase: k + 1,
-        start_s: sec(ph.start - t0),
-        end_s: sec(ph.end - t0),
-        boundary_score: ph.score,
-        mpi_percent: if total > 0 {
-            100.0 * mpi as f64 / total as f64
-        } else {
-            0.0
-        },
-        regions: (regions.into_iter().take(3))
-            .map(|(n, t)| (n.to_string(), sec(t)))
-            .collect(),
-        findings: (findings.into_iter().take(3))
-            .map(|(_, sev, k, c)| {
-                let id = a.rules.rules[k as usize].info.id.clone();
-                (id, replay.path_name(trace, c), sev)
-            })
-            .collect(),
-    }
+    let findings = (findings.into_iter().take(3))
+        .map(|(_, sev, k, c)| {
+            let id = a.rules.rules[k as usize].info.id.clone();
+            (id, replay.path_name(trace, c), sev)
+        })
+        .collect();
+    PhaseEntry::new(k, ph, t0, res, by_region, (total, mpi), findings)
 }
 
 /// The wait-state findings of one window, most significant first (`scores::rank`'s order):
@@ -765,12 +749,11 @@ fn describe(
 ) -> PhaseEntry {
     use crate::analysis::scores::{score, ScoreParams};
     use crate::replay::calltree::Callee;
-    let sec = |t: u64| t as f64 / part.timer_resolution.max(1) as f64;
     let mut findings = score(part, replay, a, ScoreParams::default());
     findings.retain(|f| f.wait_state);
     crate::analysis::scores::rank(&mut findings);
     // exclusive time per region over all locations
-    let mut by_region: std::collections::BTreeMap<String, u64> = Default::default();
+    let mut by_region: std::collections::BTreeMap<&str, u64> = Default::default();
     let (mut total, mut mpi) = (0u64, 0u64);
     for st in &replay.locations {
         for (c, &t) in st.time.iter().enumerate() {
@@ -783,38 +766,51 @@ fn describe(
                 if reg.paradigm == Paradigm::MPI {
                     mpi += t;
                 }
-                *by_region.entry(reg.name.clone()).or_default() += t;
+                *by_region.entry(reg.name.as_str()).or_default() += t;
             }
         }
     }
-    let mut regions: Vec<(String, u64)> = by_region.into_iter().collect();
-    regions.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    PhaseEntry {
-        phase: k + 1,
-        start_s: sec(ph.start - t0),
-        end_s: sec(ph.end - t0),
-        boundary_score: ph.score,
-        mpi_percent: if total > 0 {
-            100.0 * mpi as f64 / total as f64
-        } else {
-            0.0
-        },
-        regions: regions
-            .into_iter()
-            .take(3)
-            .map(|(n, t)| (n, sec(t)))
-            .collect(),
-        findings: findings
-            .iter()
-            .take(3)
-            .map(|f| {
-                (
-                    f.metric.clone(),
-                    replay.path_name(part, f.callpath),
-                    f.severity,
-                )
-            })
-            .collect(),
+    let findings = (findings.iter().take(3))
+        .map(|f| {
+            let path = replay.path_name(part, f.callpath);
+            (f.metric.clone(), path, f.severity)
+        })
+        .collect();
+    let res = part.timer_resolution.max(1) as f64;
+    PhaseEntry::new(k, ph, t0, res, by_region, (total, mpi), findings)
+}
+
+impl PhaseEntry {
+    /// Phase `k` (0-based) from its exclusive time per region name and its (all, MPI) time
+    /// in ticks (`res` ticks a second): the three regions with the most time (ties by name),
+    /// the MPI share; `findings` are its top three wait-state findings.
+    fn new(
+        k: usize,
+        ph: &Phase,
+        t0: u64,
+        res: f64,
+        by_region: std::collections::BTreeMap<&str, u64>,
+        (total, mpi): (u64, u64),
+        findings: Vec<(String, String, f64)>,
+    ) -> PhaseEntry {
+        let sec = |t: u64| t as f64 / res;
+        let mut regions: Vec<(&str, u64)> = by_region.into_iter().collect();
+        regions.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        PhaseEntry {
+            phase: k + 1,
+            start_s: sec(ph.start - t0),
+            end_s: sec(ph.end - t0),
+            boundary_score: ph.score,
+            mpi_percent: if total > 0 {
+                100.0 * mpi as f64 / total as f64
+            } else {
+                0.0
+            },
+            regions: (regions.into_iter().take(3))
+                .map(|(n, t)| (n.to_string(), sec(t)))
+                .collect(),
+            findings,
+        }
     }
 }
 
