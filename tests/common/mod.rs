@@ -290,3 +290,18 @@ pub fn pj_dump(path: &Path) -> Option<Vec<u64>> {
     }
     Some(c)
 }
+
+/// The JSON reports of a trace `src` and of its conversion `out`, the conversion's with no
+/// reader warning and the source's warnings dropped (they name the source's files), so the
+/// two compare equal when the conversion kept everything.
+pub fn converted_reports(
+    src: &Path,
+    out: &Path,
+    name: &str,
+) -> (serde_json::Value, serde_json::Value) {
+    let (mut want, got) = (json_report(src), json_report(out));
+    let none = serde_json::Value::Array(vec![]);
+    assert_eq!(got["diagnostics"]["warnings"], none, "{name}");
+    want["diagnostics"]["warnings"] = none;
+    (want, got)
+}
