@@ -4,6 +4,8 @@ use crate::model::{EventKind, Trace};
 use crate::replay::{Replay, NONE};
 use crate::rules::compile::{Agg, BinOp, Expr, Field, Func, Value};
 
+mod typed;
+
 /// A per-event pointer column of the replay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ptr {
@@ -499,6 +501,10 @@ pub enum Code {
     Value(Value),
     /// A slot of the environment: no call.
     Slot(usize),
+    /// An expression that gives only numbers (or nothing), as typed code (`typed`).
+    Num(typed::Num),
+    /// An expression that gives only booleans (or nothing), as typed code.
+    Bool(typed::Truth),
     Dyn(Dyn),
 }
 
@@ -509,7 +515,27 @@ impl Code {
         match self {
             Code::Value(v) => *v,
             Code::Slot(s) => env[*s],
+            Code::Num(n) => typed::num_value(n.strict(c, env)),
+            Code::Bool(t) => typed::bool_value(t.get(c, env)),
             Code::Dyn(f) => f(c, env),
+        }
+    }
+
+    /// `run(..).num()`: the number, NaN for anything else.
+    #[inline(always)]
+    pub fn num(&self, c: &Ctx, env: &mut [Value]) -> f64 {
+        match self {
+            Code::Num(n) => n.strict(c, env).unwrap_or(f64::NAN),
+            _ => self.run(c, env).num(),
+        }
+    }
+
+    /// `run(..).bool()`: true only for the boolean true.
+    #[inline(always)]
+    pub fn truth(&self, c: &Ctx, env: &mut [Value]) -> bool {
+        match self {
+            Code::Bool(t) => t.get(c, env) == Some(true),
+            _ => self.run(c, env).bool(),
         }
     }
 }
@@ -528,14 +554,16 @@ fn logic(and: bool, x: Value, y: impl FnOnce() -> Value) -> Value {
     }
 }
 
-/// `e` as closures with the semantics of `Ctx::eval` node for node: the frequent nodes get
-/// their own closures (binary operators with a constant operand, field paths, tables), the
-/// rare ones (aggregates, `had`, `metric`, `matches`) evaluate their subtree with `eval`.
+/// `e` as code with the semantics of `Ctx::eval` node for node: typed code where it gives
+/// only booleans or only numbers (`typed`), else closures (`compile_fn`).
 pub fn compile(e: &Expr) -> Code {
     match e {
         Expr::Const(v) => Code::Value(*v),
         Expr::Slot(s) => Code::Slot(*s as usize),
-        _ => Code::Dyn(compile_fn(e)),
+        _ => typed::typed_bool(e)
+            .map(Code::Bool)
+            .or_else(|| typed::typed_num(e).map(Code::Num))
+            .unwrap_or_else(|| Code::Dyn(compile_fn(e))),
     }
 }
 

@@ -117,7 +117,7 @@ impl Engine<'_> {
             e[q.slot as usize] = Value::Item(taken.len() as u32 - 1);
             let ctx = self.ctx(&[], &[], taken, had, &none);
             let key = keys.pop_front();
-            if take.run(&ctx, &mut e).bool() {
+            if take.truth(&ctx, &mut e) {
                 fire.push(e[..n].to_vec());
             } else if let Some(item) = taken.pop() {
                 keep.push_back(item);
@@ -157,7 +157,7 @@ impl Engine<'_> {
                     cc,
                     &mut env,
                     pass,
-                    fr,
+                    &fr,
                     &ctx,
                 );
             }

@@ -117,7 +117,7 @@ impl Engine<'_> {
         for (s, c) in &code.lets {
             env[*s as usize] = c.run(ctx, env);
         }
-        when.is_none_or(|w| w.run(ctx, env).bool())
+        when.is_none_or(|w| w.truth(ctx, env))
     }
 
     /// The checks of rule `k`'s prefilter on the events bound in `env`, and the rest of its
@@ -172,7 +172,7 @@ impl Engine<'_> {
         let code = &self.plan.code[k];
         let none = |_: u16| 0.0;
         let ctx = self.frame_ctx(fr, &none);
-        self.fire_when(k, code, code.when.as_ref(), env, pass, fr, &ctx);
+        self.fire_when(k, code, code.when.as_ref(), env, pass, &fr, &ctx);
     }
 
     /// `fire` once the prefilter passed, with rule `k`'s `code` (its own or folded for
@@ -187,23 +187,20 @@ impl Engine<'_> {
         when: Option<&Code>,
         env: &mut [Value],
         pass: &mut LocPass,
-        fr: Frame,
+        fr: &Frame,
         ctx: &Ctx,
     ) {
         if !self.prelude_code(code, when, ctx, env) {
             return;
         }
         let Some(sev_e) = &code.severity else { return };
-        let sev = sev_e.run(ctx, env).num();
+        let sev = sev_e.num(ctx, env);
         // the clock condition is read only for an instance that is kept (expressions have
         // no side effects, so the order of evaluation does not matter)
-        let violated = |env: &mut [Value]| {
-            code.violation
-                .as_ref()
-                .is_some_and(|v| v.run(ctx, env).bool())
-        };
+        let violated =
+            |env: &mut [Value]| code.violation.as_ref().is_some_and(|v| v.truth(ctx, env));
         if let Some((by, gw)) = &code.group {
-            if gw.as_ref().is_none_or(|w| w.run(ctx, env).bool()) {
+            if gw.as_ref().is_none_or(|w| w.truth(ctx, env)) {
                 match by.run(ctx, env) {
                     Value::Event(l, key) if l == pass.loc => {
                         let slot = pass.groups.entry((k, key)).or_insert((
@@ -243,7 +240,7 @@ impl Engine<'_> {
         cc: bool,
         env: &mut [Value],
         pass: &mut LocPass,
-        fr: Frame,
+        fr: &Frame,
         ctx: &Ctx,
     ) {
         if sev.is_nan() || sev <= 0.0 {
@@ -296,7 +293,7 @@ impl Engine<'_> {
             let rule = &self.plan.rs.rules[k];
             env[rule.at_slot as usize] = at;
             env[rule.value_slot as usize] = Value::Num(sev);
-            self.feed(k, env, pass, fr);
+            self.feed(k, env, pass, *fr);
         }
     }
 

@@ -313,7 +313,7 @@ fn walk(
                 None => eng.consume(k, env, &mut pass, &mut taken, had),
                 Some((code, prefilter)) => {
                     if let Some(when) = eng.prefiltered_when(prefilter, code, env, &mut regions) {
-                        eng.fire_when(k, code, when, env, &mut pass, fr0, &ctx0);
+                        eng.fire_when(k, code, when, env, &mut pass, &fr0, &ctx0);
                     }
                 }
             }

@@ -248,7 +248,7 @@ mod tests {
                             items: &items[k..k + 1],
                             ..ctx
                         };
-                        let bound = b.bound.run(&ctx, &mut env).num();
+                        let bound = b.bound.num(&ctx, &mut env);
                         assert_eq!(
                             b.passes(b.key_of(&item, q.slot), bound),
                             x.bool(),

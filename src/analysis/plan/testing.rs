@@ -98,6 +98,14 @@ pub(crate) fn agree(
         "{}: {x:?} {y:?} {z:?}\n{b:?}",
         what()
     );
+    // the typed entry points (severity, conditions) as the value read
+    let n = code.num(ctx, &mut env.to_vec());
+    let t = code.truth(ctx, &mut env.to_vec());
+    assert!(
+        same(Value::Num(x.num()), Value::Num(n)) && x.bool() == t,
+        "{}: {x:?} {n:?} {t:?}\n{b:?}",
+        what()
+    );
 }
 
 pub(crate) fn same(a: Value, b: Value) -> bool {
