@@ -195,15 +195,39 @@ pub fn analyse_trace<V>(
         let _s = tracing::info_span!("phases", found = d.phases.len()).entered();
         extras.phases = Some(phases::summarise(&trace, d, &replay, &analysis));
     }
-    // the views before the structure: they read the messages' payloads, which the structure
-    // frees before the critical path's graph is built
-    if opts.views {
-        let _s = tracing::info_span!("views of the run").entered();
+    // the views' payload readers before the structure frees the payloads; the views'
+    // timeline after, beside the critical path (whose longest path is serial: the timeline's
+    // locations keep the other thread busy meanwhile)
+    let part = opts.views.then(|| {
+        let _s = tracing::info_span!("views of the run, traffic").entered();
         let found = detected.as_ref().map_or(&[][..], |d| &d.phases[..]);
-        extras.views = Some(super::views::views(&trace, &replay, &analysis, found));
+        super::views::views_traffic(&trace, &replay, found)
+    });
+    let want_structure = opts.structure || !opts.what_if.is_empty();
+    if want_structure {
+        let _s = tracing::info_span!("traffic matrix").entered();
+        extras.traffic_matrix = Some(matrices::traffic_matrix(&trace, &replay));
+        // nothing after the traffic matrix and the views' traffic reads the payloads, and
+        // the critical path's graph takes their place in memory (the full reports' peak)
+        trace.events.iter_mut().for_each(|e| e.free_msg_payloads());
     }
-    if opts.structure || !opts.what_if.is_empty() {
-        structure(&mut trace, &replay, &analysis, &opts.what_if, &mut extras)?;
+    let trace = &trace;
+    let timeline = |part| {
+        let _s = tracing::info_span!("views of the run").entered();
+        super::views::views_rest(trace, &replay, &analysis, part)
+    };
+    if want_structure {
+        let (views, st) = rayon::join(
+            || part.map(timeline),
+            || structure(trace, &replay, &analysis, &opts.what_if),
+        );
+        extras.views = views;
+        let (cp, wait_matrix, oh) = st?;
+        extras.critical_path = Some(cp);
+        extras.wait_matrix = Some(wait_matrix);
+        extras.overheads = Some(oh);
+    } else {
+        extras.views = part.map(timeline);
     }
     Ok(Outcome { view, extras })
 }
@@ -250,37 +274,28 @@ fn select_phase(trace: Trace, k: usize) -> Result<(Trace, Selected), Refusal> {
     Ok((phases::slice(&trace, p, k == all.len()), selected))
 }
 
-/// The critical path (with a what-if length per region of `what_if`), the wait and traffic
-/// matrices and the overhead classes, each its own stage span. The messages' payload
-/// columns are freed once the traffic matrix is made: nothing after it reads them, and the
-/// critical path's graph takes their place in memory (the full reports' peak, issue 26).
+/// The critical path (with a what-if length per region of `what_if`), the wait matrix and
+/// the overhead classes, each its own stage span (the traffic matrix is made before, while
+/// the messages' payloads exist).
 fn structure(
-    trace: &mut Trace,
+    trace: &Trace,
     replay: &Replay,
     a: &Analysis,
     what_if: &[String],
-    extras: &mut Extras,
-) -> Result<(), Refusal> {
-    let s = tracing::info_span!("traffic matrix").entered();
-    extras.traffic_matrix = Some(matrices::traffic_matrix(trace, replay));
-    drop(s);
-    trace.events.iter_mut().for_each(|e| e.free_msg_payloads());
-    let trace = &*trace;
+) -> Result<(CriticalPath, WaitMatrix, Overheads), Refusal> {
     let s = tracing::info_span!("critical path", length_s = Empty, segments = Empty).entered();
     let g = critical_path::Graph::new(trace, replay);
     let cp = critical_path::critical_path_of(&g, trace, replay, what_if)
         .map_err(Refusal::NoSuchRegion)?;
     s.record("length_s", cp.length_s);
     s.record("segments", cp.segments.len());
-    extras.critical_path = Some(cp);
     drop(s);
-    let _s = tracing::info_span!("wait matrix").entered();
-    extras.wait_matrix = Some(matrices::wait_matrix(trace, &g));
+    let s = tracing::info_span!("wait matrix").entered();
+    let wait_matrix = matrices::wait_matrix(trace, &g);
     drop(g);
-    drop(_s);
+    drop(s);
     let _s = tracing::info_span!("overheads").entered();
-    extras.overheads = Some(overheads::overheads(a));
-    Ok(())
+    Ok((cp, wait_matrix, overheads::overheads(a)))
 }
 
 /// The phases of the trace (`phases::detect_binned`), with its stage span.

@@ -432,10 +432,11 @@ fn grow<T>(v: &mut Vec<T>) {
     super::spill::advise_huge(v);
 }
 
-/// An empty vector for `n` values (in huge pages where it is large).
+/// An empty vector for `n` values (in huge pages where it is large: filled to `n` when the
+/// declared count is right, `spill::advise_huge_full`).
 fn with_room<T>(n: usize) -> Vec<T> {
     let v = Vec::with_capacity(n);
-    super::spill::advise_huge(&v);
+    super::spill::advise_huge_full(&v);
     v
 }
 

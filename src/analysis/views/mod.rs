@@ -113,12 +113,36 @@ pub fn views(
     a: &Analysis,
     phases: &[super::phases::Phase],
 ) -> Views {
+    views_rest(trace, replay, a, views_traffic(trace, replay, phases))
+}
+
+/// The part of the views that reads the messages' payloads (the traffic, message lines,
+/// orderings and graph; `traffic::compute`), with the frame windows: computed before the
+/// payloads are freed, the rest (`views_rest`, the timeline) after, beside the critical path.
+pub struct TrafficPart {
+    win: traffic::Windows,
+    tr: traffic::Out,
+}
+
+/// The views' payload readers (`TrafficPart`).
+pub fn views_traffic(
+    trace: &Trace,
+    replay: &Replay,
+    phases: &[super::phases::Phase],
+) -> TrafficPart {
+    let (t0, t1) = trace.time_span().unwrap_or((0, 0));
+    let win = traffic::windows(phases, t0, t1);
+    let tr = traffic::compute(trace, replay, t0, &win.bounds);
+    TrafficPart { win, tr }
+}
+
+/// The views: the timeline, which reads no message payload, and `part`.
+pub fn views_rest(trace: &Trace, replay: &Replay, a: &Analysis, part: TrafficPart) -> Views {
+    let TrafficPart { win, tr } = part;
     let classes = classes(a);
     let res = trace.timer_resolution.max(1) as f64;
     let (t0, t1) = trace.time_span().unwrap_or((0, 0));
-    let win = traffic::windows(phases, t0, t1);
     let tl = timeline::compute(trace, replay, a, &classes, t0, t1, &win.bounds);
-    let tr = traffic::compute(trace, replay, t0, &win.bounds);
     let sec = |t: u64| t.saturating_sub(t0) as f64 / res;
     Views {
         duration_s: sec(t1),

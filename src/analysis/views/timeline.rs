@@ -180,17 +180,6 @@ struct Acc {
 }
 
 impl Ctx<'_> {
-    /// The call path active from event `i` to the next one.
-    fn active(&self, l: usize, i: usize) -> u32 {
-        let c = self.replay.locations[l].cnode(i);
-        if c == NO_CNODE || self.trace.events[l].kind[i] != EventKind::Leave {
-            return c;
-        }
-        self.replay.tree.nodes[c as usize]
-            .parent
-            .unwrap_or(NO_CNODE)
-    }
-
     /// The fork and join intervals of the teams location `l` is in, with the parallel
     /// region's call path: they are part of the region's time (patterns.md §3.2, as the
     /// replay books them), even where the thread has no event yet.
@@ -225,19 +214,45 @@ impl Ctx<'_> {
     /// given as stretches of their own at the end.
     fn stretches(&self, l: usize, mut f: impl FnMut(u64, u64, u32)) {
         let ev = &self.trace.events[l];
+        let (time, kind): (&[u64], &[EventKind]) = (&ev.time, &ev.kind);
+        let ls = &self.replay.locations[l];
+        let nodes = &self.replay.tree.nodes;
+        // the call path active from event `i` to the next one (`Ctx::active`, its columns
+        // looked up once per location)
+        let active = |i: usize| {
+            let c = ls.cnode(i);
+            if c == NO_CNODE || kind[i] != EventKind::Leave {
+                return c;
+            }
+            nodes[c as usize].parent.unwrap_or(NO_CNODE)
+        };
         let fj = self.fork_join(l);
+        if fj.is_empty() {
+            // no team: every stretch is the active call path's (the common case, walked
+            // without the fork and join bookkeeping)
+            for (i, w) in time.windows(2).enumerate() {
+                let (a, b) = (w[0], w[1]);
+                if b > a {
+                    let c = active(i);
+                    if c != NO_CNODE {
+                        f(a, b, c);
+                    }
+                }
+            }
+            return;
+        }
         let mut emit = |a: u64, b: u64, c: u32| {
             if c != NO_CNODE && b > a {
                 f(a, b, c);
             }
         };
         let mut cur = 0;
-        for i in 0..ev.len().saturating_sub(1) {
-            let (mut a, b) = (ev.time[i], ev.time[i + 1]);
+        for i in 0..time.len().saturating_sub(1) {
+            let (mut a, b) = (time[i], time[i + 1]);
             if b <= a {
                 continue;
             }
-            let c = self.active(l, i);
+            let c = active(i);
             while cur < fj.len() && fj[cur].1 <= a {
                 cur += 1;
             }
@@ -315,39 +330,58 @@ impl Ctx<'_> {
         let mut win = vec![0.0f64; nwin * ncls];
         let mut by_class = vec![0.0f64; ncls];
         let mut wcur = 0usize;
+        // window `wcur`'s bounds
+        let at = |w: usize| self.windows.get(w).copied().unwrap_or(0);
+        let mut wspan = (at(0), at(1.min(nwin)));
         let mut pieces = Vec::new();
-        let mut parts: Vec<(u8, f64)> = Vec::with_capacity(ncls);
+        // per call path, the classes a stretch of it is split into (the same for each of
+        // its stretches: made once)
+        let parts_of: Vec<Vec<(u8, f64)>> = (shares.iter().zip(self.base))
+            .map(|(waits, &base)| {
+                let rest = 1.0 - waits.iter().map(|x| x.1 as f64).sum::<f64>();
+                let mut parts = Vec::with_capacity(waits.len() + 1);
+                parts.push((base, rest.max(0.0)));
+                parts.extend(waits.iter().map(|&(j, s)| (j, s as f64)));
+                parts
+            })
+            .collect();
         let res = self.trace.timer_resolution.max(1) as f64;
         self.stretches(l, |a, b, c| {
             let waits = &shares[c as usize];
-            let rest = 1.0 - waits.iter().map(|x| x.1 as f64).sum::<f64>();
-            parts.clear();
-            parts.push((self.base[c as usize], rest.max(0.0)));
-            parts.extend(waits.iter().map(|&(j, s)| (j, s as f64)));
+            let parts = &parts_of[c as usize][..];
             let dt = (b - a) as f64;
-            for &(k, s) in &parts {
+            for &(k, s) in parts {
                 by_class[k as usize] += dt * s;
             }
             let (a, b) = (a.max(self.t0), b.max(self.t0));
-            acc.add(a - self.t0, b - self.t0, c, &parts);
+            acc.add(a - self.t0, b - self.t0, c, parts);
             // the frame windows this stretch overlaps (stretches come in time order but for
             // the fork and join intervals at the end)
-            if a < self.windows[wcur] || a >= self.windows[(wcur + 1).min(nwin)] {
+            if a < wspan.0 || a >= wspan.1 {
                 wcur = self
                     .windows
                     .partition_point(|&x| x <= a)
                     .clamp(1, nwin.max(1))
                     - 1;
+                wspan = (self.windows[wcur], self.windows[(wcur + 1).min(nwin)]);
             }
-            let mut w = wcur;
-            while w < nwin && self.windows[w] < b {
-                let o = b
-                    .min(self.windows[w + 1])
-                    .saturating_sub(a.max(self.windows[w]));
-                for &(k, s) in &parts {
-                    win[w * ncls + k as usize] += o as f64 * s;
+            if b <= wspan.1 && a >= wspan.0 {
+                // within window `wcur` (the common case; never with no window, a < b)
+                let o = (b - a) as f64;
+                for &(k, s) in parts {
+                    win[wcur * ncls + k as usize] += o * s;
                 }
-                w += 1;
+            } else {
+                let mut w = wcur;
+                while w < nwin && self.windows[w] < b {
+                    let o = b
+                        .min(self.windows[w + 1])
+                        .saturating_sub(a.max(self.windows[w]));
+                    for &(k, s) in parts {
+                        win[w * ncls + k as usize] += o as f64 * s;
+                    }
+                    w += 1;
+                }
             }
             if self.keep_pieces {
                 pieces.push(Piece {
@@ -398,7 +432,7 @@ impl Acc {
         let inv = 1.0 / self.width;
         let (x0, x1) = (a as f64 * inv, b as f64 * inv);
         let first = (x0 as usize).min(n - 1);
-        let last = ((x1.ceil() as usize).max(first + 1) - 1).min(n - 1);
+        let last = (ceil_usize(x1).max(first + 1) - 1).min(n - 1);
         for col in first..=last {
             let o = (x1.min(col as f64 + 1.0) - x0.max(col as f64)).max(0.0) * self.width;
             if o <= 0.0 {
@@ -481,6 +515,18 @@ impl Acc {
     }
 }
 
+/// `x.ceil() as usize` for `x ≥ 0` (saturating like the cast), without a call to libm's
+/// `ceil` per stretch (the target has no rounding instruction): the same value.
+#[inline]
+fn ceil_usize(x: f64) -> usize {
+    let t = x as usize;
+    if (t as f64) < x {
+        t.saturating_add(1)
+    } else {
+        t
+    }
+}
+
 fn push_run(out: &mut Vec<u8>, (cell, cnode, n): (u8, u32, u32)) {
     out.push(cell);
     varint(out, cnode);
@@ -504,6 +550,24 @@ mod tests {
         assert_eq!(level_columns(16, 1 << 40), [1024, 2048, 4096, 8192, 16384]);
         assert_eq!(level_columns(64, 1 << 40), [1024, 2048, 4096]);
         assert_eq!(level_columns(1, 500), [500]);
+    }
+
+    #[test]
+    fn ceil_usize_is_the_cast_of_ceil() {
+        for x in [
+            0.0,
+            0.25,
+            1.0,
+            1.5,
+            2.999,
+            3.0,
+            16383.99,
+            1e17,
+            1e300,
+            f64::MAX,
+        ] {
+            assert_eq!(ceil_usize(x), x.ceil() as usize, "{x}");
+        }
     }
 
     #[test]
