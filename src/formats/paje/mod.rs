@@ -231,6 +231,8 @@ struct Reader<'a> {
     warnings: Vec<Warning>,
     /// perfexpert's records (`pe.rs`), when the trace carries them.
     pe: pe::Records,
+    /// Which link ends pair up (the simulation's slots).
+    pairs: sim::Pairing,
 }
 
 /// A decoded field as the text reader would see it (numbers of string fields as empty).
@@ -354,6 +356,7 @@ impl<'a> Reader<'a> {
             format_version: String::new(),
             warnings: Vec::new(),
             pe: pe::Records::default(),
+            pairs: sim::Pairing::default(),
         };
         // the implicit root type and container `0`
         r.types.push(Type {
@@ -608,8 +611,7 @@ impl<'a> Reader<'a> {
                 } else {
                     0
                 };
-                out.keys
-                    .push((sim::LinkKey::of(text(&vals[def.at(Role::Key)])), size));
+                self.link_end(out, c, ty, text(&vals[def.at(Role::Key)]), size, start);
                 e
             }
             _ => 0,
@@ -951,8 +953,7 @@ impl<'a> Reader<'a> {
         } else {
             0
         };
-        out.keys
-            .push((sim::LinkKey::of(f[def.at(Role::Key)]), size));
+        self.link_end(out, c, ty, f[def.at(Role::Key)], size, start);
         let code = if start {
             Code::StartLink
         } else {
@@ -960,6 +961,14 @@ impl<'a> Reader<'a> {
         };
         out.push(code, ty, c, e, t, line);
         Ok(())
+    }
+
+    /// A link end's key, size and pairing slot into `out`.
+    #[inline(always)]
+    fn link_end(&mut self, out: &mut Batch, c: u32, ty: u32, key: &[u8], size: u64, start: bool) {
+        let end = sim::LinkEnd::new(key, size, 0, start);
+        let slot = self.pairs.slot(c, ty, &end.key, start);
+        out.keys.push(sim::LinkEnd { slot, ..end });
     }
 
     fn define_value(&mut self, def: &EventDef, f: &[&[u8]], line: u64) -> Result<()> {

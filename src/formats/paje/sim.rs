@@ -30,8 +30,8 @@ pub(super) enum Code {
     SetVariable,
     AddVariable,
     SubVariable,
-    /// The link ends, `x` = the start or end container; key and `Size` from the batch's
-    /// `keys`.
+    /// The link ends, `x` = the start or end container; key, `Size` and pairing slot from
+    /// the batch's `keys`.
     StartLink,
     EndLink,
     /// A definition with a Time field: it only moves the end of the trace.
@@ -52,13 +52,47 @@ pub(super) struct Op {
     pub t: u64,
 }
 
-/// Ops in file order with their lines (or byte offsets), link keys and sizes, container
-/// names and the error that ends the file, if any.
+/// A link end's key, its `Size` (0 if none), its pairing slot (`Pairing::slot`) and, for a
+/// StartLink whose key splits (`split_key`), the length of the key's prefix + 1 and its
+/// counter (`cut` 0 otherwise): worked out where the key is decoded.
+#[derive(Default)]
+pub(super) struct LinkEnd {
+    pub key: LinkKey,
+    pub size: u64,
+    pub n: u64,
+    pub slot: u32,
+    pub cut: u32,
+}
+
+impl LinkEnd {
+    #[inline]
+    pub fn new(key: &[u8], size: u64, slot: u32, start: bool) -> LinkEnd {
+        let (cut, n) = match split_key(key).filter(|_| start) {
+            Some((p, n)) => (p.len() as u32 + 1, n),
+            None => (0, 0),
+        };
+        LinkEnd {
+            key: LinkKey::of(key),
+            size,
+            n,
+            slot,
+            cut,
+        }
+    }
+}
+
+/// Whether the first `len` bytes of two keys are equal.
+fn same_prefix(a: &LinkKey, b: &LinkKey, len: usize) -> bool {
+    a.with_bytes(|x| b.with_bytes(|y| x.get(..len) == y.get(..len)))
+}
+
+/// Ops in file order with their lines (or byte offsets), link ends, container names and the
+/// error that ends the file, if any.
 #[derive(Default)]
 pub(super) struct Batch {
     pub ops: Vec<Op>,
     pub lines: Vec<u64>,
-    pub keys: Vec<(LinkKey, u64)>,
+    pub keys: Vec<LinkEnd>,
     pub names: Vec<String>,
     pub err: Option<Box<Error>>,
 }
@@ -102,7 +136,7 @@ impl Batch {
             acc ^= op.t;
         }
         for k in self.keys.iter().step_by(2) {
-            acc ^= k.1;
+            acc ^= k.size;
         }
         std::hint::black_box(acc);
     }
@@ -157,13 +191,14 @@ pub(super) struct Loc {
     last: u64,
     /// States entered so far: identifies the current state instance.
     enters: u32,
-    /// The last StartLink sent from here: (state instance, time, key without its counter,
-    /// counter), to spot SimGrid's duplicated links (see `link`).
-    last_start: Option<(u32, u64, LinkKey, u64)>,
+    /// The last StartLink sent from here whose key splits (`split_key`): (state instance,
+    /// time, key, length of its prefix + 1, counter), to spot SimGrid's duplicated links (see
+    /// `link`).
+    last_start: Option<(u32, u64, LinkKey, u32, u64)>,
 }
 
 /// A SimGrid SMPI key `<src>_<dst>_<tag>_<n>`: (`<src>_<dst>_<tag>`, n).
-fn split_key(k: &[u8]) -> Option<(&[u8], u64)> {
+pub(super) fn split_key(k: &[u8]) -> Option<(&[u8], u64)> {
     let cut = k.iter().rposition(|&b| b == b'_')?;
     Some((&k[..cut], lex::uint(&k[cut + 1..])?))
 }
@@ -202,7 +237,6 @@ impl LinkKey {
         if k.len() <= 23 {
             let mut a = [0u8; 24];
             a[..k.len()].copy_from_slice(k);
-            a[23] = k.len() as u8;
             let w = |i: usize| {
                 u64::from_le_bytes([
                     a[i],
@@ -215,7 +249,9 @@ impl LinkKey {
                     a[i + 7],
                 ])
             };
-            LinkKey::Short([w(0), w(8), w(16)])
+            // the length in the last byte (zero after the copy): or-ed into the word, not
+            // stored as a byte and loaded again as part of a word (a stalled store forward)
+            LinkKey::Short([w(0), w(8), w(16) | (k.len() as u64) << 56])
         } else {
             LinkKey::Long(Box::from(k))
         }
@@ -237,7 +273,46 @@ impl LinkKey {
     }
 }
 
-/// One half of a link waiting for the other (keyed by container, type, key).
+/// Which link ends pair up: the two ends with the same (container, type, key) get the same
+/// slot, a small number reused once the pair is complete, so the simulation keeps its open
+/// halves in a vector indexed by slot and the hashing of keys happens where the names are
+/// resolved (on the decoding thread of the binary read). It follows the simulation's rule
+/// exactly: an end whose key is open with the other kind of end closes the pair; with the
+/// same kind it gets that slot too, and the simulation stops there with its error.
+#[derive(Default)]
+pub(super) struct Pairing {
+    open: FxMap<(u32, u32, LinkKey), (u32, bool)>,
+    free: Vec<u32>,
+    next: u32,
+}
+
+impl Pairing {
+    /// The slot of a StartLink (`start`) or EndLink of type `ty` on container `c`.
+    #[inline]
+    pub fn slot(&mut self, c: u32, ty: u32, key: &LinkKey, start: bool) -> u32 {
+        use std::collections::hash_map::Entry;
+        match self.open.entry((c, ty, key.clone())) {
+            Entry::Occupied(o) => {
+                let (slot, s) = *o.get();
+                if s != start {
+                    o.remove();
+                    self.free.push(slot);
+                }
+                slot
+            }
+            Entry::Vacant(v) => {
+                let slot = self.free.pop().unwrap_or_else(|| {
+                    self.next += 1;
+                    self.next - 1
+                });
+                v.insert((slot, start));
+                slot
+            }
+        }
+    }
+}
+
+/// One half of a link waiting for the other (in its pairing slot).
 struct Half {
     start: bool,
     /// Message size from the StartLink's `Size` field (0 if none).
@@ -262,7 +337,9 @@ pub(super) struct Sim<'p> {
     region_coll: Vec<Option<u8>>,
     region_p2p: Vec<bool>,
     region_isend: Vec<bool>,
-    pending: FxMap<(u32, u32, LinkKey), Half>,
+    /// Open link halves by pairing slot, and how many there are.
+    halves: Vec<Option<Half>>,
+    open: u64,
     pub counts: PajeCounts,
     pairs: u32,
     pub end_time: u64,
@@ -282,7 +359,8 @@ impl<'p> Sim<'p> {
             region_coll: Vec::new(),
             region_p2p: Vec::new(),
             region_isend: Vec::new(),
-            pending: FxMap::default(),
+            halves: Vec::new(),
+            open: 0,
             counts: PajeCounts {
                 containers: 1,
                 ..Default::default()
@@ -321,10 +399,10 @@ impl<'p> Sim<'p> {
                     self.state(kind, ty, c, x, t, &b.lines, i)?;
                 }
                 Code::StartLink | Code::EndLink => {
-                    let (key, size) = std::mem::take(&mut b.keys[keys]);
+                    let end = std::mem::take(&mut b.keys[keys]);
                     keys += 1;
                     let start = code == Code::StartLink;
-                    self.link(start, ty, c, x, key, size, t, &b.lines, i)?;
+                    self.link(start, ty, c, x, end, t, &b.lines, i)?;
                 }
                 Code::Container => {
                     let name = std::mem::take(&mut b.names[names]);
@@ -538,8 +616,7 @@ impl<'p> Sim<'p> {
         ty: u32,
         c: u32,
         e: u32,
-        key: LinkKey,
-        size: u64,
+        end: LinkEnd,
         t: u64,
         lines: &[u64],
         i: usize,
@@ -548,7 +625,18 @@ impl<'p> Sim<'p> {
         if t < last {
             self.order_warning(last, t, "a link end", c, lines[i]);
         }
-        let other = self.pending.remove(&(c, ty, key.clone()));
+        let LinkEnd {
+            key,
+            size,
+            n,
+            slot,
+            cut,
+        } = end;
+        let slot = slot as usize;
+        if slot >= self.halves.len() {
+            self.halves.resize_with(slot + 1, || None);
+        }
+        let other = self.halves[slot].take();
         if let Some(h) = &other {
             if h.start == start {
                 return Err(self.err(
@@ -580,13 +668,12 @@ impl<'p> Sim<'p> {
                     // links with consecutive keys, same time, same state instance (testdata/
                     // smpi/README.md): the second is no message of its own
                     let loc = &mut self.locs[l as usize];
-                    if let Some((prefix, n)) =
-                        key.with_bytes(|k| split_key(k).map(|(p, n)| (LinkKey::of(p), n)))
-                    {
+                    if cut != 0 {
                         duplicate = matches!(&loc.last_start,
-                            Some((inst, tp, pp, np))
-                                if *inst == loc.enters && *tp == t && *pp == prefix && n == np + 1);
-                        loc.last_start = Some((loc.enters, t, prefix, n));
+                            Some((inst, tp, pk, pcut, np))
+                                if *inst == loc.enters && *tp == t && n == np.wrapping_add(1) && *pcut == cut
+                                    && same_prefix(pk, &key, cut as usize - 1));
+                        loc.last_start = Some((loc.enters, t, key.clone(), cut, n));
                     }
                 } else {
                     duplicate = other.as_ref().is_some_and(|h| h.duplicate);
@@ -616,6 +703,7 @@ impl<'p> Sim<'p> {
         }
         match other {
             Some(h) => {
+                self.open -= 1;
                 self.counts.links += 1;
                 if let (Some((la, ia)), Some((lb, ib))) = (h.msg, msg) {
                     // paired by key: a tag unique to the pair makes the replay's matching
@@ -630,15 +718,13 @@ impl<'p> Sim<'p> {
                 }
             }
             None => {
-                self.pending.insert(
-                    (c, ty, key),
-                    Half {
-                        start,
-                        bytes,
-                        msg,
-                        duplicate,
-                    },
-                );
+                self.open += 1;
+                self.halves[slot] = Some(Half {
+                    start,
+                    bytes,
+                    msg,
+                    duplicate,
+                });
             }
         }
         Ok(())
@@ -662,12 +748,12 @@ impl<'p> Sim<'p> {
                 ),
             });
         }
-        if !self.pending.is_empty() {
+        if self.open > 0 {
             warnings.push(Warning {
                 file: file.clone(),
                 message: format!(
                     "{} link half/halves without the other half (not counted as links)",
-                    self.pending.len()
+                    self.open
                 ),
             });
         }
