@@ -11,7 +11,8 @@
 //! teams, the message replay) followed by one `all_to_all`: each owner ships, for every
 //! partner reference a remote trigger makes into its locations, the referenced event with its
 //! enclosing ENTER and matching LEAVE (and the request event, and a collective's COLL_BEGIN,
-//! each with its own ENTER and LEAVE): 28 bytes an ENTER or LEAVE, 72 a message event, 64 a
+//! each with its own ENTER and LEAVE), and every rank's first call of each world-call class
+//! (its ENTER and LEAVE) to every other process: 28 bytes an ENTER or LEAVE, 72 a message event, 64 a
 //! COLL_END, plus 8 a reference. The receiver puts them in its `Trace` as a well-nested,
 //! renumbered subsequence of the remote location's events, with their pointer, call-path and
 //! partner columns rewritten to the new positions (call paths are the owner's; the held
@@ -31,14 +32,14 @@ use crate::rules::{Let, Rule, RuleSet, Trigger};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The partner references the rules read.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Needs {
     /// Point-to-point partners (and the receive's request event).
     pub p2p: bool,
     /// The members of collective instances.
     pub members: bool,
-    /// Each rank's first call of a region class (`on = "world_call"`): not shipped yet.
-    pub world: bool,
+    /// The region classes of the world-call rules: each rank's first call of each.
+    pub world: Vec<String>,
 }
 
 /// What the rules of `rs` read through partner references; an error naming the first rule
@@ -89,7 +90,11 @@ impl Scan<'_> {
         }
         needs.p2p |= matches!(r.root, Trigger::Receive | Trigger::Send);
         needs.members |= r.root == Trigger::Collective;
-        needs.world |= r.root == Trigger::WorldCall;
+        if let (Trigger::WorldCall, Some(c)) = (r.on, &r.class) {
+            if !needs.world.contains(c) {
+                needs.world.push(c.clone());
+            }
+        }
         let mut sc = Scan {
             rule: r,
             rem,
@@ -234,11 +239,12 @@ impl Ghosted {
 pub fn replay(
     mut trace: Trace,
     keep: &[bool],
-    needs: Needs,
+    needs: &Needs,
     t: &dyn Transport,
 ) -> Result<Ghosted, String> {
     let r = replay_share(&trace, keep, t)?;
     let (tree, mut states, owner) = (r.profile.tree, r.states, r.owner);
+    let nproc = t.size();
     let openmp = omp::has_openmp(&trace);
     let (master, thread) = omp::masters(&trace, openmp);
     let omp_state = if openmp {
@@ -258,7 +264,7 @@ pub fn replay(
     }
     let m = replay_messages(&trace, keep, &owner, &states, &master, t)?;
     let mut to = vec![Writer::default(); t.size()];
-    for (rank, seeds) in seeds(&trace, &m, &owner, t.rank(), needs) {
+    for (rank, seeds) in seeds(&trace, &m, &owner, (t.rank(), nproc), needs) {
         // the events of one location once, however many references reach them
         let mut set: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
         for (l, i) in seeds {
@@ -347,14 +353,14 @@ pub fn replay(
 }
 
 /// Per destination rank, the (location, event) pairs held here whose ghosts it needs: the
-/// point-to-point events whose partner it holds, the members of the collective instances
-/// one of whose other members it holds.
+/// point-to-point events whose partner it holds, every rank's first call of each world-call
+/// class, the members of the collective instances one of whose other members it holds.
 fn seeds(
     trace: &Trace,
     m: &Messages,
     owner: &[u32],
-    me: usize,
-    needs: Needs,
+    (me, nproc): (usize, usize),
+    needs: &Needs,
 ) -> BTreeMap<usize, BTreeSet<(u32, u32)>> {
     let mut out: BTreeMap<usize, BTreeSet<(u32, u32)>> = BTreeMap::new();
     let own = |l: u32| owner.get(l as usize).copied().unwrap_or(0) as usize;
@@ -377,6 +383,17 @@ fn seeds(
             }
         }
     }
+    // every rank's first call of each world-call class, to every other process
+    for l in 0..trace.events.len() {
+        if own(l as u32) != me || trace.defs.locations[l].rank.is_none() {
+            continue;
+        }
+        for i in first_calls(trace, l, &needs.world).into_iter().flatten() {
+            for r in (0..nproc).filter(|&r| r != me) {
+                out.entry(r).or_default().insert((l as u32, i));
+            }
+        }
+    }
     if needs.members {
         for inst in &m.instances {
             let ranks: BTreeSet<usize> = inst.members.iter().map(|e| own(e.loc)).collect();
@@ -388,6 +405,38 @@ fn seeds(
         }
     }
     out
+}
+
+/// On location `l`, per class of `classes`: the first ENTER of a region of that class
+/// (`model::classify`, the class the rules compare).
+pub fn first_calls(trace: &Trace, l: usize, classes: &[String]) -> Vec<Option<u32>> {
+    let mut first = vec![None; classes.len()];
+    if classes.is_empty() {
+        return first;
+    }
+    let class: Vec<Option<usize>> = (trace.defs.regions.iter())
+        .map(|r| {
+            let c = crate::model::classify::classify(r).0;
+            classes.iter().position(|x| x == c)
+        })
+        .collect();
+    let ev = &trace.events[l];
+    let mut left = classes.len();
+    for i in 0..ev.len() {
+        if ev.kind[i] != EventKind::Enter {
+            continue;
+        }
+        if let Some(Some(k)) = class.get(ev.arg[i] as usize) {
+            if first[*k].is_none() {
+                first[*k] = Some(i as u32);
+                left -= 1;
+                if left == 0 {
+                    break;
+                }
+            }
+        }
+    }
+    first
 }
 
 fn is_msg(k: EventKind) -> bool {
@@ -702,7 +751,10 @@ mod tests {
     fn ghosts_read_as_the_single_process_events() {
         let rules = RuleSet::load(&[]).expect("the built-in rules");
         let needs = needs(&rules).expect("the built-in rules are supported");
-        assert!(needs.p2p && needs.members, "{needs:?}");
+        assert!(
+            needs.p2p && needs.members && !needs.world.is_empty(),
+            "{needs:?}"
+        );
         let mut kinds = [0u32; 256];
         kinds
             .iter_mut()
@@ -717,7 +769,7 @@ mod tests {
             let wcx = Ctx::of_trace(&whole, &want, &regions, &kinds, &[], &[]);
             for p in 1..=4 {
                 let got = local::on_shares(path, p, |trace, keep, t| {
-                    Ok((keep.to_vec(), replay(trace.clone(), keep, needs, t)?))
+                    Ok((keep.to_vec(), replay(trace.clone(), keep, &needs, t)?))
                 });
                 for g in got {
                     let what = format!("{}, P = {p}", path.display());
@@ -751,6 +803,22 @@ mod tests {
                             a.push(Value::Num(begin(&cx, m.loc, m.event)));
                             b.push(Value::Num(begin(&wcx, wm.loc, wm.event)));
                             assert_eq!(a, b, "{what}: instance {n}");
+                            checked += 1;
+                        }
+                    }
+                    for l in 0..whole.events.len() {
+                        let (a, b) = (
+                            first_calls(&g.trace, l, &needs.world),
+                            first_calls(&whole, l, &needs.world),
+                        );
+                        for (a, b) in a.into_iter().zip(b) {
+                            let (mut x, mut y) = (Vec::new(), Vec::new());
+                            let ev = |i: Option<u32>| {
+                                i.map_or(Value::None, |i| Value::Event(l as u32, i))
+                            };
+                            reach(&cx, ev(a), &back, &mut x);
+                            reach(&wcx, ev(b), &same, &mut y);
+                            assert_eq!(x, y, "{what}: first calls of location {l}");
                             checked += 1;
                         }
                     }
