@@ -197,6 +197,21 @@ fn a_failing_process_ends_the_job_with_its_one_line() {
     fails_once(&o, "--memory-limit");
     let o = job(&mpirun, 2, &["testdata/scorep/ls", "--format", "json"]);
     fails_once(&o, "--format json");
+    // a rule reading a partner's partner: deeper than the ghost events carry
+    let deep = dir.path().join("deep.toml");
+    std::fs::write(
+        &deep,
+        "id = \"deep_partner\"\nname = \"Deep\"\nparent = \"mpi_latesender\"\nunit = \"sec\"\n\
+         paradigm = \"mpi\"\norder = 9\non = \"receive\"\nseverity = \"S.recv.time - R.time\"\n\
+         at = \"R\"\ndescription = \"d\"\ndiagnosis = \"d\"\n",
+    )
+    .expect("write");
+    let o = job(
+        &mpirun,
+        2,
+        &["testdata/scorep/ls", "--rules", &deep.to_string_lossy()],
+    );
+    fails_once(&o, "deep_partner");
 }
 
 fn err_names_process(o: &Output, r: usize) -> bool {

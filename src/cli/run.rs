@@ -457,6 +457,8 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
         }
         let rules = RuleSet::load(&args.rules)?;
         check(args, &rules)?;
+        // a rule reading deeper through a partner than the ghost events carry is refused
+        d::ghost::needs(&rules).map_err(Error::Usage)?;
         let spill = spill_for(args)?;
         crate::formats::open_share(&args.trace, spill.as_ref(), &pick)
     };

@@ -119,3 +119,27 @@ pub fn on_shares<R: Send>(
         f(&trace, &keep, t)
     })
 }
+
+/// Every testdata trace (OTF2 anchors and Paje files), sorted: what the unit tests of the
+/// distributed replay run at P = 1..4.
+#[cfg(test)]
+pub fn testdata_traces() -> Vec<std::path::PathBuf> {
+    let mut paths = Vec::new();
+    for dir in [
+        "testdata/scorep",
+        "testdata/scorep-omp",
+        "testdata/generated",
+        "testdata/smpi",
+    ] {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            for f in ["traces.otf2", "trace.paje", "trace-sizes.paje"] {
+                if e.path().join(f).is_file() {
+                    paths.push(e.path().join(f));
+                }
+            }
+        }
+    }
+    paths.sort();
+    assert!(paths.len() >= 30, "{paths:?}");
+    paths
+}

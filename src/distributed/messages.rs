@@ -207,22 +207,7 @@ mod tests {
     /// single-process replay's.
     #[test]
     fn the_distributed_message_replay_is_the_single_process_one() {
-        let mut paths = Vec::new();
-        let dirs = ["testdata/scorep", "testdata/scorep-omp"];
-        for dir in dirs
-            .into_iter()
-            .chain(["testdata/generated", "testdata/smpi"])
-        {
-            for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-                for f in ["traces.otf2", "trace.paje", "trace-sizes.paje"] {
-                    if e.path().join(f).is_file() {
-                        paths.push(e.path().join(f));
-                    }
-                }
-            }
-        }
-        paths.sort();
-        assert!(paths.len() >= 30, "{paths:?}");
+        let paths = local::testdata_traces();
         for path in &paths {
             let path = path.to_string_lossy();
             let path = path.as_ref();

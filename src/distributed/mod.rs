@@ -8,9 +8,12 @@
 //! Distributed so far: the read and pass A of each share, the call trees exchanged and merged
 //! as the single-process replay merges them, the OpenMP teams of each share, the call-path
 //! profile summed on every process (`core`); point-to-point matching and collective
-//! instances (`messages`). The rules are not distributed yet (docs/distributed.md).
+//! instances (`messages`); the ghost events of other processes that the rules read through
+//! partner references (`ghost`). The rule passes are not distributed yet
+//! (docs/distributed.md).
 
 pub mod core;
+pub mod ghost;
 pub mod launcher;
 pub mod local;
 pub mod messages;

@@ -56,6 +56,30 @@ impl MsgLinks {
         self.cancelled.get(k).copied().unwrap_or(false)
     }
 
+    /// Links from their columns (`distributed::ghost`: another process's links, renumbered);
+    /// `request_event` all `NONE` and `cancelled` all false may be given empty.
+    pub fn from_parts(
+        partner: Vec<EventRef>,
+        request_event: Vec<u32>,
+        cancelled: Vec<bool>,
+    ) -> MsgLinks {
+        let request_event = if request_event.iter().all(|&e| e == NONE) {
+            Vec::new()
+        } else {
+            request_event
+        };
+        let cancelled = if cancelled.iter().any(|&c| c) {
+            cancelled
+        } else {
+            Vec::new()
+        };
+        MsgLinks {
+            partner: partner.into(),
+            request_event,
+            cancelled,
+        }
+    }
+
     fn set_request_event(&mut self, k: usize, e: u32) {
         if self.request_event.is_empty() {
             self.request_event = vec![NONE; self.partner.len()];

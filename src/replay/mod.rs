@@ -79,6 +79,17 @@ impl LocationState {
         self.ptr.len()
     }
 
+    /// A state from its pointer and call-path columns alone (`distributed::ghost`: the
+    /// columns of another process's events, renumbered): `ptr[i]` is an ENTER's LEAVE (or
+    /// `i` itself without one), another event's ENTER, or `NONE`.
+    pub fn from_columns(ptr: Vec<u32>, cnode: Vec<CnodeIdx>) -> LocationState {
+        LocationState {
+            ptr: Column::from(ptr),
+            cnode: CnodeColumn::Wide(Column::from(cnode)),
+            ..Default::default()
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.ptr.is_empty()
     }
