@@ -77,86 +77,116 @@ impl Num {
     /// The value as an operand of an arithmetic or order operator (`operand`).
     #[inline(always)]
     pub fn operand(&self, c: &Ctx, env: &mut [Value]) -> Option<f64> {
-        match self {
-            Num::Const(v) => *v,
-            Num::Slot(s) => operand(env[*s]),
-            Num::Time(s) => time(c, env[*s]),
-            Num::EnterTime(s) => strict(enter_time(c, env[*s])),
-            Num::LeaveTime(s) => strict(leave_time(c, env[*s])),
-            Num::Bytes(s) => bytes(c, env[*s]),
-            Num::Shared(j, x) => shared_num(c, env, *j, x),
-            Num::Table(s, t) => table(c, env[*s], t),
-            Num::Fn(f) => f(c, env),
-            Num::Dyn(d) => operand(d(c, env)),
-        }
+        self.read(c, env, operand)
     }
 
     /// The value where a number is required (`strict`); the same as `operand` but for
     /// slots and untyped nodes.
     #[inline(always)]
     pub fn strict(&self, c: &Ctx, env: &mut [Value]) -> Option<f64> {
+        self.read(c, env, strict)
+    }
+
+    /// The value, slots and untyped nodes read as a number by `untyped`.
+    #[inline(always)]
+    fn read(&self, c: &Ctx, env: &mut [Value], untyped: fn(Value) -> Option<f64>) -> Option<f64> {
         match self {
             Num::Const(v) => *v,
-            Num::Slot(s) => strict(env[*s]),
+            Num::Slot(s) => untyped(env[*s]),
             Num::Time(s) => time(c, env[*s]),
             Num::EnterTime(s) => strict(enter_time(c, env[*s])),
             Num::LeaveTime(s) => strict(leave_time(c, env[*s])),
             Num::Bytes(s) => bytes(c, env[*s]),
-            Num::Shared(j, x) => shared_num(c, env, *j, x),
+            Num::Shared(j, x) => shared(c, env, *j, &**x),
             Num::Table(s, t) => table(c, env[*s], t),
             Num::Fn(f) => f(c, env),
-            Num::Dyn(d) => strict(d(c, env)),
+            Num::Dyn(d) => untyped(d(c, env)),
         }
     }
 }
 
-/// Shared numeric subexpression `x` (`Expr::Shared`): the value in context cell `j` once
-/// evaluated for the current event, else `x` (kept in the cell).
-#[inline(always)]
-fn shared_num(c: &Ctx, env: &mut [Value], j: usize, x: &Num) -> Option<f64> {
-    match c.shared.get(j) {
-        Some(cell) => match cell.get() {
-            Some(v) => strict(v),
-            None => shared_num_first(cell, c, env, x),
-        },
-        None => x.strict_out(c, env),
+/// A typed code as a shared subexpression needs it: its evaluation, and its result read from
+/// and written back to the shared cell's `Value`.
+trait Typed {
+    type Out: Copy;
+    fn eval(&self, c: &Ctx, env: &mut [Value]) -> Option<Self::Out>;
+    fn read(v: Value) -> Option<Self::Out>;
+    fn write(x: Option<Self::Out>) -> Value;
+}
+
+impl Typed for Num {
+    type Out = f64;
+    #[inline(always)]
+    fn eval(&self, c: &Ctx, env: &mut [Value]) -> Option<f64> {
+        self.strict(c, env)
+    }
+    #[inline(always)]
+    fn read(v: Value) -> Option<f64> {
+        strict(v)
+    }
+    #[inline(always)]
+    fn write(x: Option<f64>) -> Value {
+        num_value(x)
     }
 }
 
-#[inline(never)]
-fn shared_num_first(
-    cell: &std::cell::Cell<Option<Value>>,
-    c: &Ctx,
-    env: &mut [Value],
-    x: &Num,
-) -> Option<f64> {
-    let v = x.strict(c, env);
-    cell.set(Some(num_value(v)));
-    v
-}
-
-/// `shared_num` for booleans.
-#[inline(always)]
-fn shared_bool(c: &Ctx, env: &mut [Value], j: usize, x: &Truth) -> Option<bool> {
-    match c.shared.get(j) {
-        Some(cell) => match cell.get() {
-            Some(v) => boolean(v),
-            None => shared_bool_first(cell, c, env, x),
-        },
-        None => x.get_out(c, env),
+impl Typed for Truth {
+    type Out = bool;
+    #[inline(always)]
+    fn eval(&self, c: &Ctx, env: &mut [Value]) -> Option<bool> {
+        self.get(c, env)
+    }
+    #[inline(always)]
+    fn read(v: Value) -> Option<bool> {
+        boolean(v)
+    }
+    #[inline(always)]
+    fn write(x: Option<bool>) -> Value {
+        bool_value(x)
     }
 }
 
+/// Shared subexpression `x` (`Expr::Shared`): the value in context cell `j` once evaluated
+/// for the current event, else `x` (kept in the cell).
+#[inline(always)]
+fn shared<T: Typed>(c: &Ctx, env: &mut [Value], j: usize, x: &T) -> Option<T::Out> {
+    match c.shared.get(j) {
+        Some(cell) => match cell.get() {
+            Some(v) => T::read(v),
+            None => shared_first(cell, c, env, x),
+        },
+        None => eval_out(c, env, x),
+    }
+}
+
+/// A per-region table (`Expr::Table`) in `T`'s type: absent where a region has no value;
+/// `None` (not typed) if an entry is of another type.
+fn typed_table<T: Typed>(t: &[Value]) -> Option<Box<[Option<T::Out>]>> {
+    (t.iter())
+        .map(|v| match (v, T::read(*v)) {
+            (Value::None, _) => Some(None),
+            (_, Some(x)) => Some(Some(x)),
+            _ => None,
+        })
+        .collect()
+}
+
 #[inline(never)]
-fn shared_bool_first(
+fn shared_first<T: Typed>(
     cell: &std::cell::Cell<Option<Value>>,
     c: &Ctx,
     env: &mut [Value],
-    x: &Truth,
-) -> Option<bool> {
-    let v = x.get(c, env);
-    cell.set(Some(bool_value(v)));
+    x: &T,
+) -> Option<T::Out> {
+    let v = x.eval(c, env);
+    cell.set(Some(T::write(v)));
     v
+}
+
+/// `x` evaluated out of line (a shared subexpression's, read once per event).
+#[inline(never)]
+fn eval_out<T: Typed>(c: &Ctx, env: &mut [Value], x: &T) -> Option<T::Out> {
+    x.eval(c, env)
 }
 
 /// `X.bytes` of the value `v` of slot `X`: only a message event has bytes.
@@ -165,22 +195,6 @@ fn bytes(c: &Ctx, v: Value) -> Option<f64> {
     match v {
         Value::Event(l, i) => strict(c.event_field_of(l, i, Field::Bytes)),
         _ => None,
-    }
-}
-
-impl Num {
-    /// `strict`, out of line (a shared subexpression's, read once per event).
-    #[inline(never)]
-    fn strict_out(&self, c: &Ctx, env: &mut [Value]) -> Option<f64> {
-        self.strict(c, env)
-    }
-}
-
-impl Truth {
-    /// `get`, out of line.
-    #[inline(never)]
-    fn get_out(&self, c: &Ctx, env: &mut [Value]) -> Option<bool> {
-        self.get(c, env)
     }
 }
 
@@ -210,7 +224,7 @@ impl Truth {
         match self {
             Truth::Const(v) => *v,
             Truth::Slot(s) => boolean(env[*s]),
-            Truth::Shared(j, x) => shared_bool(c, env, *j, x),
+            Truth::Shared(j, x) => shared(c, env, *j, &**x),
             Truth::Table(s, t) => table(c, env[*s], t),
             Truth::Fn(f) => f(c, env),
             Truth::Dyn(d) => boolean(d(c, env)),
@@ -334,17 +348,7 @@ pub fn typed_num(e: &Expr) -> Option<Num> {
                 None => None,
             }))
         }
-        Expr::Table(s, t) => {
-            let t: Box<[Option<f64>]> = t
-                .iter()
-                .map(|v| match v {
-                    Value::Num(x) => Some(Some(*x)),
-                    Value::None => Some(None),
-                    _ => None,
-                })
-                .collect::<Option<_>>()?;
-            Num::Table(*s as usize, t)
-        }
+        Expr::Table(s, t) => Num::Table(*s as usize, typed_table::<Num>(t)?),
         Expr::Shared(j, x) => Num::Shared(*j as usize, Box::new(typed_num(x)?)),
         Expr::Agg {
             op: Agg::Count | Agg::Sum | Agg::Max | Agg::Min | Agg::ArgMax,
@@ -433,17 +437,7 @@ pub fn typed_bool(e: &Expr) -> Option<Truth> {
                 _ => None,
             }))
         }
-        Expr::Table(s, t) => {
-            let t: Box<[Option<bool>]> = t
-                .iter()
-                .map(|v| match v {
-                    Value::Bool(b) => Some(Some(*b)),
-                    Value::None => Some(None),
-                    _ => None,
-                })
-                .collect::<Option<_>>()?;
-            Truth::Table(*s as usize, t)
-        }
+        Expr::Table(s, t) => Truth::Table(*s as usize, typed_table::<Truth>(t)?),
         Expr::Shared(j, x) => Truth::Shared(*j as usize, Box::new(typed_bool(x)?)),
         Expr::If(k, a, b) => {
             let (a, b) = (typed_bool(a)?, typed_bool(b)?);
