@@ -247,21 +247,16 @@ pub fn replay(
     let nproc = t.size();
     let openmp = omp::has_openmp(&trace);
     let (master, thread) = omp::masters(&trace, openmp);
-    let omp_state = if openmp {
-        let kinds = omp::region_kinds(&trace);
-        omp::build(&trace, &tree, &mut states, &kinds, master.clone(), thread)
-    } else {
-        omp::OmpState {
-            master: master.clone(),
-            thread,
-            subtree: vec![0; tree.len()],
-            last_release: vec![Vec::new(); trace.events.len()],
-            ..Default::default()
-        }
-    };
-    for (s, _) in states.iter_mut().zip(keep).filter(|(_, &k)| k) {
-        s.incl = omp::inclusive(&tree, &s.time);
-    }
+    let kinds = openmp.then(|| omp::region_kinds(&trace));
+    let held = |l: usize| keep.get(l) == Some(&true);
+    let omp_state = omp::state(
+        &trace,
+        &tree,
+        &mut states,
+        kinds.as_deref(),
+        (master.clone(), thread),
+        held,
+    );
     let m = replay_messages(&trace, keep, &owner, &states, &master, t)?;
     let mut to = vec![Writer::default(); t.size()];
     for (rank, seeds) in seeds(&trace, &m, &owner, (t.rank(), nproc), needs) {

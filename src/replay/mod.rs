@@ -679,20 +679,15 @@ impl Replay {
             })
             .collect();
         let mut locations: Vec<LocationState> = locations;
-        let omp = if openmp {
-            omp::build(trace, &tree, &mut locations, &kinds, master, thread)
-        } else {
-            omp::OmpState {
-                master,
-                thread,
-                subtree: vec![0; tree.len()],
-                last_release: vec![Vec::new(); trace.events.len()],
-                ..Default::default()
-            }
-        };
-        for s in locations.iter_mut() {
-            s.incl = omp::inclusive(&tree, &s.time);
-        }
+        let kinds = openmp.then_some(&kinds[..]);
+        let omp = omp::state(
+            trace,
+            &tree,
+            &mut locations,
+            kinds,
+            (master, thread),
+            |_| true,
+        );
         let in_mpi = |l: usize, i: usize| {
             let e = locations[l].enterptr(i);
             e != NONE && {

@@ -230,6 +230,35 @@ fn subtrees(trace: &Trace, tree: &CallTree) -> Vec<u8> {
     out
 }
 
+/// The OpenMP state once the call tree is merged, as `Replay::new` makes it: `build` where
+/// the trace has OpenMP (`kinds`, `region_kinds`), else the masters and thread numbers alone;
+/// then the inclusive time per call path of every location `held`.
+pub fn state(
+    trace: &Trace,
+    tree: &CallTree,
+    locations: &mut [LocationState],
+    kinds: Option<&[OmpRegion]>,
+    (master, thread): (Vec<u32>, Vec<u32>),
+    held: impl Fn(usize) -> bool,
+) -> OmpState {
+    let st = match kinds {
+        Some(kinds) => build(trace, tree, locations, kinds, master, thread),
+        None => OmpState {
+            master,
+            thread,
+            subtree: vec![0; tree.len()],
+            last_release: vec![Vec::new(); trace.events.len()],
+            ..Default::default()
+        },
+    };
+    for (l, s) in locations.iter_mut().enumerate() {
+        if held(l) {
+            s.incl = inclusive(tree, &s.time);
+        }
+    }
+    st
+}
+
 /// Build teams, barrier instances and lock order, and move the fork and join intervals
 /// into the parallel regions' time (§3.2).
 pub fn build(

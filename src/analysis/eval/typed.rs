@@ -270,26 +270,12 @@ fn truth(e: &Expr) -> Truth {
     }
 }
 
-/// The closure of arithmetic operator `$op` (an operator token) on numeric operands.
-macro_rules! arith {
-    ($a:expr, $b:expr, $op:tt) => {{
+/// The closure of arithmetic or order operator `$op` (an operator token) on numeric
+/// operands, as `$make` (`Num::Fn`, `Truth::Fn`).
+macro_rules! binary {
+    ($make:path, $a:expr, $b:expr, $op:tt) => {{
         let (a, b) = (num($a), num($b));
-        Num::Fn(Box::new(move |c: &Ctx, env: &mut [Value]| {
-            let x = a.operand(c, env);
-            let y = b.operand(c, env);
-            match (x, y) {
-                (Some(x), Some(y)) => Some(x $op y),
-                _ => None,
-            }
-        }))
-    }};
-}
-
-/// The closure of order operator `$op` on numeric operands.
-macro_rules! order {
-    ($a:expr, $b:expr, $op:tt) => {{
-        let (a, b) = (num($a), num($b));
-        Truth::Fn(Box::new(move |c: &Ctx, env: &mut [Value]| {
+        $make(Box::new(move |c: &Ctx, env: &mut [Value]| {
             let x = a.operand(c, env);
             let y = b.operand(c, env);
             match (x, y) {
@@ -310,10 +296,10 @@ pub fn typed_num(e: &Expr) -> Option<Num> {
         Expr::Path(s, Field::Leave, Some(Field::Time)) => Num::LeaveTime(*s as usize),
         Expr::Path(s, Field::Bytes, None) => Num::Bytes(*s as usize),
         Expr::Path(_, f, g) if numeric_field(g.unwrap_or(*f)) => Num::Dyn(compile_fn(e)),
-        Expr::Bin(BinOp::Add, a, b) => arith!(a, b, +),
-        Expr::Bin(BinOp::Sub, a, b) => arith!(a, b, -),
-        Expr::Bin(BinOp::Mul, a, b) => arith!(a, b, *),
-        Expr::Bin(BinOp::Div, a, b) => arith!(a, b, /),
+        Expr::Bin(BinOp::Add, a, b) => binary!(Num::Fn, a, b, +),
+        Expr::Bin(BinOp::Sub, a, b) => binary!(Num::Fn, a, b, -),
+        Expr::Bin(BinOp::Mul, a, b) => binary!(Num::Fn, a, b, *),
+        Expr::Bin(BinOp::Div, a, b) => binary!(Num::Fn, a, b, /),
         Expr::Neg(x) => {
             let x = num(x);
             Num::Fn(Box::new(move |c, env| x.strict(c, env).map(|v| -v)))
@@ -386,10 +372,10 @@ pub fn typed_bool(e: &Expr) -> Option<Truth> {
                 _ => b.get(c, env),
             }))
         }
-        Expr::Bin(BinOp::Lt, a, b) => order!(a, b, <),
-        Expr::Bin(BinOp::Le, a, b) => order!(a, b, <=),
-        Expr::Bin(BinOp::Gt, a, b) => order!(a, b, >),
-        Expr::Bin(BinOp::Ge, a, b) => order!(a, b, >=),
+        Expr::Bin(BinOp::Lt, a, b) => binary!(Truth::Fn, a, b, <),
+        Expr::Bin(BinOp::Le, a, b) => binary!(Truth::Fn, a, b, <=),
+        Expr::Bin(BinOp::Gt, a, b) => binary!(Truth::Fn, a, b, >),
+        Expr::Bin(BinOp::Ge, a, b) => binary!(Truth::Fn, a, b, >=),
         Expr::Bin(op @ (BinOp::Eq | BinOp::Ne), a, b) => {
             let eq = *op == BinOp::Eq;
             // two numbers (or nothing): equal as `Value`s are

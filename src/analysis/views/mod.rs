@@ -106,16 +106,6 @@ pub struct Views {
     pub edges: Vec<Edge>,
 }
 
-/// Compute the views of the run (only when the HTML report is written).
-pub fn views(
-    trace: &Trace,
-    replay: &Replay,
-    a: &Analysis,
-    phases: &[super::phases::Phase],
-) -> Views {
-    views_rest(trace, replay, a, views_traffic(trace, replay, phases))
-}
-
 /// The part of the views that reads the messages' payloads (the traffic, message lines,
 /// orderings and graph; `traffic::compute`), with the frame windows: computed before the
 /// payloads are freed, the rest (`views_rest`, the timeline) after, beside the critical path.
@@ -136,7 +126,8 @@ pub fn views_traffic(
     TrafficPart { win, tr }
 }
 
-/// The views: the timeline, which reads no message payload, and `part`.
+/// The views of the run (only when the HTML report is written): the timeline, which reads
+/// no message payload, and `part` (`views_traffic`).
 pub fn views_rest(trace: &Trace, replay: &Replay, a: &Analysis, part: TrafficPart) -> Views {
     let TrafficPart { win, tr } = part;
     let classes = classes(a);

@@ -966,9 +966,9 @@ impl<'a> Reader<'a> {
     /// A link end's key, size and pairing slot into `out`.
     #[inline(always)]
     fn link_end(&mut self, out: &mut Batch, c: u32, ty: u32, key: &[u8], size: u64, start: bool) {
-        let end = sim::LinkEnd::new(key, size, 0, start);
-        let slot = self.pairs.slot(c, ty, &end.key, start);
-        out.keys.push(sim::LinkEnd { slot, ..end });
+        let mut end = sim::LinkEnd::new(key, size, start);
+        end.slot = self.pairs.slot(c, ty, &end.key, start);
+        out.keys.push(end);
     }
 
     fn define_value(&mut self, def: &EventDef, f: &[&[u8]], line: u64) -> Result<()> {

@@ -66,7 +66,8 @@ pub(super) struct LinkEnd {
 
 impl LinkEnd {
     #[inline]
-    pub fn new(key: &[u8], size: u64, slot: u32, start: bool) -> LinkEnd {
+    /// The end of `key` with `size`; its slot is given by `Pairing::slot` afterwards.
+    pub fn new(key: &[u8], size: u64, start: bool) -> LinkEnd {
         let (cut, n) = match split_key(key).filter(|_| start) {
             Some((p, n)) => (p.len() as u32 + 1, n),
             None => (0, 0),
@@ -75,7 +76,7 @@ impl LinkEnd {
             key: LinkKey::of(key),
             size,
             n,
-            slot,
+            slot: 0,
             cut,
         }
     }
