@@ -68,12 +68,18 @@ pub struct TrafficMatrix {
     pub communicators: Vec<CommTraffic>,
 }
 
-#[derive(Default, Clone, Copy)]
-struct Acc {
-    count: u64,
-    bytes: u64,
-    ticks: u64,
+/// The messages of one (sender, receiver) cell: how many, their bytes, and the ticks from
+/// the send call entered to the receive call left, summed.
+#[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Acc {
+    pub count: u64,
+    pub bytes: u64,
+    pub ticks: u64,
 }
+
+/// The messages one location sent: its rank, and per (communicator, receiver rank) its
+/// totals.
+pub type TrafficRow = (u32, Vec<((u32, u32), Acc)>);
 
 fn ranks(trace: &Trace) -> u32 {
     trace
@@ -141,15 +147,22 @@ pub fn wait_matrix(trace: &Trace, g: &Graph) -> WaitMatrix {
 }
 
 pub fn traffic_matrix(trace: &Trace, replay: &Replay) -> TrafficMatrix {
+    traffic_from_rows(trace, traffic_rows(trace, replay, &|_| true))
+}
+
+/// The rows of the sending locations `held` selects (in parallel): per location with a
+/// rank, (communicator, receiver rank) → totals. The receive's call is read through the
+/// partner link (in `run --mpi`, a ghost event).
+pub fn traffic_rows(
+    trace: &Trace,
+    replay: &Replay,
+    held: &(dyn Fn(usize) -> bool + Sync),
+) -> Vec<TrafficRow> {
     use rayon::prelude::*;
-    let res = trace.timer_resolution.max(1) as f64;
-    // per sending location (in parallel): (communicator, receiver rank) → totals; the sums
-    // are integers, so merging them in any order gives the same cells
-    type Cells = Vec<((u32, u32), Acc)>;
-    let per_loc: Vec<(u32, Cells)> = (0..trace.events.len())
+    (0..trace.events.len())
         .into_par_iter()
         .filter_map(|l| {
-            let a = trace.defs.locations[l].rank?;
+            let a = trace.defs.locations[l].rank.filter(|_| held(l))?;
             let ev = &trace.events[l];
             let links = &replay.msg_links[l];
             let mut acc: Vec<((u32, u32), Acc)> = Vec::new();
@@ -192,7 +205,13 @@ pub fn traffic_matrix(trace: &Trace, replay: &Replay) -> TrafficMatrix {
             }
             Some((a, acc))
         })
-        .collect();
+        .collect()
+}
+
+/// The traffic matrix from the rows of every sending location (the sums are integers, so
+/// merging the rows in any order gives the same cells).
+pub fn traffic_from_rows(trace: &Trace, per_loc: Vec<TrafficRow>) -> TrafficMatrix {
+    let res = trace.timer_resolution.max(1) as f64;
     let mut all: BTreeMap<(u32, u32), Acc> = BTreeMap::new();
     let mut per_comm: BTreeMap<(u32, u32, u32), Acc> = BTreeMap::new();
     for (a, acc) in per_loc {

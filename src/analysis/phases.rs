@@ -24,7 +24,7 @@ const MIN_BINS: usize = 5;
 const MIN_SCORE: f64 = 1e-6;
 
 /// One phase, [start, end) in ticks of the trace.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Phase {
     pub start: u64,
     pub end: u64,
@@ -39,6 +39,7 @@ pub fn detect(trace: &Trace) -> Vec<Phase> {
 
 /// The phases, and the exact tick sums per bin they were found from (the phase windows'
 /// values of the summaries come from them).
+#[derive(Debug, PartialEq)]
 pub struct Detected {
     pub phases: Vec<Phase>,
     /// Per phase: its bins, `[first, end)`.
@@ -49,6 +50,7 @@ pub struct Detected {
 /// What the detection walk measured, in exact ticks per bin: bin `i` is
 /// `[edges[i], edges[i + 1])` (the last one also holds the last event), and a stretch of a
 /// location's time that crosses an edge is split at it.
+#[derive(Debug, PartialEq, Eq)]
 pub struct Bins {
     pub edges: Vec<u64>,
     nregions: usize,
@@ -63,7 +65,39 @@ pub struct Bins {
 const ACTIVE: u8 = 1;
 const IN_MPI: u8 = 2;
 
+impl Detected {
+    /// No phases: a run without time from `t0` (all bin edges there).
+    pub fn empty(t0: u64) -> Detected {
+        Detected {
+            phases: Vec::new(),
+            ranges: Vec::new(),
+            bins: Bins {
+                edges: vec![t0; BINS + 1],
+                nregions: 0,
+                region: Vec::new(),
+                flags: Vec::new(),
+            },
+        }
+    }
+}
+
 impl Bins {
+    /// The bins of the edges `edges` from their sums: `region` per bin and region (all
+    /// locations), `flags` per location and bin.
+    pub fn from_parts(edges: Vec<u64>, nregions: usize, region: Vec<u64>, flags: Vec<u8>) -> Bins {
+        Bins {
+            edges,
+            nregions,
+            region,
+            flags,
+        }
+    }
+
+    /// The sums per bin and region, and the flags per location and bin (`BINS` a row).
+    pub fn parts(&self) -> (&[u64], &[u8]) {
+        (&self.region, &self.flags)
+    }
+
     /// Exclusive ticks per region over bins `[a, b)`, all locations.
     fn region_ticks(&self, a: usize, b: usize) -> Vec<u64> {
         let mut out = vec![0u64; self.nregions];
@@ -87,33 +121,44 @@ impl Bins {
 /// One walk per location (locations in parallel, sums in integers, so the result does not
 /// depend on the thread count), then the IPS-2 boundaries.
 pub fn detect_binned(trace: &Trace) -> Detected {
-    let empty = |t0: u64| Detected {
-        phases: Vec::new(),
-        ranges: Vec::new(),
-        bins: Bins {
-            edges: vec![t0; BINS + 1],
-            nregions: 0,
-            region: Vec::new(),
-            flags: Vec::new(),
-        },
-    };
+    let empty = Detected::empty;
     let Some((t0, t1)) = trace.time_span() else {
         return empty(0);
     };
     if t1 <= t0 {
         return empty(t0);
     }
-    let dt = (t1 - t0) as f64 / BINS as f64;
+    let span = (t0, t1, (t1 - t0) as f64 / BINS as f64);
+    let mut v = vec![[0.0f64; 4]; BINS];
+    add_curves(trace, span, 0..trace.events.len(), &mut v);
+    let found = detect_from_curves(span, &v, |e| {
+        Ok::<_, std::convert::Infallible>(measure(trace, e))
+    });
+    found.unwrap_or_else(|e| match e {})
+}
+
+/// The bins' edges of a run `(t0, t1, dt)` (`t1 > t0`).
+pub fn edges((t0, t1, dt): (u64, u64, f64)) -> Vec<u64> {
     let mut edges: Vec<u64> = (0..BINS)
         .map(|i| t0 + ((i as f64) * dt).round() as u64)
         .collect();
     edges.push(t1);
-    let v = curves(trace, (t0, t1, dt));
-    let (phases, ranges) = boundaries(&edges, &v, dt);
-    // the exact sums only when there are windows to restrict to (a run that is one phase is
-    // described by the whole analysis)
+    edges
+}
+
+/// The phases from the curves `v` of a run `(t0, t1, dt)` (`t1 > t0`); `measure` gives the
+/// exact sums per bin from the edges, called only when there is more than one phase (a run
+/// that is one phase is described by the whole analysis). The single-process detection
+/// and the distributed one (`distributed::extras`) both end here.
+pub fn detect_from_curves<E>(
+    span: (u64, u64, f64),
+    v: &[[f64; 4]],
+    measure: impl FnOnce(Vec<u64>) -> Result<Bins, E>,
+) -> Result<Detected, E> {
+    let edges = edges(span);
+    let (phases, ranges) = boundaries(&edges, v, span.2);
     let bins = if phases.len() > 1 {
-        measure(trace, edges)
+        measure(edges)?
     } else {
         Bins {
             edges,
@@ -122,20 +167,33 @@ pub fn detect_binned(trace: &Trace) -> Detected {
             flags: Vec::new(),
         }
     };
-    Detected {
+    Ok(Detected {
         phases,
         ranges,
         bins,
-    }
+    })
 }
 
-/// The curves of the boundary score per bin (bin width `dt` ticks from `t0`): the shares of
-/// location time in MPI, OpenMP and other regions, and the point-to-point events. Each
-/// location walked once, in order (float sums, formed in one order whatever the thread
-/// count).
-fn curves(trace: &Trace, (t0, t1, dt): (u64, u64, f64)) -> Vec<[f64; 4]> {
-    let bins = BinOf::new(t1 - t0, dt);
+/// The curves of the boundary score per bin (bin width `dt` ticks from `t0`), from zero.
+#[cfg(test)]
+fn curves(trace: &Trace, span: (u64, u64, f64)) -> Vec<[f64; 4]> {
     let mut v = vec![[0.0f64; 4]; BINS];
+    add_curves(trace, span, 0..trace.events.len(), &mut v);
+    v
+}
+
+/// Adds to `v` (`BINS` rows) the curves of the boundary score per bin (bin width `dt` ticks
+/// from `t0`) of the locations `locs`: the shares of location time in MPI, OpenMP and other
+/// regions, and the point-to-point events. Each location walked once, in order (float sums,
+/// formed in one order whatever the thread count; a run of locations continues the sums of
+/// the ones before it, so the distributed detection hands `v` on from one share to the next).
+pub fn add_curves(
+    trace: &Trace,
+    (t0, t1, dt): (u64, u64, f64),
+    locs: std::ops::Range<usize>,
+    v: &mut [[f64; 4]],
+) {
+    let bins = BinOf::new(t1 - t0, dt);
     let classes: Vec<usize> = (trace.defs.regions.iter())
         .map(|x| match x.paradigm {
             Paradigm::MPI => 0,
@@ -144,7 +202,7 @@ fn curves(trace: &Trace, (t0, t1, dt): (u64, u64, f64)) -> Vec<[f64; 4]> {
         })
         .collect();
     let mut stack: Vec<u32> = Vec::new();
-    for ev in &trace.events {
+    for ev in &trace.events[locs] {
         stack.clear();
         let (time, kind, arg) = (&ev.time[..], &ev.kind[..], &ev.arg[..]);
         // the previous event's time (ticks after t0, clamped to the run), as f64, and the
@@ -158,7 +216,7 @@ fn curves(trace: &Trace, (t0, t1, dt): (u64, u64, f64)) -> Vec<[f64; 4]> {
             if let (Some(&r), true) = (stack.last(), prev < x) {
                 let class = classes.get(r as usize).copied().unwrap_or(2);
                 hint = bins.bin(prev, hint);
-                bins.spread(&mut v, class, prev_f, xf, hint);
+                bins.spread(v, class, prev_f, xf, hint);
             }
             match kind[i] {
                 EventKind::Enter => stack.push(arg[i]),
@@ -179,7 +237,6 @@ fn curves(trace: &Trace, (t0, t1, dt): (u64, u64, f64)) -> Vec<[f64; 4]> {
             (prev, prev_f) = (x, xf);
         }
     }
-    v
 }
 
 /// The bins of the curves over a run of `span` ticks, bin width `dt`: the bin of a time `x`
@@ -251,7 +308,7 @@ impl BinOf {
 
 /// The bins' exact sums: each location walked once (locations in parallel, sums in
 /// integers, so the result does not depend on the thread count).
-fn measure(trace: &Trace, edges: Vec<u64>) -> Bins {
+pub fn measure(trace: &Trace, edges: Vec<u64>) -> Bins {
     use rayon::prelude::*;
     let d = &trace.defs;
     let nregions = d.regions.len();
