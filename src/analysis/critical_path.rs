@@ -469,7 +469,7 @@ type Remote = (u64, u32, EventRef, bool, u64);
 /// The state of one longest-path computation (`Graph::longest_path`): per location its
 /// cursors, the distances at its dependency sources and the jumps onto it, and which
 /// locations can go on and which wait for another.
-struct Walk<'g> {
+pub(crate) struct Walk<'g> {
     /// Distances and cross-location edges on the best path (among equally long paths the
     /// one with the fewest wins: the path stays where the work is) at the sources.
     sdist: Vec<Vec<u64>>,
@@ -491,17 +491,13 @@ struct Walk<'g> {
 impl<'g> Walk<'g> {
     /// Every location at its first event, and the start of the run: the earliest first
     /// event (a location that starts later is reached from it by an edge of its start-up
-    /// delay).
-    fn new(g: &'g Graph) -> (Walk<'g>, u64) {
+    /// delay). The distributed walk gives the run's start (`start`) and runs only the
+    /// locations its process holds (`held`; the others' cursors and distances are set from
+    /// their owners' by `set_remote`).
+    pub(crate) fn new(g: &'g Graph, start: Option<u64>, held: Option<&[bool]>) -> (Walk<'g>, u64) {
         let nloc = g.trace.events.len();
         let mut cur: Vec<Cursor> = vec![Cursor::default(); nloc];
-        let t0 = g
-            .time
-            .iter()
-            .filter_map(|t| t.first())
-            .min()
-            .copied()
-            .unwrap_or(0);
+        let t0 = start.unwrap_or_else(|| g.first_time());
         for (c, t) in cur.iter_mut().zip(&g.time) {
             if let Some(&first) = t.first() {
                 c.dist = first - t0;
@@ -514,7 +510,10 @@ impl<'g> Walk<'g> {
             cur,
             wcs: g.windows.iter().map(|w| WindowCursor::new(w)).collect(),
             waiters: vec![Vec::new(); nloc],
-            runnable: (0..nloc).rev().collect(),
+            runnable: (0..nloc)
+                .rev()
+                .filter(|&l| held.is_none_or(|h| h.get(l) == Some(&true)))
+                .collect(),
             queued: vec![true; nloc],
             broken: 0,
             src: Vec::new(),
@@ -526,20 +525,98 @@ impl<'g> Walk<'g> {
     /// Every remaining location waits for another: a dependency cycle (only in a corrupt
     /// trace). Drops the dependency of the first blocked location; `false` if none is left.
     fn break_cycle(&mut self, g: &Graph) -> bool {
-        let nloc = g.trace.events.len();
-        match (0..nloc).find(|&l| self.cur[l].pos < g.trace.events[l].len()) {
+        match self.first_unfinished(g, &|_| true) {
             Some(l) => {
-                self.cur[l].dpos += 1;
-                self.broken += 1;
-                for w in &mut self.waiters {
-                    w.retain(|&x| x != l);
-                }
-                self.queued[l] = true;
-                self.runnable.push(l);
+                self.break_at(l);
                 true
             }
             None => false,
         }
+    }
+
+    /// The first location of `held` that has events left.
+    pub(crate) fn first_unfinished(
+        &self,
+        g: &Graph,
+        held: &dyn Fn(usize) -> bool,
+    ) -> Option<usize> {
+        (0..g.trace.events.len()).find(|&l| held(l) && self.cur[l].pos < g.trace.events[l].len())
+    }
+
+    /// Drops the dependency location `l` waits at (a cycle broken there).
+    pub(crate) fn break_at(&mut self, l: usize) {
+        self.cur[l].dpos += 1;
+        self.broken += 1;
+        for w in &mut self.waiters {
+            w.retain(|&x| x != l);
+        }
+        self.queued[l] = true;
+        self.runnable.push(l);
+    }
+
+    /// Every runnable location as far as it goes (a location whose cursor moves wakes the
+    /// ones waiting for it).
+    pub(crate) fn sweep(
+        &mut self,
+        g: &Graph,
+        zero: Option<&dyn Fn(CnodeIdx) -> bool>,
+        trace_back: bool,
+    ) {
+        while let Some(l) = self.runnable.pop() {
+            self.queued[l] = false;
+            let before = self.cur[l].pos;
+            self.advance(g, l, zero, trace_back);
+            if self.cur[l].pos > before {
+                self.wake(l);
+            }
+        }
+    }
+
+    /// The locations waiting for location `l` become runnable.
+    fn wake(&mut self, l: usize) {
+        for w in std::mem::take(&mut self.waiters[l]) {
+            if !self.queued[w] {
+                self.queued[w] = true;
+                self.runnable.push(w);
+            }
+        }
+    }
+
+    /// Location `l`'s next event (all before it have their distances).
+    pub(crate) fn pos(&self, l: usize) -> usize {
+        self.cur[l].pos
+    }
+
+    /// The distance and cross-location edges at event `e` of location `l`, a source of
+    /// some dependency already passed.
+    pub(crate) fn source_value(&self, g: &Graph, l: usize, e: u32) -> Option<(u64, u32)> {
+        let k = g.src_events[l].binary_search(&e).ok()?;
+        Some((self.sdist[l][k], self.shops[l][k]))
+    }
+
+    /// A location held elsewhere: its owner's cursor is at `pos` (in this graph's events of
+    /// it), and `values` are the distances and cross-location edges at its sources; the
+    /// locations waiting for it are woken.
+    pub(crate) fn set_remote(
+        &mut self,
+        g: &Graph,
+        l: usize,
+        pos: usize,
+        values: &[(u32, u64, u32)],
+    ) {
+        self.cur[l].pos = self.cur[l].pos.max(pos);
+        for &(e, d, h) in values {
+            if let Ok(k) = g.src_events[l].binary_search(&e) {
+                self.sdist[l][k] = d;
+                self.shops[l][k] = h;
+            }
+        }
+        self.wake(l);
+    }
+
+    /// Dependencies dropped to break cycles so far.
+    pub(crate) fn broken(&self) -> u64 {
+        self.broken
     }
 
     /// Location `l` as far as it goes: up to its end, or to a dependency target with a
@@ -677,19 +754,13 @@ impl<'g> Walk<'g> {
 
     /// The end of the path: the largest distance over every location's last event, as
     /// (distance, hops, time, location).
-    fn end(&self, g: &Graph) -> Option<(u64, u32, u64, u32)> {
-        let mut end: Option<(u64, u32, u64, u32)> = None;
+    pub(crate) fn end(&self, g: &Graph, held: &dyn Fn(usize) -> bool) -> Option<End> {
+        let mut end: Option<End> = None;
         for (l, (c, time)) in self.cur.iter().zip(&g.time).enumerate() {
-            if let Some(&t) = time.last() {
-                let (d, h) = (c.dist, c.hops);
-                let better = match end {
-                    None => true,
-                    Some((bd, bh, bt, _)) => {
-                        (d, std::cmp::Reverse(h), t) > (bd, std::cmp::Reverse(bh), bt)
-                    }
-                };
-                if better {
-                    end = Some((d, h, t, l as u32));
+            if let (Some(&t), true) = (time.last(), held(l)) {
+                let e = (c.dist, c.hops, t, l as u32);
+                if end.is_none_or(|b| later_end(e, b)) {
+                    end = Some(e);
                 }
             }
         }
@@ -700,11 +771,27 @@ impl<'g> Walk<'g> {
     /// per jump, last stretch first.
     fn stretches_to(&self, g: &Graph, l: u32) -> Vec<Stretch> {
         let mut stretches = Vec::new();
-        let mut at = EventRef {
+        let at = EventRef {
             loc: l,
             event: (g.time[l as usize].len() - 1) as u32,
         };
+        self.stretches_from(at, &|_| false, &mut stretches);
+        stretches
+    }
+
+    /// Back from event `at`: a stretch of local edges on one location per jump, last
+    /// stretch first, appended to `stretches`, until the path comes from a location that
+    /// `remote` says is held elsewhere (that jump's source is returned).
+    pub(crate) fn stretches_from(
+        &self,
+        mut at: EventRef,
+        remote: &dyn Fn(u32) -> bool,
+        stretches: &mut Vec<Stretch>,
+    ) -> Option<EventRef> {
         loop {
+            if remote(at.loc) {
+                return Some(at);
+            }
             let js = &self.jumps[at.loc as usize];
             let k = js.partition_point(|j| j.event <= at.event);
             match k.checked_sub(1).map(|k| js[k]) {
@@ -724,12 +811,21 @@ impl<'g> Walk<'g> {
                         last: at.event,
                         entry: None,
                     });
-                    break;
+                    return None;
                 }
             }
         }
-        stretches
     }
+}
+
+/// The end of a path: (distance, cross-location edges, time, location) of a location's
+/// last event.
+pub(crate) type End = (u64, u32, u64, u32);
+
+/// Whether end `e` beats end `b` (found at an earlier location): longer, then fewer
+/// cross-location edges, then later.
+pub(crate) fn later_end(e: End, b: End) -> bool {
+    (e.0, std::cmp::Reverse(e.1), e.2) > (b.0, std::cmp::Reverse(b.1), b.2)
 }
 
 /// A dependency target where the path came from another location.
@@ -1057,6 +1153,38 @@ impl<'a> Graph<'a> {
         self.waits = waits;
     }
 
+    /// The earliest first event of every location (the start of the run).
+    pub(crate) fn first_time(&self) -> u64 {
+        (self.time.iter())
+            .filter_map(|t| t.first())
+            .min()
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The events of location `l` other locations' targets read distances from, with
+    /// `more` added (sorted, without repeats): a process of `run --mpi` keeps the distances
+    /// that remote targets read.
+    pub(crate) fn add_sources(&mut self, l: usize, more: &[u32]) {
+        let s = &mut self.src_events[l];
+        s.extend_from_slice(more);
+        s.sort_unstable();
+        s.dedup();
+    }
+
+    /// The events of location `l` that are a source of some dependency here.
+    pub(crate) fn sources_of(&self, l: usize) -> &[u32] {
+        &self.src_events[l]
+    }
+
+    /// The matcher of each region of `what_if` (`region_matcher`); an unknown name is the
+    /// error.
+    pub(crate) fn what_if_matchers(&self, what_if: &[String]) -> Result<Vec<Vec<bool>>, String> {
+        (what_if.iter())
+            .map(|r| self.region_matcher(r).ok_or_else(|| r.clone()))
+            .collect()
+    }
+
     /// The call path active between event `i` and the next one on location `l`.
     fn active(&self, l: usize, i: usize) -> CnodeIdx {
         let c = cnode(self.replay, l, i);
@@ -1104,27 +1232,14 @@ impl<'a> Graph<'a> {
     /// a run of events with no dependency target, no source and no wait window adds its
     /// elapsed time at once (the sum of its local edges).
     fn longest_path(&self, zero: Option<&dyn Fn(CnodeIdx) -> bool>, trace_back: bool) -> Path {
-        let (mut walk, t0) = Walk::new(self);
+        let (mut walk, t0) = Walk::new(self, None, None);
         loop {
-            let Some(l) = walk.runnable.pop() else {
-                if walk.break_cycle(self) {
-                    continue;
-                }
+            walk.sweep(self, zero, trace_back);
+            if !walk.break_cycle(self) {
                 break;
-            };
-            walk.queued[l] = false;
-            let before = walk.cur[l].pos;
-            walk.advance(self, l, zero, trace_back);
-            if walk.cur[l].pos > before {
-                for w in std::mem::take(&mut walk.waiters[l]) {
-                    if !walk.queued[w] {
-                        walk.queued[w] = true;
-                        walk.runnable.push(w);
-                    }
-                }
             }
         }
-        let end = walk.end(self);
+        let end = walk.end(self, &|_| true);
         // back from the end: a stretch of local edges on one location per jump
         let mut stretches = match (end, trace_back) {
             (Some((_, _, _, l)), true) => walk.stretches_to(self, l),
@@ -1247,11 +1362,11 @@ pub enum Via {
 /// by a dependency edge from `entry` (source, weight, collective?) or, without one, the start
 /// of the path at event 0.
 #[derive(Clone, Copy, Debug)]
-struct Stretch {
-    loc: u32,
-    first: u32,
-    last: u32,
-    entry: Option<(EventRef, u64, bool)>,
+pub(crate) struct Stretch {
+    pub(crate) loc: u32,
+    pub(crate) first: u32,
+    pub(crate) last: u32,
+    pub(crate) entry: Option<(EventRef, u64, bool)>,
 }
 
 /// A longest path: its length in ticks and its stretches per location from the start (the
@@ -1264,6 +1379,18 @@ pub struct Path {
     pub broken_dependencies: u64,
     /// The run's first event (ticks).
     t0: u64,
+}
+
+impl Path {
+    /// A path (or the part of one a process holds) of its stretches from the start.
+    pub(crate) fn of_stretches(length: u64, ends: Vec<Stretch>, broken: u64, t0: u64) -> Path {
+        Path {
+            length,
+            ends,
+            broken_dependencies: broken,
+            t0,
+        }
+    }
 }
 
 /// A stretch of the path on one location.
@@ -1342,14 +1469,43 @@ pub fn critical_path_of(
     replay: &Replay,
     what_if: &[String],
 ) -> Result<CriticalPath, String> {
-    let matchers = what_if
-        .iter()
-        .map(|r| g.region_matcher(r).ok_or_else(|| r.clone()))
-        .collect::<Result<Vec<_>, _>>()?;
+    let matchers = g.what_if_matchers(what_if)?;
+    let path = g.path();
+    let span = trace.time_span();
+    let ncnode = replay.tree.nodes.len();
+    let placed = steps_by_place(g, trace, &path, ncnode, span.map_or(0, |s| s.0));
+    let lengths: Vec<u64> = (matchers.iter())
+        .map(|m| {
+            g.longest_length(&|c| m.get(c as usize).copied().unwrap_or(false))
+                .length
+        })
+        .collect();
+    Ok(summary(
+        trace,
+        replay,
+        span,
+        &path,
+        placed,
+        (what_if, &lengths),
+    ))
+}
+
+/// The path's time per call path and per location, and its segments (`steps_by_place`).
+pub(crate) type Placed = (Vec<u64>, Vec<u64>, Vec<Segment>);
+
+/// The `critical_path` section from the path (its length and broken dependencies), the
+/// run's span, its time per place, and the what-if regions with their path lengths.
+pub(crate) fn summary(
+    trace: &Trace,
+    replay: &Replay,
+    span: Option<(u64, u64)>,
+    path: &Path,
+    (by_cnode, by_loc, segments): Placed,
+    (what_if, lengths): (&[String], &[u64]),
+) -> CriticalPath {
     let res = trace.timer_resolution.max(1) as f64;
     let sec = |t: u64| t as f64 / res;
-    let path = g.path();
-    let duration = trace.time_span().map_or(0, |(a, b)| b.saturating_sub(a));
+    let duration = span.map_or(0, |(a, b)| b.saturating_sub(a));
     let pct = |t: u64| {
         if path.length == 0 {
             0.0
@@ -1357,23 +1513,16 @@ pub fn critical_path_of(
             100.0 * t as f64 / path.length as f64
         }
     };
-    let ncnode = replay.tree.nodes.len();
-    let (by_cnode, by_loc, segments) = steps_by_place(g, trace, &path, ncnode, &sec);
     let (callpaths, regions) = callpath_shares(trace, replay, &by_cnode, &sec, &pct);
     let locations = location_shares(trace, by_loc, &sec, &pct);
-    let what_if = what_if
-        .iter()
-        .zip(&matchers)
-        .map(|(r, m)| {
-            let p = g.longest_length(&|c| m.get(c as usize).copied().unwrap_or(false));
-            WhatIf {
-                region: r.clone(),
-                length_s: sec(p.length),
-                saved_s: sec(path.length.saturating_sub(p.length)),
-            }
+    let what_if = (what_if.iter().zip(lengths))
+        .map(|(r, &l)| WhatIf {
+            region: r.clone(),
+            length_s: sec(l),
+            saved_s: sec(path.length.saturating_sub(l)),
         })
         .collect();
-    Ok(CriticalPath {
+    CriticalPath {
         length_s: sec(path.length),
         duration_s: sec(duration),
         regions,
@@ -1382,19 +1531,20 @@ pub fn critical_path_of(
         segments,
         what_if,
         broken_dependencies: path.broken_dependencies,
-    })
+    }
 }
 
 /// The path's time per call path (`NO_CNODE`, `STARTUP` after them) and per location, and
 /// its segments (a stretch of local edges on one location each).
-fn steps_by_place(
+pub(crate) fn steps_by_place(
     g: &Graph,
     trace: &Trace,
     path: &Path,
     ncnode: usize,
-    sec: &dyn Fn(u64) -> f64,
-) -> (Vec<u64>, Vec<u64>, Vec<Segment>) {
-    let t0 = trace.time_span().map_or(0, |s| s.0);
+    t0: u64,
+) -> Placed {
+    let res = trace.timer_resolution.max(1) as f64;
+    let sec = &|t: u64| t as f64 / res;
     let slot = |c: CnodeIdx| match c {
         NO_CNODE => ncnode,
         STARTUP => ncnode + 1,

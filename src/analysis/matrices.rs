@@ -92,8 +92,18 @@ fn ranks(trace: &Trace) -> u32 {
 }
 
 pub fn wait_matrix(trace: &Trace, g: &Graph) -> WaitMatrix {
+    wait_matrix_of(trace, trace.time_span(), &g.waits)
+}
+
+/// The wait matrix of the run's `span` from the waits (waiting location, location waited
+/// for, ticks; integer sums, so in any order).
+pub fn wait_matrix_of(
+    trace: &Trace,
+    span: Option<(u64, u64)>,
+    waits: &[(u32, u32, u64)],
+) -> WaitMatrix {
     let n = ranks(trace);
-    let duration = trace.time_span().map_or(0, |(a, b)| b.saturating_sub(a));
+    let duration = span.map_or(0, |(a, b)| b.saturating_sub(a));
     let res = trace.timer_resolution.max(1) as f64;
     let pct = |t: u64| {
         if duration == 0 {
@@ -103,7 +113,7 @@ pub fn wait_matrix(trace: &Trace, g: &Graph) -> WaitMatrix {
         }
     };
     let mut cells: BTreeMap<(u32, u32), u64> = BTreeMap::new();
-    for &(w, f, t) in &g.waits {
+    for &(w, f, t) in waits {
         let (Some(a), Some(b)) = (
             trace.defs.locations[w as usize].rank,
             trace.defs.locations[f as usize].rank,

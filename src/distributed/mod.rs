@@ -13,6 +13,7 @@
 //! (docs/distributed.md).
 
 pub mod core;
+pub mod critical_path;
 pub mod extras;
 pub mod ghost;
 pub mod launcher;
