@@ -490,7 +490,10 @@ mod tests {
                     let (got, rounds) = x.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                     assert_eq!(got, want, "{}, P = {p}, rank {rank}", path.display());
                     if rank == 0 && p == 2 {
-                        eprintln!("{}: critical path in {rounds} rounds at P = 2", path.display());
+                        eprintln!(
+                            "{}: critical path in {rounds} rounds at P = 2",
+                            path.display()
+                        );
                     }
                 }
             }
