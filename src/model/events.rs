@@ -432,6 +432,22 @@ fn grow<T>(v: &mut Vec<T>) {
     super::spill::advise_huge(v);
 }
 
+/// `v.extend_from_slice(xs)`, growing the buffer like `put`.
+#[inline(always)]
+fn put_all<T: Copy>(v: &mut Vec<T>, xs: &[T]) {
+    if v.capacity() - v.len() < xs.len() {
+        grow_by(v, xs.len());
+    }
+    v.extend_from_slice(xs);
+}
+
+#[cold]
+#[inline(never)]
+fn grow_by<T>(v: &mut Vec<T>, n: usize) {
+    v.reserve(n);
+    super::spill::advise_huge(v);
+}
+
 /// An empty vector for `n` values (in huge pages where it is large: filled to `n` when the
 /// declared count is right, `spill::advise_huge_full`).
 fn with_room<T>(n: usize) -> Vec<T> {
@@ -468,19 +484,44 @@ impl EventsFiller {
     #[inline(always)]
     pub fn push_msg(&mut self, time: u64, kind: EventKind, m: Msg) {
         let i = self.peer.len() as u32;
-        put(&mut self.peer, m.peer);
-        put(&mut self.comm, m.comm);
-        put(&mut self.tag, m.tag);
-        if m.bytes < u32::MAX as u64 {
-            put(&mut self.bytes, m.bytes as u32);
-        } else {
-            self.large_bytes.push((i, m.bytes));
-            put(&mut self.bytes, u32::MAX);
-        }
-        if let Some(r) = m.request {
-            self.msg_request.push((i, r));
-        }
+        let r = m.request.map(|r| (i, r));
+        let ptc = [&[m.peer][..], &[m.comm], &[m.tag]];
+        self.extend_messages(ptc, &[m.bytes], r.as_slice());
         self.event(time, kind, i);
+    }
+
+    /// Messages pushed so far (the index the next one gets).
+    #[inline]
+    pub fn messages(&self) -> usize {
+        self.peer.len()
+    }
+
+    /// The payloads of messages whose events `extend_events` appends next, in order, as
+    /// columns (peer, communicator, tag; byte counts; (index, request) of the non-blocking
+    /// ones): what `push_msg` would store for each, with the events left out.
+    pub fn extend_messages(&mut self, ptc: [&[u32]; 3], bytes: &[u64], requests: &[(u32, u64)]) {
+        let i = self.peer.len() as u32;
+        put_all(&mut self.peer, ptc[0]);
+        put_all(&mut self.comm, ptc[1]);
+        put_all(&mut self.tag, ptc[2]);
+        if self.bytes.capacity() - self.bytes.len() < bytes.len() {
+            grow_by(&mut self.bytes, bytes.len());
+        }
+        for (k, &b) in bytes.iter().enumerate() {
+            if b >= u32::MAX as u64 {
+                self.large_bytes.push((i + k as u32, b));
+            }
+            self.bytes.push(b.min(u32::MAX as u64) as u32);
+        }
+        self.msg_request.extend_from_slice(requests);
+    }
+
+    /// Events appended as `time`, `kind` and `arg` columns side by side (a message's `arg`
+    /// its index, its payload stored by `extend_messages`).
+    pub fn extend_events(&mut self, time: &[u64], kind: &[EventKind], arg: &[u32]) {
+        put_all(&mut self.time, time);
+        put_all(&mut self.kind, kind);
+        put_all(&mut self.arg, arg);
     }
 
     /// `Events::push_coll`.

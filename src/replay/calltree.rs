@@ -66,6 +66,17 @@ pub struct LocalTree {
     kids: Vec<Vec<(RegionIdx, CnodeIdx)>>,
     roots: Vec<(RegionIdx, CnodeIdx)>,
     index: HashMap<(CnodeIdx, RegionIdx), CnodeIdx, BuildHasherDefault<PairHasher>>,
+    /// (parent, region, child) of recent lookups, `RECENT` slots by a hash of the key
+    /// (empty until the first lookup; a free slot holds a key no call path has).
+    recent: Vec<(CnodeIdx, RegionIdx, CnodeIdx)>,
+}
+
+/// Slots of `LocalTree::recent`.
+const RECENT: usize = 32;
+
+#[inline(always)]
+fn recent_slot(parent: CnodeIdx, region: RegionIdx) -> usize {
+    (parent.wrapping_mul(0x9e37_79b9) ^ region) as usize % RECENT
 }
 
 /// Up to this many children a call path's list is scanned rather than the map consulted.
@@ -109,8 +120,34 @@ impl LocalTree {
         }
     }
 
-    #[inline]
+    /// The child call path of `parent` (`NO_CNODE`: a root) calling `region`, created at
+    /// time `t` when new.
+    #[inline(always)]
     pub fn child(&mut self, parent: CnodeIdx, region: RegionIdx, t: u64) -> CnodeIdx {
+        let slot = recent_slot(parent, region);
+        match self.recent.get(slot) {
+            Some(&(p, r, c)) if p == parent && r == region => c,
+            _ => self.child_looked_up(parent, region, t, slot),
+        }
+    }
+
+    #[inline(never)]
+    fn child_looked_up(
+        &mut self,
+        parent: CnodeIdx,
+        region: RegionIdx,
+        t: u64,
+        slot: usize,
+    ) -> CnodeIdx {
+        let c = self.find_child(parent, region, t);
+        if self.recent.is_empty() {
+            self.recent = vec![(NO_CNODE, RegionIdx::MAX, NO_CNODE); RECENT];
+        }
+        self.recent[slot] = (parent, region, c);
+        c
+    }
+
+    fn find_child(&mut self, parent: CnodeIdx, region: RegionIdx, t: u64) -> CnodeIdx {
         let list = match parent {
             NO_CNODE => &self.roots,
             p => &self.kids[p as usize],

@@ -221,6 +221,18 @@ fn payload(trace: &Trace, l: LocIdx, i: u32) -> (usize, CommIdx, u32) {
     (k, ev.msg.comm[k], ev.msg.tag[k])
 }
 
+/// The payload index of message event `i` of location `l`.
+#[inline]
+fn msg_index(trace: &Trace, l: LocIdx, i: u32) -> usize {
+    trace.events[l as usize].arg[i as usize] as usize
+}
+
+/// Each location's partner column as a slice, written through while pairing (one
+/// `DerefMut` per location, not one per message).
+fn partners(links: &mut [MsgLinks]) -> Vec<&mut [EventRef]> {
+    links.iter_mut().map(|x| &mut x.partner[..]).collect()
+}
+
 /// Collect one process's sides (in location order, then event order) and its request
 /// links, then sort them.
 fn collect(
@@ -752,6 +764,7 @@ fn pair<'s>(
         .zip(sides.par_iter())
         .map(|((locs, links), (me, _, recvs))| {
             let mut f = Found::default();
+            let mut partner = partners(links);
             for rr in &recvs.runs {
                 let (sends, sr) = match peer_proc(rr.peer) {
                     Some((_, s, _)) => (s, s.run(rr.comm, *me)),
@@ -766,8 +779,8 @@ fn pair<'s>(
                             f.violating.insert(s.0);
                             f.violating.insert(r.0);
                         }
-                        let k = payload(trace, r.0, r.1).0;
-                        links[slot(locs, r.0)].partner[k] = EventRef {
+                        let k = msg_index(trace, r.0, r.1);
+                        partner[slot(locs, r.0)][k] = EventRef {
                             loc: s.0,
                             event: s.1,
                         };
@@ -789,6 +802,7 @@ fn pair<'s>(
         .zip(sides.par_iter())
         .map(|((locs, links), (me, sends, _))| {
             let mut f = Found::default();
+            let mut partner = partners(links);
             for sr in &sends.runs {
                 let (recvs, rr) = match peer_proc(sr.peer) {
                     Some((_, _, r)) => (r, r.run(sr.comm, *me)),
@@ -796,8 +810,8 @@ fn pair<'s>(
                 };
                 walk(trace, sends, Some(*sr), recvs, rr, |s, r| match (s, r) {
                     (Some(s), Some(r)) => {
-                        let k = payload(trace, s.0, s.1).0;
-                        links[slot(locs, s.0)].partner[k] = EventRef {
+                        let k = msg_index(trace, s.0, s.1);
+                        partner[slot(locs, s.0)][k] = EventRef {
                             loc: r.0,
                             event: r.1,
                         };

@@ -155,8 +155,11 @@ impl From<Cnodes> for CnodeColumn {
 }
 
 impl Cnodes {
-    fn new(n: usize) -> Cnodes {
-        Cnodes::Narrow(crate::model::spill::filled(n, NARROW_NONE))
+    /// An empty column with room for `n` call paths (in huge pages where it is large).
+    fn with_capacity(n: usize) -> Cnodes {
+        let v = Vec::with_capacity(n);
+        crate::model::spill::advise_huge_full(&v);
+        Cnodes::Narrow(v)
     }
 
     #[cfg(test)]
@@ -170,24 +173,25 @@ impl Cnodes {
         }
     }
 
-    #[inline]
-    fn set(&mut self, i: usize, c: CnodeIdx) {
+    /// The next event's call path (`NO_CNODE`: none).
+    #[inline(always)]
+    fn push(&mut self, c: CnodeIdx) {
         match self {
-            Cnodes::Narrow(v) if c < NARROW_NONE as CnodeIdx => v[i] = c as u16,
-            Cnodes::Narrow(_) if c == NO_CNODE => self.widen_if(false, i, c),
-            Cnodes::Narrow(_) => self.widen_if(true, i, c),
-            Cnodes::Wide(v) => v[i] = c,
+            Cnodes::Narrow(v) if c < NARROW_NONE as CnodeIdx => v.push(c as u16),
+            Cnodes::Narrow(_) => self.push_rare(c),
+            Cnodes::Wide(v) => v.push(c),
         }
     }
 
+    /// `push` of `NO_CNODE`, or of a call path beyond 16 bits (the column widened first).
     #[cold]
-    fn widen_if(&mut self, widen: bool, i: usize, c: CnodeIdx) {
-        if widen {
+    fn push_rare(&mut self, c: CnodeIdx) {
+        if c != NO_CNODE {
             self.widen();
         }
         match self {
-            Cnodes::Narrow(v) => v[i] = NARROW_NONE,
-            Cnodes::Wide(v) => v[i] = c,
+            Cnodes::Narrow(v) => v.push(NARROW_NONE),
+            Cnodes::Wide(v) => v.push(c),
         }
     }
 
@@ -209,9 +213,11 @@ impl Cnodes {
         if ncn >= NARROW_NONE as usize {
             self.widen();
         }
+        // the local ids are often the global ones already (one walk less over the column)
+        let same = map.iter().enumerate().all(|(k, &g)| g as usize == k);
         match self {
             Cnodes::Narrow(v) => {
-                if ncn < NARROW_NONE as usize {
+                if ncn < NARROW_NONE as usize && !same {
                     for c in v.iter_mut() {
                         if *c != NARROW_NONE {
                             *c = map[*c as usize] as u16;
@@ -220,9 +226,11 @@ impl Cnodes {
                 }
             }
             Cnodes::Wide(v) => {
-                for c in v.iter_mut() {
-                    if *c != NO_CNODE {
-                        *c = map[*c as usize];
+                if !same {
+                    for c in v.iter_mut() {
+                        if *c != NO_CNODE {
+                            *c = map[*c as usize];
+                        }
                     }
                 }
                 if ncn < NARROW_NONE as usize {
@@ -306,21 +314,30 @@ struct Walk<'w> {
     by_enter: bool,
 }
 
+/// What pass A writes for one event: its pointer and its call path (`NONE`, `NO_CNODE`
+/// outside any region).
+type Cell = (u32, CnodeIdx);
+
+const OUTSIDE: Cell = (NONE, NO_CNODE);
+
 fn pass_a(ev: &Events, worker: Option<Worker>) -> PassA {
     let mut w = Walk::new(ev, worker);
-    // the three columns side by side (no bounds check per event)
+    // the three columns side by side (no bounds check per event); each event's pointer and
+    // call path pushed once, in event order (an ENTER's pointer set again at its LEAVE)
     let (times, kinds, args) = (&ev.time[..], &ev.kind[..], &ev.arg[..]);
     for (i, ((&t, &kind), &arg)) in times.iter().zip(kinds).zip(args).enumerate() {
         let t = w.clock(t);
-        match kind {
+        let (p, c) = match kind {
             EventKind::ThreadTeamBegin if w.worker.is_some() && w.stack.is_empty() => {
-                w.team_begin(i, t)
+                w.team_begin(t)
             }
-            EventKind::ThreadTeamEnd if w.base > 0 && !w.by_enter => w.team_end(i),
+            EventKind::ThreadTeamEnd if w.base > 0 && !w.by_enter => w.team_end(),
             EventKind::Enter => w.enter(i, arg, t),
             EventKind::Leave => w.leave(i, arg),
             kind => w.other(ev, i, kind),
-        }
+        };
+        w.ptr.push(p);
+        w.cnode.push(c);
     }
     w.finish()
 }
@@ -331,8 +348,12 @@ impl<'w> Walk<'w> {
         Walk {
             worker,
             local: LocalTree::default(),
-            cnode: Cnodes::new(n),
-            ptr: crate::model::spill::filled(n, NONE),
+            cnode: Cnodes::with_capacity(n),
+            ptr: {
+                let v = Vec::with_capacity(n);
+                crate::model::spill::advise_huge_full(&v);
+                v
+            },
             time: Vec::new(),
             visits: Vec::new(),
             repairs: Vec::new(),
@@ -402,15 +423,23 @@ impl<'w> Walk<'w> {
         }
     }
 
-    fn team_begin(&mut self, i: usize, t: u64) {
-        self.base = self.push_prefix(t);
-        self.by_enter = false;
-        if let Some(&(_, c, _)) = self.stack.last() {
-            self.cnode.set(i, c);
+    /// The stack's top as a cell of an event that is no ENTER or LEAVE: the enclosing
+    /// instance's ENTER and call path.
+    #[inline(always)]
+    fn top(&self) -> Cell {
+        match self.stack.last() {
+            Some(&(_, c, e)) => (e, c),
+            None => OUTSIDE,
         }
     }
 
-    fn team_end(&mut self, i: usize) {
+    fn team_begin(&mut self, t: u64) -> Cell {
+        self.base = self.push_prefix(t);
+        self.by_enter = false;
+        (NONE, self.top().1)
+    }
+
+    fn team_end(&mut self) -> Cell {
         let open = self.tasks.finish(&mut self.stack);
         self.repaired(open);
         while self.stack.len() > self.base {
@@ -418,15 +447,14 @@ impl<'w> Walk<'w> {
                 self.repairs[c as usize] += 1;
             }
         }
-        if let Some(&(_, c, _)) = self.stack.last() {
-            self.cnode.set(i, c);
-        }
+        let c = self.top().1;
         self.stack.clear();
         self.base = 0;
+        (NONE, c)
     }
 
     #[inline(always)]
-    fn enter(&mut self, i: usize, region: RegionIdx, t: u64) {
+    fn enter(&mut self, i: usize, region: RegionIdx, t: u64) -> Cell {
         if self.stack.is_empty()
             && self
                 .worker
@@ -439,14 +467,19 @@ impl<'w> Walk<'w> {
         let c = self.call_path(region, t);
         self.visits[c as usize] += 1;
         self.stack.push((region, c, i as u32));
-        self.cnode.set(i, c);
-        self.ptr[i] = i as u32;
+        (i as u32, c)
     }
 
     #[inline(always)]
-    fn leave(&mut self, i: usize, region: RegionIdx) {
+    fn leave(&mut self, i: usize, region: RegionIdx) -> Cell {
         let lo = self.base.max(self.tasks.floor());
-        match self.stack[lo..].iter().rposition(|s| s.0 == region) {
+        // nearly always the top frame's region (no search, nothing above to repair)
+        let top = self.stack.len().checked_sub(1).filter(|&k| k >= lo);
+        let found = match top.map(|k| (k, self.stack[k].0 == region)) {
+            Some((k, true)) => Some(k - lo),
+            _ => self.stack[lo..].iter().rposition(|s| s.0 == region),
+        };
+        let cell = match found {
             Some(k) => {
                 let k = k + lo;
                 // §3.4.2: instances above the one left are closed here too
@@ -455,44 +488,51 @@ impl<'w> Walk<'w> {
                         self.repairs[c as usize] += 1;
                     }
                 }
-                if let Some((_, c, e)) = self.stack.pop() {
-                    self.cnode.set(i, c);
-                    self.ptr[i] = e;
-                    self.ptr[e as usize] = i as u32;
+                match self.stack.pop() {
+                    Some((_, c, e)) => {
+                        // the ENTER's own pointer, pushed at the ENTER (`e` < `i`)
+                        if let Some(p) = self.ptr.get_mut(e as usize) {
+                            *p = i as u32;
+                        }
+                        (e, c)
+                    }
+                    None => OUTSIDE,
                 }
             }
             None => {
                 // §3.4.3: a LEAVE of a region not on the stack is ignored
-                if let Some(&(_, c, e)) = self.stack.last() {
-                    self.cnode.set(i, c);
-                    self.ptr[i] = e;
-                    self.repairs[c as usize] += 1;
+                match self.stack.last() {
+                    Some(&(_, c, e)) => {
+                        self.repairs[c as usize] += 1;
+                        (e, c)
+                    }
+                    None => OUTSIDE,
                 }
             }
-        }
+        };
         if self.by_enter && self.base > 0 && self.stack.len() == self.base {
             self.stack.clear();
             self.base = 0;
             self.by_enter = false;
         }
+        cell
     }
 
     /// Any other event: task switches and completions, the enclosing instance, pauses.
     #[inline(always)]
-    fn other(&mut self, ev: &Events, i: usize, kind: EventKind) {
-        let open = match omp::task_event(ev, i) {
-            Some(omp::TaskEvent::Switch(k)) => {
-                self.tasks.switch(k, &mut self.stack);
-                Vec::new()
-            }
-            Some(omp::TaskEvent::Complete(k)) => self.tasks.complete(k, &mut self.stack),
-            None => Vec::new(),
-        };
-        self.repaired(open);
-        if let Some(&(_, c, e)) = self.stack.last() {
-            self.cnode.set(i, c);
-            self.ptr[i] = e;
+    fn other(&mut self, ev: &Events, i: usize, kind: EventKind) -> Cell {
+        if omp::is_task_kind(kind) {
+            let open = match omp::task_event(ev, i) {
+                Some(omp::TaskEvent::Switch(k)) => {
+                    self.tasks.switch(k, &mut self.stack);
+                    Vec::new()
+                }
+                Some(omp::TaskEvent::Complete(k)) => self.tasks.complete(k, &mut self.stack),
+                None => Vec::new(),
+            };
+            self.repaired(open);
         }
+        let cell = self.top();
         if kind == EventKind::MeasurementOnOff {
             // OTF2 MeasurementMode: 1 ON, 2 OFF
             let off = ev.fields(i).first() == Some(&2);
@@ -501,6 +541,7 @@ impl<'w> Walk<'w> {
             }
             self.paused = off;
         }
+        cell
     }
 
     /// §3.4.4: instances still open at the end close at the last event (the inherited
@@ -688,12 +729,12 @@ impl Replay {
             (master, thread),
             |_| true,
         );
+        let mpi: Vec<bool> = (trace.defs.regions.iter())
+            .map(|r| r.paradigm == crate::model::Paradigm::MPI)
+            .collect();
         let in_mpi = |l: usize, i: usize| {
             let e = locations[l].enterptr(i);
-            e != NONE && {
-                let r = trace.events[l].arg[e as usize];
-                trace.defs.regions[r as usize].paradigm == crate::model::Paradigm::MPI
-            }
+            e != NONE && mpi.get(trace.events[l].arg[e as usize] as usize) == Some(&true)
         };
         let (mut msg_links, matching, p2p_violators, unmatched_locations) =
             matching::match_messages(trace, &in_mpi, &omp.master);
@@ -736,7 +777,7 @@ mod tests {
         let n = ptr.len();
         LocationState {
             ptr: ptr.into(),
-            cnode: Cnodes::new(n).into(),
+            cnode: Cnodes::Narrow(vec![NARROW_NONE; n]).into(),
             ..Default::default()
         }
     }
@@ -754,12 +795,12 @@ mod tests {
 
     #[test]
     fn call_path_column_widens_and_narrows() {
-        let mut c = Cnodes::new(3);
-        c.set(0, 7);
-        c.set(1, NO_CNODE);
+        let mut c = Cnodes::with_capacity(3);
+        c.push(7);
+        c.push(NO_CNODE);
         assert!(matches!(c, Cnodes::Narrow(_)));
         // a local call path beyond 16 bits widens the column, keeping what it held
-        c.set(2, 70_000);
+        c.push(70_000);
         assert!(matches!(c, Cnodes::Wide(_)));
         assert_eq!((c.get(0), c.get(1), c.get(2)), (7, NO_CNODE, 70_000));
         // merged into a small global tree: narrow again

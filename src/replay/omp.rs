@@ -593,6 +593,18 @@ pub enum TaskEvent {
     Complete(Option<TaskKey>),
 }
 
+/// Is `k` a kind of task record (`task_event` may say more)?
+#[inline(always)]
+pub fn is_task_kind(k: EventKind) -> bool {
+    matches!(
+        k,
+        EventKind::ThreadTaskSwitch
+            | EventKind::ThreadTaskComplete
+            | EventKind::OmpTaskSwitch
+            | EventKind::OmpTaskComplete
+    )
+}
+
 /// The task record at event `i`, if it is one (inline: pass A asks at every event that is
 /// no ENTER or LEAVE, and nearly all are no task record).
 #[inline]

@@ -45,25 +45,35 @@ fn location(trace: &Trace, replay: &Replay, classes: &[&'static str], l: usize) 
         }
         buf.push_back(b);
     };
-    for (i, &kind) in ev.kind[..].iter().enumerate() {
-        if kind == EventKind::Leave {
+    // the receives, and while a wait-for-many call is open the LEAVEs: found on the kind
+    // column as bytes (memchr), every other event passed over
+    let kinds = crate::model::spill::bytes_of(&ev.kind[..]);
+    let (recv, irecv) = (EventKind::MpiRecv as u8, EventKind::MpiIrecv as u8);
+    let mut next = 0;
+    while let Some(d) = match multi {
+        None => memchr::memchr2(recv, irecv, &kinds[next..]),
+        Some(_) => memchr::memchr3(recv, irecv, EventKind::Leave as u8, &kinds[next..]),
+    } {
+        let i = next + d;
+        next = i + 1;
+        if ev.kind[i] == EventKind::Leave {
             if let Some((_, _, b)) = multi.filter(|m| m.0 == st.enterptr(i)) {
                 push(&mut buf, b);
                 multi = None;
             }
             continue;
         }
-        if !matches!(kind, EventKind::MpiRecv | EventKind::MpiIrecv) {
-            continue;
-        }
-        let (Some(m), Some(p)) = (ev.msg(i), links.partner.get(ev.arg[i] as usize).copied()) else {
+        // the payload's columns read directly (`Events::msg` would look up the request too)
+        let k = ev.arg[i] as usize;
+        let (Some(&peer), Some(p)) = (ev.msg.peer.get(k), links.partner.get(k).copied()) else {
             continue;
         };
+        let m = (peer, ev.msg.comm[k], ev.msg.bytes.get(k));
         if !p.is_some() {
             continue;
         }
         let ts = trace.events[p.loc as usize].time[p.event as usize];
-        let me: Buffered = (ts, proc(p.loc), m.peer, m.comm, st.cnode(i), m.bytes == 0);
+        let me: Buffered = (ts, proc(p.loc), m.0, m.1, st.cnode(i), m.2 == 0);
         let e = st.enterptr(i);
         let class = match (e != NONE).then(|| classes.get(ev.arg[e as usize] as usize)) {
             Some(Some(c)) => *c,

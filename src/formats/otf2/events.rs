@@ -104,11 +104,15 @@ pub fn decode_events(
     let mut time = 0u64;
     let mut attrs: Vec<Attribute> = Vec::new();
     let mut scratch: Vec<u64> = Vec::new();
+    let mut batch = Batch::new();
     for_each_chunk(data, chunk_size, |mut c, last_chunk| {
         let chunk = &c.buf[..c.end];
         loop {
             // the records of nearly every event, little endian, without attributes
-            if !c.big_endian && attrs.is_empty() && fast_record(&mut c, &mut time, cx, out) {
+            if !c.big_endian
+                && attrs.is_empty()
+                && fast_records(&mut c, &mut time, cx, out, &mut batch)
+            {
                 continue;
             }
             let Some(&t) = chunk.get(c.pos) else {
@@ -230,64 +234,188 @@ pub fn decode_events(
 }
 
 /// The records of nearly every event in a little-endian file without attributes pending:
-/// a timestamp, an ENTER or a LEAVE, a point-to-point record, read straight from the bytes
-/// at `c.pos` (`time` set, the event pushed, `c.pos` past the record: true). Anything else,
-/// and these near the chunk's end or with a field that does not fit, go the checked way
-/// (false, `c` unchanged).
+/// timestamps, ENTERs and LEAVEs, point-to-point records, read straight from the bytes from
+/// `c.pos` on, as many as come in a row (`time` set, the events in `out`, `c.pos` past
+/// them). True when it read any; it stops before anything else, and before these near the
+/// chunk's end or with a field that does not fit, which go the checked way.
 #[inline(always)]
-fn fast_record(
+fn fast_records(
     c: &mut Cursor,
     time: &mut u64,
     cx: &mut LocationContext,
     out: &mut EventsFiller,
+    b: &mut Batch,
 ) -> bool {
     // the chunk's bytes end at `c.end`; the file's go on (the compressed-integer reads
     // load 8 bytes at once, masked to the integer's length)
     let (end, file) = (c.end, c.buf);
-    match file[..end].get(c.pos) {
-        Some(&TIMESTAMP) => {
-            let Some(b) = file[..end].get(c.pos + 1..c.pos + 9) else {
-                return false;
-            };
-            let mut a = [0u8; 8];
-            a.copy_from_slice(b);
-            *time = u64::from_le_bytes(a);
-            c.pos += 9;
-            true
+    let (start, mut pos, mut t) = (c.pos, c.pos, *time);
+    b.msg_base = out.messages() as u32;
+    loop {
+        if b.n == BATCH || b.m == BATCH {
+            b.flush(out);
+            b.msg_base = out.messages() as u32;
         }
-        Some(&t @ (12 | 13)) => {
-            let Some((local, len)) = fast_uc(end, file, c.pos + 1, 4) else {
-                return false;
-            };
-            c.pos += 1 + len;
-            let kind = if t == 12 {
-                EventKind::Enter
-            } else {
-                EventKind::Leave
-            };
-            let r = cx.regions.resolve(local, cx.region_global);
-            out.push_region(*time, kind, r);
-            true
+        // one load covers a timestamp and the ENTER or LEAVE after it (type, size byte, 8
+        // value bytes), or one such record alone
+        let Some(w) = file.get(pos..pos + 19) else {
+            break;
+        };
+        let mut at = 0;
+        if w[0] == TIMESTAMP {
+            if pos + 9 > end {
+                break;
+            }
+            t = le_u64(&w[1..9]);
+            pos += 9;
+            if !matches!(w[9], 12 | 13) {
+                continue;
+            }
+            at = 9;
         }
-        Some(&t @ (14 | 15 | 18 | 19)) => {
-            let Some((rend, m)) = fast_msg(end, file, c.pos + 1, t == 15 || t == 19) else {
-                return false;
-            };
-            c.pos = rend;
-            let kind = match t {
-                14 => EventKind::MpiSend,
-                18 => EventKind::MpiRecv,
-                15 => EventKind::MpiIsend,
-                _ => EventKind::MpiIrecv,
-            };
-            let m = Msg {
-                comm: cx.comms.resolve(m.comm as u64, cx.comm_global),
-                ..m
-            };
-            out.push_msg(*time, kind, m);
-            true
+        match w[at] {
+            k @ (12 | 13) => {
+                let n = w[at + 1] as usize;
+                if n > 4 || pos + 2 + n > end {
+                    if at > 0 {
+                        continue; // the timestamp is read; the record goes the checked way
+                    }
+                    break;
+                }
+                let local = masked(le_u64(&w[at + 2..at + 10]), n);
+                pos += 2 + n;
+                let kind = if k == 12 {
+                    EventKind::Enter
+                } else {
+                    EventKind::Leave
+                };
+                let r = cx.regions.resolve(local, cx.region_global);
+                b.event(t, kind, r);
+            }
+            k @ (14 | 15 | 18 | 19) => {
+                let Some((rend, m)) = fast_msg(end, file, pos + 1, k == 15 || k == 19) else {
+                    break;
+                };
+                pos = rend;
+                let kind = match k {
+                    14 => EventKind::MpiSend,
+                    18 => EventKind::MpiRecv,
+                    15 => EventKind::MpiIsend,
+                    _ => EventKind::MpiIrecv,
+                };
+                let comm = cx.comms.resolve(m.comm as u64, cx.comm_global);
+                let i = b.message(m, comm);
+                b.event(t, kind, i);
+            }
+            _ => break,
         }
-        _ => false,
+    }
+    b.flush(out);
+    c.pos = pos;
+    *time = t;
+    pos > start
+}
+
+/// Up to this many events (and messages) `fast_records` decodes into a `Batch` before they
+/// go to the columns.
+const BATCH: usize = 256;
+
+/// Events decoded by `fast_records` on their way to the columns: written to a buffer on the
+/// stack (a store each, with the count in a register) and appended to the columns a batch
+/// at a time, where a `Vec::push` per field reloads the vector's length and pointer after
+/// every store.
+struct Batch {
+    n: usize,
+    time: [u64; BATCH],
+    kind: [EventKind; BATCH],
+    arg: [u32; BATCH],
+    /// Messages, indexed from `msg_base` (the columns' message count at the batch's start).
+    m: usize,
+    msg_base: u32,
+    peer: [u32; BATCH],
+    comm: [u32; BATCH],
+    tag: [u32; BATCH],
+    bytes: [u64; BATCH],
+    /// (message index, request) of the non-blocking ones.
+    requests: Vec<(u32, u64)>,
+}
+
+impl Batch {
+    fn new() -> Batch {
+        Batch {
+            n: 0,
+            time: [0; BATCH],
+            kind: [EventKind::Unknown; BATCH],
+            arg: [0; BATCH],
+            m: 0,
+            msg_base: 0,
+            peer: [0; BATCH],
+            comm: [0; BATCH],
+            tag: [0; BATCH],
+            bytes: [0; BATCH],
+            requests: Vec::new(),
+        }
+    }
+
+    /// Message `m` on model communicator `comm`; its index in the columns.
+    #[inline(always)]
+    fn message(&mut self, m: Msg, comm: u32) -> u32 {
+        // `m < BATCH`: `fast_records` flushes a full batch before each record
+        let k = self.m.min(BATCH - 1);
+        let i = self.msg_base + k as u32;
+        self.peer[k] = m.peer;
+        self.comm[k] = comm;
+        self.tag[k] = m.tag;
+        self.bytes[k] = m.bytes;
+        if let Some(r) = m.request {
+            self.requests.push((i, r));
+        }
+        self.m = k + 1;
+        i
+    }
+
+    #[inline(always)]
+    fn event(&mut self, t: u64, kind: EventKind, arg: u32) {
+        // `n < BATCH`: `fast_records` flushes a full batch before each record
+        let k = self.n.min(BATCH - 1);
+        self.time[k] = t;
+        self.kind[k] = kind;
+        self.arg[k] = arg;
+        self.n = k + 1;
+    }
+
+    /// The batch's events and messages appended to `out`; the batch empty.
+    fn flush(&mut self, out: &mut EventsFiller) {
+        let m = self.m;
+        let (peer, comm, tag) = (&self.peer[..m], &self.comm[..m], &self.tag[..m]);
+        out.extend_messages([peer, comm, tag], &self.bytes[..m], &self.requests);
+        self.requests.clear();
+        out.extend_events(
+            &self.time[..self.n],
+            &self.kind[..self.n],
+            &self.arg[..self.n],
+        );
+        self.n = 0;
+        self.m = 0;
+    }
+}
+
+/// Eight little-endian bytes.
+#[inline(always)]
+fn le_u64(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(b);
+    u64::from_le_bytes(a)
+}
+
+/// The low `n` bytes of `v` (a compressed integer's value, `n` <= 8).
+#[inline(always)]
+fn masked(v: u64, n: usize) -> u64 {
+    // n = 0: the value 0; 1 <= n <= 8 keeps the shift below 64
+    if n == 0 {
+        0
+    } else {
+        v & (u64::MAX >> (64 - 8 * n as u32))
     }
 }
 
@@ -303,14 +431,7 @@ fn fast_uc(end: usize, file: &[u8], pos: usize, max: usize) -> Option<(u64, usiz
     }
     let mut a = [0u8; 8];
     a.copy_from_slice(&w[1..9]);
-    let v = u64::from_le_bytes(a);
-    // n = 0: the value 0; 1 <= n <= 8 keeps the shift below 64
-    let v = if n == 0 {
-        0
-    } else {
-        v & (u64::MAX >> (64 - 8 * n as u32))
-    };
-    Some((v, 1 + n))
+    Some((masked(u64::from_le_bytes(a), n), 1 + n))
 }
 
 /// A little-endian point-to-point record's payload at `pos` (its one-byte length, then
