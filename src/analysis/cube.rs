@@ -31,6 +31,9 @@ pub(crate) enum Found<'a> {
     Own(&'a Cell, u32),
     /// The clock-touched share of one instance of (rule, call path).
     Cc(u16, u32, f64),
+    /// `One`, with the tick of its event given (gathered from the process holding it:
+    /// `run --mpi`).
+    Timed(&'a Contribution, u64),
 }
 
 /// Per finding (metric, call path): instances and their clock-touched share (§6.2).
@@ -375,7 +378,7 @@ impl<'a> Cube<'a> {
     pub(crate) fn add(&mut self, f: Found) {
         let (ncnode, nloc) = (self.ncnode, self.nloc);
         let (rule, cnode) = match f {
-            Found::One(c) => (c.rule, c.cnode),
+            Found::One(c) | Found::Timed(c, _) => (c.rule, c.cnode),
             Found::Own(c, _) => (c.rule, c.cnode),
             Found::Cc(rule, cnode, v) => {
                 let d = &mut self.dense_stats[rule as usize];
@@ -387,7 +390,7 @@ impl<'a> Cube<'a> {
             }
         };
         let (loc, value) = match f {
-            Found::One(c) => (c.loc, c.value),
+            Found::One(c) | Found::Timed(c, _) => (c.loc, c.value),
             Found::Own(c, loc) => (loc, c.sum),
             Found::Cc(..) => return,
         };
@@ -412,7 +415,7 @@ impl<'a> Cube<'a> {
         let s = &mut d[cnode as usize];
         let one;
         let offers: &[Instance] = match f {
-            Found::One(c) => {
+            Found::One(c) | Found::Timed(c, _) => {
                 s.n += 1;
                 if c.cc {
                     s.sev_cc += c.value;
@@ -423,10 +426,14 @@ impl<'a> Cube<'a> {
                 if c.event == NONE {
                     return;
                 }
+                let time = match f {
+                    Found::Timed(_, t) => t,
+                    _ => self.trace.events[c.loc as usize].time[c.event as usize],
+                };
                 one = [Instance {
                     loc: c.loc,
                     event: c.event,
-                    time: self.trace.events[c.loc as usize].time[c.event as usize],
+                    time,
                     value: c.value,
                 }];
                 &one
@@ -461,6 +468,9 @@ impl<'a> Cube<'a> {
         match f {
             Found::One(c) if c.event != NONE => {
                 let t = self.trace.events[c.loc as usize].time[c.event as usize];
+                self.book_window(book.window(t), rule, cnode, loc, c.value);
+            }
+            Found::Timed(c, t) if c.event != NONE => {
                 self.book_window(book.window(t), rule, cnode, loc, c.value);
             }
             Found::Own(c, _) => {

@@ -35,6 +35,9 @@ pub use cube::{
     Analysis, CausedColl, CausedWait, FindingStats, Instance, PhaseValues, Violations, Worst,
     WORST_K,
 };
+pub use pass::share::{
+    assemble, share_passes, Booking, HadExchange, InstFound, LocFound, Numbering, ShareFound,
+};
 
 use crate::model::Trace;
 use crate::replay::Replay;

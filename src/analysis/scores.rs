@@ -81,10 +81,43 @@ pub fn rank(findings: &mut [Finding]) {
 }
 
 pub fn score(trace: &Trace, replay: &Replay, a: &Analysis, p: ScoreParams) -> Vec<Finding> {
+    score_in(trace, replay, a, p, &Extent::of(trace))
+}
+
+/// What the scores and the report read of the trace's events as a whole: `Extent::of` a
+/// trace, or gathered from the processes of `run --mpi` (each holding its share).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Extent {
+    /// Per location: whether it has events.
+    pub has_events: Vec<bool>,
+    /// (first, last) tick over all locations (`Trace::time_span`).
+    pub span: Option<(u64, u64)>,
+    /// Events of all locations.
+    pub events: u64,
+}
+
+impl Extent {
+    pub fn of(trace: &Trace) -> Extent {
+        Extent {
+            has_events: trace.events.iter().map(|e| !e.is_empty()).collect(),
+            span: trace.time_span(),
+            events: trace.event_count(),
+        }
+    }
+}
+
+/// `score`, the trace's events seen through `x`.
+pub fn score_in(
+    trace: &Trace,
+    replay: &Replay,
+    a: &Analysis,
+    p: ScoreParams,
+    x: &Extent,
+) -> Vec<Finding> {
     let nloc = a.nloc;
     let rules = &a.rules.rules;
     // eligible locations (§6.3)
-    let has_events: Vec<bool> = trace.events.iter().map(|e| !e.is_empty()).collect();
+    let has_events = &x.has_events;
     let runs_mpi: Vec<bool> = replay
         .locations
         .iter()
@@ -138,7 +171,7 @@ pub fn score(trace: &Trace, replay: &Replay, a: &Analysis, p: ScoreParams) -> Ve
     };
     let r = (1.0 / trace.timer_resolution as f64).max(1e-9);
     // instance times count from the trace's first event, as the other sections do
-    let t0 = trace.time_span().map_or(0, |s| s.0);
+    let t0 = x.span.map_or(0, |s| s.0);
     let mut out = Vec::new();
     for &k in &a.order {
         let rule = &rules[k];

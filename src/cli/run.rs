@@ -78,7 +78,7 @@ pub struct RunArgs {
     pub memory_limit_strict: bool,
     /// Run as one process of an MPI job: `mpirun -np P perfexpert run --mpi TRACE` (a
     /// binary built with `--features mpi`). Each process reads and replays its share of the
-    /// locations; rank 0 writes the call-path profile (docs/distributed.md).
+    /// locations; rank 0 writes the text report (docs/distributed.md).
     #[arg(long)]
     pub mpi: bool,
 }
@@ -194,7 +194,9 @@ fn write(args: &RunArgs, report: &Report, cube: Option<&Cube>, out: &mut dyn Wri
     let mtime = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
+    // under an MPI launcher stdout is the launcher's pseudo-terminal, whatever the user's is
     let color = args.output.is_none()
+        && !args.mpi
         && std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let text_opts = TextOptions {
@@ -425,7 +427,6 @@ fn mpi_refusal(args: &RunArgs) -> Option<String> {
         (!args.what_if.is_empty(), "--what-if"),
         (args.phase.is_some(), "--phase"),
         (args.matrices_csv.is_some(), "--matrices-csv"),
-        (args.metric.is_some(), "--metric"),
     ] {
         if on {
             names.push(name);
@@ -433,8 +434,7 @@ fn mpi_refusal(args: &RunArgs) -> Option<String> {
     }
     (!names.is_empty()).then(|| {
         format!(
-            "--mpi: {} need(s) the distributed message replay and rules, which are not built \
-             yet; --mpi writes the call-path profile (docs/distributed.md)",
+            "--mpi: {} not distributed yet; --mpi writes the text report (docs/distributed.md)",
             names.join(", ")
         )
     })
@@ -451,7 +451,7 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     };
     let (rank, p) = (mpi.rank(), mpi.size());
     let pick = |defs: &crate::model::Definitions| d::partition::share(defs, p, rank);
-    let read = || -> Result<(Trace, Vec<bool>)> {
+    let read = || -> Result<(Trace, Vec<bool>, RuleSet)> {
         if let Some(r) = mpi_refusal(args) {
             return Err(Error::Usage(r));
         }
@@ -460,16 +460,16 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
         // a rule reading deeper through a partner than the ghost events carry is refused
         d::ghost::needs(&rules).map_err(Error::Usage)?;
         let spill = spill_for(args)?;
-        crate::formats::open_share(&args.trace, spill.as_ref(), &pick)
+        let (trace, keep) = crate::formats::open_share(&args.trace, spill.as_ref(), &pick)?;
+        Ok((trace, keep, rules))
     };
-    let done = d::agree(&mpi, read().map_err(|e| e.to_string())).and_then(|(trace, keep)| {
-        let profile = d::core::replay_all(&trace, &keep, &mpi);
-        d::agree(&mpi, profile).map(|profile| (trace, keep, profile))
-    });
-    if args.timings {
-        let held = done.as_ref().map_or((0, 0), |(t, keep, _)| {
-            (keep.iter().filter(|&&k| k).count(), t.event_count())
+    let mut held = (0, 0);
+    let done =
+        d::agree(&mpi, read().map_err(|e| e.to_string())).and_then(|(trace, keep, rules)| {
+            held = (keep.iter().filter(|&&k| k).count(), trace.event_count());
+            d::agree(&mpi, d::analyse::analyse(trace, &keep, rules, &mpi))
         });
+    if args.timings {
         eprintln!(
             "timings: --mpi process {rank} of {p}: {} bytes exchanged in {} rounds, {} \
              locations, {} events, peak RSS {}",
@@ -480,7 +480,7 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
             super::log::peak_rss_kb().map_or_else(|| "n/a".into(), |k| format!("{} MB", k / 1024))
         );
     }
-    let (trace, _, profile) = match done {
+    let whole = match done {
         Ok(x) => x,
         Err(f) => {
             if rank == 0 {
@@ -496,16 +496,86 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
             std::process::exit(2)
         }
     };
-    if rank != 0 {
-        return Ok(());
+    match whole {
+        Some(w) => write(args, &mpi_report(&w), None, out),
+        None => Ok(()),
     }
-    match &args.output {
-        Some(o) => write_file(o, |w| profile.write(&trace, w)),
-        None => match profile.write(&trace, out) {
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-                Err(Error::Usage(format!("cannot write the profile: {e}")))
+}
+
+/// The report of a job's whole analysis (rank 0's), as `analyse` makes it of a
+/// single-process one: scored and built from the events' extent the processes gathered.
+#[cfg(any(feature = "mpi", test))]
+fn mpi_report(w: &crate::distributed::analyse::Whole) -> Report {
+    let params = crate::analysis::scores::ScoreParams::default();
+    let (trace, replay, a, x) = (&w.trace, &w.replay, &w.analysis, &w.extent);
+    let findings = crate::analysis::scores::score_in(trace, replay, a, params, x);
+    let mut report = Report::build_in(trace, replay, a, findings, params, x);
+    report.add_extras(crate::analysis::pipeline::Extras {
+        scalasca_differences: w.scalasca_differences,
+        ..Default::default()
+    });
+    report
+}
+
+#[cfg(test)]
+mod mpi_tests {
+    use super::*;
+    use crate::distributed::{analyse, local};
+
+    /// The text report (top 50, call tree) of a report.
+    fn text(r: &Report) -> String {
+        let opts = TextOptions {
+            top: 50,
+            call_tree: true,
+            metric: None,
+            color: false,
+            root_causes: false,
+        };
+        let mut b = Vec::new();
+        crate::report::text::write(r, &opts, &mut b).unwrap();
+        String::from_utf8(b).unwrap()
+    }
+
+    /// `run --mpi`'s text report over P = 1..4 threads as processes is the single-process
+    /// one, byte for byte, for every testdata trace without OpenMP (those are refused in
+    /// one line by every process).
+    #[test]
+    fn the_distributed_text_report_is_the_single_process_one() {
+        let mut checked = 0;
+        for path in local::testdata_traces() {
+            let trace = crate::open(&path).unwrap();
+            let rules = RuleSet::load(&[]).unwrap();
+            let openmp = crate::replay::omp::has_openmp(&trace);
+            let one = analyse_trace(trace, Options::new(rules.clone()), Report::of).unwrap();
+            let mut one_report = one.view;
+            one_report.add_extras(one.extras);
+            let want = text(&one_report);
+            for p in 1..=4 {
+                let got = local::on_shares(&path, p, |trace, keep, t| {
+                    analyse::analyse(trace.clone(), keep, rules.clone(), t)
+                });
+                if openmp {
+                    assert!(got
+                        .iter()
+                        .all(|g| g.as_ref().is_err_and(|e| e.contains("OpenMP"))));
+                    continue;
+                }
+                let mut got = got.into_iter();
+                let whole = got
+                    .next()
+                    .unwrap()
+                    .unwrap()
+                    .expect("rank 0 holds the analysis");
+                assert!(got.all(|g| g.is_ok_and(|w| w.is_none())));
+                assert_eq!(
+                    text(&mpi_report(&whole)),
+                    want,
+                    "{} P = {p}",
+                    path.display()
+                );
+                checked += 1;
             }
-            _ => Ok(()),
-        },
+        }
+        assert!(checked >= 80, "{checked}");
     }
 }

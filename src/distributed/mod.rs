@@ -9,9 +9,11 @@
 //! as the single-process replay merges them, the OpenMP teams of each share, the call-path
 //! profile summed on every process (`core`); point-to-point matching and collective
 //! instances (`messages`); the ghost events of other processes that the rules read through
-//! partner references (`ghost`). The rule passes are not distributed yet
+//! partner references (`ghost`); the rule passes over what each process owns and the cube
+//! gathered to rank 0 in the single-process order (`analyse`): the text report
 //! (docs/distributed.md).
 
+pub mod analyse;
 pub mod core;
 pub mod critical_path;
 pub mod extras;

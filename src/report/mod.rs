@@ -8,7 +8,7 @@ pub mod html;
 pub mod text;
 
 use crate::analysis::pipeline::{Extras, Whole};
-use crate::analysis::scores::{Finding, ScoreParams};
+use crate::analysis::scores::{Extent, Finding, ScoreParams};
 use crate::analysis::Analysis;
 use crate::model::Trace;
 use crate::replay::calltree::Callee;
@@ -112,10 +112,23 @@ impl Report {
         trace: &Trace,
         replay: &Replay,
         a: &Analysis,
-        mut findings: Vec<Finding>,
+        findings: Vec<Finding>,
         params: ScoreParams,
     ) -> Report {
-        let span = trace.time_span();
+        Report::build_in(trace, replay, a, findings, params, &Extent::of(trace))
+    }
+
+    /// `build`, the trace's events seen through `x` (`run --mpi`: gathered from the
+    /// processes holding them).
+    pub fn build_in(
+        trace: &Trace,
+        replay: &Replay,
+        a: &Analysis,
+        mut findings: Vec<Finding>,
+        params: ScoreParams,
+        x: &Extent,
+    ) -> Report {
+        let span = x.span;
         let d = &trace.defs;
         let region_name = |c: Callee| match c {
             Callee::Region(r) => d.regions[r as usize].name.clone(),
@@ -174,7 +187,7 @@ impl Report {
                     .to_string(),
                 creator: trace.origin.creator.clone(),
                 locations: d.locations.len(),
-                events: trace.event_count(),
+                events: x.events,
                 duration_s: span.map_or(0.0, |(x, y)| {
                     y.saturating_sub(x) as f64 / trace.timer_resolution as f64
                 }),

@@ -25,7 +25,7 @@ pub(crate) fn run(eng: &Engine, cube: &mut Cube) {
 }
 
 /// What the call-path rules `cp_rules` find on location `l`.
-fn location(eng: &Engine, cp_rules: &[usize], l: usize) -> Vec<Contribution> {
+pub(crate) fn location(eng: &Engine, cp_rules: &[usize], l: usize) -> Vec<Contribution> {
     let (trace, replay, rs) = (eng.trace, eng.replay, &eng.plan.rs);
     let st = &replay.locations[l];
     let none = |_: u16| 0.0;

@@ -19,7 +19,7 @@ pub(crate) fn run(eng: &Engine, had: &[Vec<(u32, u32)>], cube: &mut Cube) -> Vec
 /// The replay's collective instances with their bindings (operation, size, root), and per
 /// instance whether its communicator was reconstructed by a reader (§5.4: lower precision,
 /// §6.3 ρ).
-fn collectives(eng: &Engine) -> (Vec<Inst>, Vec<bool>) {
+pub(crate) fn collectives(eng: &Engine) -> (Vec<Inst>, Vec<bool>) {
     let (trace, replay) = (eng.trace, eng.replay);
     let mut instances: Vec<Inst> = Vec::new();
     let mut reconstructed: Vec<bool> = Vec::new();

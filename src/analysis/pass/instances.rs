@@ -33,26 +33,36 @@ pub(crate) fn run_family(
         return Vec::new();
     }
     let (insts, rec) = insts();
-    let (c, v, colls) = run(eng, had, &rules, &insts, nbind, &rec);
+    let (c, v, colls) = flat(run_each(eng, had, &rules, &insts, nbind, &rec));
     cube.add_all(&c);
     cube.colls.extend(colls);
     v
 }
 
-/// Runs rules `rule_ids` on every instance of `insts` (`rec`: per instance, whether it is
-/// reconstructed, §5.4; missing: not). Returns the instances found, the location of
+/// What `run_each` found, all instances together: the instances found, the location of
 /// every (instance, member) pair whose member violated the clock condition, and the
 /// instances accepted by rules with a collective `[cause]`.
 #[allow(clippy::type_complexity)]
-pub(crate) fn run(
+pub(crate) fn flat(per: Vec<PerInstance>) -> (Vec<Contribution>, Vec<u32>, Vec<CausedColl>) {
+    let ccv: Vec<u32> = per.iter().flat_map(|p| p.1.iter().copied()).collect();
+    let colls: Vec<CausedColl> = per.iter().flat_map(|p| p.2.iter().copied()).collect();
+    (per.into_iter().flat_map(|p| p.0).collect(), ccv, colls)
+}
+
+/// What `run_each` finds on one instance (`flat`).
+pub(crate) type PerInstance = (Vec<Contribution>, Vec<u32>, Vec<CausedColl>);
+
+/// Runs rules `rule_ids` on every instance of `insts` (`rec`: per instance, whether it is
+/// reconstructed, §5.4; missing: not); what each instance found, in `insts` order (`flat`).
+pub(crate) fn run_each(
     eng: &Engine,
     had: &[Vec<(u32, u32)>],
     rule_ids: &[usize],
     insts: &[Inst],
     nbind: usize,
     rec: &[bool],
-) -> (Vec<Contribution>, Vec<u32>, Vec<CausedColl>) {
-    let per: Vec<(Vec<Contribution>, Vec<u32>, Vec<CausedColl>)> = insts
+) -> Vec<PerInstance> {
+    insts
         .par_iter()
         .enumerate()
         .map(|(ii, (members, bind))| {
@@ -85,10 +95,7 @@ pub(crate) fn run(
                 .collect();
             (out, locs, colls)
         })
-        .collect();
-    let ccv: Vec<u32> = per.iter().flat_map(|p| p.1.iter().copied()).collect();
-    let colls: Vec<CausedColl> = per.iter().flat_map(|p| p.2.iter().copied()).collect();
-    (per.into_iter().flat_map(|p| p.0).collect(), ccv, colls)
+        .collect()
 }
 
 /// One instance as a rule sees it.

@@ -207,7 +207,7 @@ fn run_locs(
 /// `Skip`), on each trigger the rules of the event's kind, folded for it (`KindRule`);
 /// groups closed as their key calls end. `accumulate`: see `run_locs`.
 #[inline(never)]
-fn walk(
+pub(crate) fn walk(
     eng: &Engine,
     pr: &PassRules,
     had: &[Vec<(u32, u32)>],

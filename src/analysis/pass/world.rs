@@ -2,7 +2,7 @@
 //! members are every rank's first call of a region of the rule's class.
 
 use super::instances;
-use crate::analysis::cube::Cube;
+use crate::analysis::cube::{Contribution, Cube};
 use crate::analysis::eval::{ptr, Member, Ptr};
 use crate::analysis::fire::Engine;
 use crate::model::EventKind;
@@ -14,18 +14,25 @@ use rayon::prelude::*;
 /// Runs the world-call rules; returns the location of every member that violated the
 /// clock condition.
 pub(crate) fn run(eng: &Engine, had: &[Vec<(u32, u32)>], cube: &mut Cube) -> Vec<u32> {
+    let (found, violators) = found(eng, had);
+    cube.add_all(&found);
+    violators
+}
+
+/// What the world-call rules find, in the order `run` adds it, and the violators.
+pub(crate) fn found(eng: &Engine, had: &[Vec<(u32, u32)>]) -> (Vec<Contribution>, Vec<u32>) {
     let world_rules = eng.plan.by_trigger(Trigger::WorldCall);
     let firsts = first_calls(eng, &world_rules);
-    let mut violators = Vec::new();
+    let (mut found, mut violators) = (Vec::new(), Vec::new());
     for (w, &k) in world_rules.iter().enumerate() {
         let members = members(eng, &firsts[w]);
         let n = members.len() as f64;
         let insts = vec![(members, [Value::Num(n), Value::None, Value::None])];
-        let (c, v, _) = instances::run(eng, had, &[k], &insts, 1, &[]);
-        cube.add_all(&c);
+        let (c, v, _) = instances::flat(instances::run_each(eng, had, &[k], &insts, 1, &[]));
+        found.extend(c);
         violators.extend(v);
     }
-    violators
+    (found, violators)
 }
 
 /// The members of a world-call instance: per rank in rank order, its call that begins at

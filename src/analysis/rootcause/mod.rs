@@ -33,7 +33,7 @@ mod sync;
 mod wrong_order;
 
 pub use section::{Cause, RootCauseSection};
-pub use wrong_order::wrong_order_differences;
+pub use wrong_order::{wrong_order_differences, wrong_order_differences_in};
 
 use crate::analysis::Analysis;
 use crate::model::{EventKind, Trace};

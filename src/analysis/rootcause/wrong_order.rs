@@ -19,6 +19,12 @@ type Buffered = (u64, u32, u32, u32, u32, bool);
 /// Instances Scalasca books differently: (reclassified together with others by one
 /// receive, reclassified against a message of another communicator with a different verdict).
 pub fn wrong_order_differences(trace: &Trace, replay: &Replay) -> (u64, u64) {
+    wrong_order_differences_in(trace, replay, &[])
+}
+
+/// `wrong_order_differences` on the locations `held` selects (empty: all; `run --mpi`:
+/// each process its own, the counts summed).
+pub fn wrong_order_differences_in(trace: &Trace, replay: &Replay, held: &[bool]) -> (u64, u64) {
     use rayon::prelude::*;
     // each region's class once, not once per receive
     let classes: Vec<&'static str> = (trace.defs.regions.iter())
@@ -26,6 +32,7 @@ pub fn wrong_order_differences(trace: &Trace, replay: &Replay) -> (u64, u64) {
         .collect();
     (0..trace.events.len())
         .into_par_iter()
+        .filter(|&l| held.is_empty() || held.get(l) == Some(&true))
         .map(|l| location(trace, replay, &classes, l))
         .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
 }

@@ -1,0 +1,243 @@
+//! `run --mpi` (issue 24): the rule passes over what one process owns, and the cube of a
+//! job. `share_passes` runs, on a process's ghosted trace (`distributed::ghost`), the
+//! call-path, event, receive and send passes over the locations it owns (in list mode: every
+//! instance booked one by one, bit for bit what the accumulating passes sum,
+//! `location`'s test), the collective pass over the instances it owns and, on one process,
+//! the world-call pass; the `had` lists are exchanged after each location pass (a later
+//! pass, a collective or a world rule reads `had()` of every location). Every booking leaves
+//! keyed in the owner's numbering with the tick of its event. `assemble` adds every
+//! process's bookings to one cube in the single-process order (call paths; each location
+//! pass location by location; collective instances in instance order; world calls), then
+//! the sums and derived metrics, as `analyse` does.
+
+use super::{callpath, collective, derived, instances, location, world};
+use crate::analysis::cube::{self, CausedColl, CausedWait, Contribution, Cube, Found, Violations};
+use crate::analysis::fire::Engine;
+use crate::analysis::plan::Plan;
+use crate::analysis::Analysis;
+use crate::model::Trace;
+use crate::replay::{Replay, NONE};
+use crate::rules::{RuleSet, Trigger};
+use rayon::prelude::*;
+
+/// One value a rule instance books, keyed in the owner's numbering, with the tick of its
+/// event (0 for call-path values, which have none).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Booking {
+    pub rule: u16,
+    pub cnode: u32,
+    pub loc: u32,
+    pub event: u32,
+    pub time: u64,
+    pub value: f64,
+    /// Touched by a clock-condition violation; from a reconstructed collective.
+    pub cc: bool,
+    pub rec: bool,
+}
+
+/// One owned location's bookings in one location pass, and its caused waits.
+pub type LocFound = (u32, Vec<Booking>, Vec<CausedWait>);
+
+/// One owned collective instance (its index in the whole trace's list): its bookings, the
+/// locations of its members that violated the clock condition, the causes it recorded.
+pub type InstFound = (u32, Vec<Booking>, Vec<u32>, Vec<CausedColl>);
+
+/// What one process's passes found on what it owns.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ShareFound {
+    /// Per owned location: its call-path values.
+    pub callpath: Vec<(u32, Vec<Booking>)>,
+    /// Per location pass with rules (event, receive, send), per owned location.
+    pub passes: Vec<Vec<LocFound>>,
+    pub collectives: Vec<InstFound>,
+    /// The world-call pass's bookings and violators, on the process that ran it.
+    pub world: Option<(Vec<Booking>, Vec<u32>)>,
+}
+
+/// A process's event numbering against the owners'.
+pub trait Numbering: Sync {
+    /// Event `i` of location `l` here: its index on the location's owner.
+    fn original(&self, l: u32, i: u32) -> u32;
+    /// The owner's event `i` of location `l`: its index here, if held or a ghost here.
+    fn local(&self, l: u32, i: u32) -> Option<u32>;
+}
+
+/// Every process's new `had` entries (rule, location, key event in the owner's numbering)
+/// from this process's: the job's, in rank order.
+pub type HadExchange<'a> =
+    &'a mut dyn FnMut(Vec<(u16, u32, u32)>) -> Result<Vec<(u16, u32, u32)>, String>;
+
+/// What the passes find here: the locations `owned`, the collective instances of
+/// `replay.instances` whose `owned_instances` is set (`instance_of`: their indices in the
+/// whole trace's list), the world-call pass when `world`.
+#[allow(clippy::too_many_arguments)]
+pub fn share_passes(
+    trace: &Trace,
+    replay: &Replay,
+    rules: &RuleSet,
+    owned: &[bool],
+    (owned_instances, instance_of): (&[bool], &[u32]),
+    world: bool,
+    num: &dyn Numbering,
+    exchange: HadExchange,
+) -> Result<ShareFound, String> {
+    let plan = Plan::new(trace, replay, rules);
+    let eng = Engine {
+        trace,
+        replay,
+        plan: &plan,
+    };
+    let locs: Vec<usize> = (0..trace.events.len())
+        .filter(|&l| owned.get(l) == Some(&true))
+        .collect();
+    let books = |cs: &[Contribution]| -> Vec<Booking> {
+        (cs.iter())
+            .map(|c| {
+                let held = c.event != NONE;
+                Booking {
+                    rule: c.rule,
+                    cnode: c.cnode,
+                    loc: c.loc,
+                    event: if held {
+                        num.original(c.loc, c.event)
+                    } else {
+                        NONE
+                    },
+                    time: if held {
+                        trace.events[c.loc as usize].time[c.event as usize]
+                    } else {
+                        0
+                    },
+                    value: c.value,
+                    cc: c.cc,
+                    rec: c.rec,
+                }
+            })
+            .collect()
+    };
+    let mut found = ShareFound::default();
+    let cp_rules = plan.by_trigger(Trigger::Callpath);
+    if !cp_rules.is_empty() {
+        found.callpath = (locs.par_iter())
+            .map(|&l| (l as u32, books(&callpath::location(&eng, &cp_rules, l))))
+            .collect();
+    }
+    let mut had: Vec<Vec<(u32, u32)>> = vec![Vec::new(); plan.rs.rules.len()];
+    for pr in &plan.passes {
+        let done: Vec<location::LocPass> = (locs.par_iter())
+            .map(|&l| {
+                let p = location::walk(&eng, pr, &had, l, Vec::new(), None);
+                trace.events[l].release_resident();
+                p
+            })
+            .collect();
+        let mine = (done.iter().flat_map(|p| &p.had))
+            .map(|&(k, l, e)| (k as u16, l, num.original(l, e)))
+            .collect();
+        for (k, l, e) in exchange(mine)? {
+            if let (Some(h), Some(i)) = (had.get_mut(k as usize), num.local(l, e)) {
+                h.push((l, i));
+            }
+        }
+        had.iter_mut().for_each(|h| h.sort_unstable());
+        let orig = |(l, i): (u32, u32)| (l, num.original(l, i));
+        found.passes.push(
+            (done.into_iter())
+                .map(|p| {
+                    let waits = (p.waits.iter())
+                        .map(|w| CausedWait {
+                            event: num.original(w.loc, w.event),
+                            partner: orig(w.partner),
+                            ..*w
+                        })
+                        .collect();
+                    (p.loc, books(&p.out), waits)
+                })
+                .collect(),
+        );
+    }
+    let coll_rules = plan.by_trigger(Trigger::Collective);
+    if !coll_rules.is_empty() {
+        let (insts, rec) = collective::collectives(&eng);
+        let (mut picked, mut rec_of, mut index) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, inst) in insts.into_iter().enumerate() {
+            if owned_instances.get(i) == Some(&true) {
+                picked.push(inst);
+                rec_of.push(rec.get(i).copied().unwrap_or(false));
+                index.push(instance_of.get(i).copied().unwrap_or(NONE));
+            }
+        }
+        let per = instances::run_each(&eng, &had, &coll_rules, &picked, 3, &rec_of);
+        found.collectives = (index.iter().zip(per))
+            .map(|(&ii, (c, v, colls))| {
+                let colls = (colls.into_iter())
+                    .map(|x| CausedColl { instance: ii, ..x })
+                    .collect();
+                (ii, books(&c), v, colls)
+            })
+            .collect();
+    }
+    if world {
+        let (c, v) = world::found(&eng, &had);
+        found.world = Some((books(&c), v));
+    }
+    Ok(found)
+}
+
+/// The analysis of the whole trace from every process's `ShareFound`, on a process whose
+/// `trace` and `replay` hold the definitions, the merged call tree and the job's matching
+/// statistics and violators (`distributed::ghost`).
+pub fn assemble(trace: &Trace, replay: &Replay, rules: RuleSet, found: &[ShareFound]) -> Analysis {
+    let plan = Plan::new(trace, replay, &rules);
+    let mut cube = Cube::new(trace, replay, &plan.rs.rules);
+    let add = |cube: &mut Cube, bs: &[Booking]| {
+        for b in bs {
+            let c = Contribution {
+                rule: b.rule,
+                cnode: b.cnode,
+                loc: b.loc,
+                event: b.event,
+                value: b.value,
+                cc: b.cc,
+                rec: b.rec,
+            };
+            cube.add(Found::Timed(&c, b.time));
+        }
+    };
+    let mut cp: Vec<&(u32, Vec<Booking>)> = found.iter().flat_map(|f| &f.callpath).collect();
+    cp.sort_by_key(|x| x.0);
+    cp.iter().for_each(|x| add(&mut cube, &x.1));
+    for p in 0..plan.passes.len() {
+        let mut per: Vec<&LocFound> = found
+            .iter()
+            .flat_map(|f| f.passes.get(p))
+            .flatten()
+            .collect();
+        per.sort_by_key(|x| x.0);
+        for (_, b, w) in per {
+            cube.waits.extend_from_slice(w);
+            add(&mut cube, b);
+        }
+    }
+    let mut violators = Vec::new();
+    let mut colls: Vec<&InstFound> = found.iter().flat_map(|f| &f.collectives).collect();
+    colls.sort_by_key(|x| x.0);
+    for (_, b, v, cc) in colls {
+        add(&mut cube, b);
+        cube.colls.extend_from_slice(cc);
+        violators.extend_from_slice(v);
+    }
+    for (b, v) in found.iter().filter_map(|f| f.world.as_ref()) {
+        add(&mut cube, b);
+        violators.extend_from_slice(v);
+    }
+    let violations = Violations::of(trace, replay, &violators);
+    let eng = Engine {
+        trace,
+        replay,
+        plan: &plan,
+    };
+    derived::run(&eng, &mut cube);
+    let order = cube::report_order(trace, &plan.rs.rules, &plan.children);
+    cube.finish(order, violations, rules)
+}

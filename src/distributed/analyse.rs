@@ -1,0 +1,363 @@
+//! The rule passes of a job and its cube gathered (issue 24): after the ghost exchange
+//! (`ghost::replay`) every process runs the rule passes over what it owns
+//! (`analysis::share_passes`: its locations; the collective instances whose first member it
+//! holds; rank 0 the world-call instances), the `had` lists exchanged after each location
+//! pass; then every process ships its bookings (keyed in the owner's numbering, with their
+//! event's tick), the replay facts the scores and the report read of its locations (events,
+//! first and last tick, time, visits, inclusive time and repairs per call path, clamped
+//! timestamps, gaps) and its wrong-order counts to rank 0, which adds the bookings in the
+//! single-process order (`analysis::assemble`) and holds the whole analysis.
+
+use super::ghost::{self, Ghosted};
+use super::wire::{Reader, Writer};
+use super::Transport;
+use crate::analysis::scores::Extent;
+use crate::analysis::{self, Analysis, Booking, CausedColl, CausedWait, Numbering, ShareFound};
+use crate::model::Trace;
+use crate::replay::{omp, Replay};
+use crate::rules::RuleSet;
+
+/// The whole analysis, on rank 0: the definitions and rank 0's ghosted trace, the replay
+/// with every location's facts, the analysis, what the scores read of the events, and the
+/// wrong-order counts (`analysis::rootcause::wrong_order_differences`).
+pub struct Whole {
+    pub trace: Trace,
+    pub replay: Replay,
+    pub analysis: Analysis,
+    pub extent: Extent,
+    pub scalasca_differences: (u64, u64),
+}
+
+/// A process's numbering: its locations held (`keep`) in full, the others as ghosts.
+struct View<'a> {
+    g: &'a Ghosted,
+    keep: &'a [bool],
+}
+
+impl Numbering for View<'_> {
+    fn original(&self, l: u32, i: u32) -> u32 {
+        self.g.original(l, i)
+    }
+
+    fn local(&self, l: u32, i: u32) -> Option<u32> {
+        if self.keep.get(l as usize) == Some(&true) {
+            return Some(i);
+        }
+        let o = self.g.orig.get(l as usize)?;
+        o.binary_search(&i).ok().map(|x| x as u32)
+    }
+}
+
+/// The job's analysis of `trace` (this process's share, `keep`) with `rules`: the whole
+/// analysis on rank 0, `None` on the others.
+pub fn analyse(
+    trace: Trace,
+    keep: &[bool],
+    rules: RuleSet,
+    t: &dyn Transport,
+) -> Result<Option<Whole>, String> {
+    if omp::has_openmp(&trace) {
+        return Err(
+            "--mpi: the rules of OpenMP and hybrid traces are not distributed yet \
+                    (docs/distributed.md); run without --mpi"
+                .into(),
+        );
+    }
+    let needs = ghost::needs(&rules)?;
+    let g = ghost::replay(trace, keep, &needs, t)?;
+    let view = View { g: &g, keep };
+    let owned_instances: Vec<bool> = (g.replay.instances.iter())
+        .map(|inst| (inst.members.first()).is_some_and(|m| keep.get(m.loc as usize) == Some(&true)))
+        .collect();
+    let mut exchange = |mine: Vec<(u16, u32, u32)>| -> Result<Vec<(u16, u32, u32)>, String> {
+        let mut w = Writer::default();
+        for (k, l, e) in mine {
+            [k as u32, l, e].into_iter().for_each(|x| w.u32(x));
+        }
+        let mut all = Vec::new();
+        for (rank, b) in t.all_gather(&w.0)?.iter().enumerate() {
+            let mut r = Reader::new(b);
+            while !r.is_done() {
+                let k = r.u32().map_err(|e| format!("rank {rank}: {e}"))?;
+                let (l, e) = (r.u32()?, r.u32()?);
+                all.push((k as u16, l, e));
+            }
+        }
+        Ok(all)
+    };
+    let found = analysis::share_passes(
+        &g.trace,
+        &g.replay,
+        &rules,
+        keep,
+        (&owned_instances, &g.instance_of),
+        t.rank() == 0,
+        &view,
+        &mut exchange,
+    )?;
+    let wrong = analysis::rootcause::wrong_order_differences_in(&g.trace, &g.replay, keep);
+    let mut w = Writer::default();
+    put_found(&mut w, &found);
+    put_facts(&mut w, &g, keep);
+    w.u64(wrong.0);
+    w.u64(wrong.1);
+    let mut to = vec![Vec::new(); t.size()];
+    to[0] = w.0;
+    let got = t.all_to_all(to)?;
+    if t.rank() != 0 {
+        return Ok(None);
+    }
+    let Ghosted {
+        trace, mut replay, ..
+    } = g;
+    let mut founds = Vec::with_capacity(got.len());
+    let mut facts = Vec::new();
+    let mut scalasca_differences = (0, 0);
+    for (rank, b) in got.iter().enumerate() {
+        let mut r = Reader::new(b);
+        let mut read = || -> Result<(), String> {
+            founds.push(get_found(&mut r)?);
+            facts.extend(get_facts(&mut r)?);
+            scalasca_differences.0 += r.u64()?;
+            scalasca_differences.1 += r.u64()?;
+            Ok(())
+        };
+        read().map_err(|e| format!("rank {rank}: {e}"))?;
+    }
+    let analysis = analysis::assemble(&trace, &replay, rules, &founds);
+    let extent = apply_facts(&trace, &mut replay, keep, facts)?;
+    Ok(Some(Whole {
+        trace,
+        replay,
+        analysis,
+        extent,
+        scalasca_differences,
+    }))
+}
+
+/// What the scores and the report read of one location's replay.
+struct Facts {
+    loc: u32,
+    events: u64,
+    first: u64,
+    last: u64,
+    clamped: u64,
+    gaps: u64,
+    /// (call path, visits, time, inclusive time, repairs) where any is non-zero.
+    per_cnode: Vec<(u32, [u64; 4])>,
+}
+
+/// Per held location: its events, first and last tick, clamped timestamps and gaps, then
+/// its call paths with a visit, time or repair: 44 bytes and 36 a call path.
+fn put_facts(w: &mut Writer, g: &Ghosted, keep: &[bool]) {
+    let held: Vec<usize> = (0..g.trace.events.len())
+        .filter(|&l| keep.get(l) == Some(&true))
+        .collect();
+    put_list(w, &held, |w, &l| {
+        let (ev, st) = (&g.trace.events[l], &g.replay.locations[l]);
+        w.u32(l as u32);
+        let first = ev.time.first().copied().unwrap_or(0);
+        let last = ev.time.last().copied().unwrap_or(0);
+        for x in [ev.len() as u64, first, last, st.clamped, st.gaps] {
+            w.u64(x);
+        }
+        let cols = [&st.visits, &st.time, &st.incl, &st.repairs];
+        let at = |c: usize| cols.map(|v| v.get(c).copied().unwrap_or(0));
+        let used: Vec<usize> = (0..g.replay.tree.len())
+            .filter(|&c| at(c).iter().any(|&x| x != 0))
+            .collect();
+        put_list(w, &used, |w, &c| {
+            w.u32(c as u32);
+            at(c).into_iter().for_each(|x| w.u64(x));
+        });
+    });
+}
+
+fn get_facts(r: &mut Reader) -> Result<Vec<Facts>, String> {
+    get_list(r, |r| {
+        let loc = r.u32()?;
+        let [events, first, last, clamped, gaps] =
+            [r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?];
+        let per_cnode = get_list(r, |r| {
+            Ok((r.u32()?, [r.u64()?, r.u64()?, r.u64()?, r.u64()?]))
+        })?;
+        Ok(Facts {
+            loc,
+            events,
+            first,
+            last,
+            clamped,
+            gaps,
+            per_cnode,
+        })
+    })
+}
+
+/// Every location's facts into the replay (the locations held here already have them) and
+/// the extent of the events.
+fn apply_facts(
+    trace: &Trace,
+    replay: &mut Replay,
+    keep: &[bool],
+    facts: Vec<Facts>,
+) -> Result<Extent, String> {
+    let nloc = trace.events.len();
+    let ncn = replay.tree.len();
+    let mut x = Extent {
+        has_events: vec![false; nloc],
+        span: None,
+        events: 0,
+    };
+    for f in facts {
+        let l = f.loc as usize;
+        if l >= nloc {
+            return Err(format!("location {l} out of range"));
+        }
+        x.has_events[l] = f.events > 0;
+        x.events += f.events;
+        if f.events > 0 {
+            x.span = Some(
+                x.span
+                    .map_or((f.first, f.last), |(a, b)| (a.min(f.first), b.max(f.last))),
+            );
+        }
+        if keep.get(l) == Some(&true) {
+            continue;
+        }
+        let st = &mut replay.locations[l];
+        let mut cols = [vec![0; ncn], vec![0; ncn], vec![0; ncn], vec![0; ncn]];
+        for (c, v) in f.per_cnode {
+            for (col, x) in cols.iter_mut().zip(v) {
+                *col.get_mut(c as usize).ok_or("call path out of range")? = x;
+            }
+        }
+        let [visits, time, incl, repairs] = cols;
+        (st.visits, st.time, st.incl, st.repairs) = (visits, time, incl, repairs);
+        (st.clamped, st.gaps) = (f.clamped, f.gaps);
+    }
+    Ok(x)
+}
+
+/// `items` as their count and each by `put`.
+fn put_list<T>(w: &mut Writer, items: &[T], put: impl Fn(&mut Writer, &T)) {
+    w.u32(items.len() as u32);
+    items.iter().for_each(|x| put(w, x));
+}
+
+/// `put_list` read back.
+fn get_list<T>(
+    r: &mut Reader,
+    mut get: impl FnMut(&mut Reader) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    let n = r.u32()?;
+    (0..n).map(|_| get(r)).collect()
+}
+
+/// 36 bytes a booking.
+fn put_bookings(w: &mut Writer, bs: &[Booking]) {
+    put_list(w, bs, |w, b| {
+        for x in [b.rule as u32, b.cnode, b.loc, b.event] {
+            w.u32(x);
+        }
+        w.u64(b.time);
+        w.u64(b.value.to_bits());
+        w.u32(b.cc as u32 | (b.rec as u32) << 1);
+    });
+}
+
+fn get_bookings(r: &mut Reader) -> Result<Vec<Booking>, String> {
+    get_list(r, |r| {
+        let [rule, cnode, loc, event] = [r.u32()?, r.u32()?, r.u32()?, r.u32()?];
+        let (time, value, flags) = (r.u64()?, f64::from_bits(r.u64()?), r.u32()?);
+        Ok(Booking {
+            rule: rule as u16,
+            cnode,
+            loc,
+            event,
+            time,
+            value,
+            cc: flags & 1 != 0,
+            rec: flags & 2 != 0,
+        })
+    })
+}
+
+fn put_u32s(w: &mut Writer, xs: &[u32]) {
+    put_list(w, xs, |w, &x| w.u32(x));
+}
+
+fn get_u32s(r: &mut Reader) -> Result<Vec<u32>, String> {
+    get_list(r, |r| r.u32())
+}
+
+fn put_found(w: &mut Writer, f: &ShareFound) {
+    put_list(w, &f.callpath, |w, (l, bs)| {
+        w.u32(*l);
+        put_bookings(w, bs);
+    });
+    put_list(w, &f.passes, |w, pass| {
+        put_list(w, pass, |w, (l, bs, waits)| {
+            w.u32(*l);
+            put_bookings(w, bs);
+            put_list(w, waits, |w, x| {
+                let p = x.partner;
+                [x.rule as u32, x.loc, x.event, p.0, p.1]
+                    .into_iter()
+                    .for_each(|v| w.u32(v));
+            });
+        });
+    });
+    put_list(w, &f.collectives, |w, (i, bs, v, colls)| {
+        w.u32(*i);
+        put_bookings(w, bs);
+        put_u32s(w, v);
+        put_list(w, colls, |w, c| {
+            w.u32(c.instance);
+            w.u32(c.rule as u32);
+        });
+    });
+    let world = f.world.iter().collect::<Vec<_>>();
+    put_list(w, &world, |w, (bs, v)| {
+        put_bookings(w, bs);
+        put_u32s(w, v);
+    });
+}
+
+fn get_found(r: &mut Reader) -> Result<ShareFound, String> {
+    let callpath = get_list(r, |r| Ok((r.u32()?, get_bookings(r)?)))?;
+    let passes = get_list(r, |r| {
+        get_list(r, |r| {
+            let l = r.u32()?;
+            let bs = get_bookings(r)?;
+            let waits = get_list(r, |r| {
+                let [rule, loc, event, pl, pe] = [r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?];
+                Ok(CausedWait {
+                    rule: rule as u16,
+                    loc,
+                    event,
+                    partner: (pl, pe),
+                })
+            })?;
+            Ok((l, bs, waits))
+        })
+    })?;
+    let collectives = get_list(r, |r| {
+        let i = r.u32()?;
+        let (bs, v) = (get_bookings(r)?, get_u32s(r)?);
+        let colls = get_list(r, |r| {
+            let (instance, rule) = (r.u32()?, r.u32()?);
+            Ok(CausedColl {
+                instance,
+                rule: rule as u16,
+            })
+        })?;
+        Ok((i, bs, v, colls))
+    })?;
+    let world = get_list(r, |r| Ok((get_bookings(r)?, get_u32s(r)?)))?;
+    Ok(ShareFound {
+        callpath,
+        passes,
+        collectives,
+        world: world.into_iter().next(),
+    })
+}
