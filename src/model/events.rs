@@ -566,6 +566,41 @@ impl EventsFiller {
         r.attributes.extend_from_slice(attrs);
     }
 
+    /// Room for `events` more events and `msgs` more messages, in one step and in huge pages
+    /// where large (`spill::advise_huge_full`): for a reader that can estimate how many are
+    /// still to come (the Paje read, from how far into the file it is).
+    pub fn reserve(&mut self, events: usize, msgs: usize) {
+        fn more<T>(v: &mut Vec<T>, n: usize) {
+            v.reserve_exact(n);
+            super::spill::advise_huge_full(v);
+        }
+        more(&mut self.time, events);
+        more(&mut self.kind, events);
+        more(&mut self.arg, events);
+        more(&mut self.peer, msgs);
+        more(&mut self.comm, msgs);
+        more(&mut self.tag, msgs);
+        more(&mut self.bytes, msgs);
+    }
+
+    /// Events that fit before the columns grow.
+    #[inline]
+    pub fn room(&self) -> usize {
+        self.time.capacity() - self.time.len()
+    }
+
+    /// Messages pushed so far (the index `push_msg` gives the next one).
+    pub fn msgs(&self) -> usize {
+        self.peer.len()
+    }
+
+    /// Set the peer and tag of message `i` once its other end is known (a reader that pairs
+    /// messages after pushing them, as the Paje simulation does).
+    pub fn set_peer_tag(&mut self, i: usize, peer: u32, tag: u32) {
+        self.peer[i] = peer;
+        self.tag[i] = tag;
+    }
+
     /// Events decoded so far.
     pub fn len(&self) -> usize {
         self.time.len()

@@ -431,6 +431,7 @@ impl<'a> Reader<'a> {
     ) -> Result<(Reader<'a>, Sim<'a>)> {
         let path = self.path;
         let mut sim = Sim::new(path, true, self.digits);
+        sim.size = data.len() as u64;
         let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(4);
         let (back_tx, back_rx) = std::sync::mpsc::sync_channel::<Batch>(8);
         let (result, reader) = std::thread::scope(|s| {
@@ -489,6 +490,10 @@ impl<'a> Reader<'a> {
         let time_slot = |x: f64| {
             (x.to_bits().wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - TIME_SLOT_BITS)) as usize
         };
+        // the previous event's time, (bits, ticks): a state ends when the next begins, so
+        // consecutive events often share it (checked before the table, whose lines are
+        // rarely in the first-level cache)
+        let mut prev = (0u64, 0u64);
         loop {
             match dec.next_step(&mut ev)? {
                 binary::Step::End => break,
@@ -499,8 +504,10 @@ impl<'a> Reader<'a> {
             let t = match d.def.has(Role::Time).then(|| ev.vals[d.def.at(Role::Time)]) {
                 // times recur (on every container, at the start and end of a state):
                 // convert each once
+                Some(binary::Val::Num(x)) if prev.0 == x.to_bits() => prev.1,
                 Some(binary::Val::Num(x)) if times[time_slot(x)].0 == x.to_bits() => {
-                    times[time_slot(x)].1
+                    prev = times[time_slot(x)];
+                    prev.1
                 }
                 Some(binary::Val::Num(x)) => {
                     let t = lex::seconds_to_ticks(x, self.digits, &mut self.inexact).map_err(
@@ -512,6 +519,7 @@ impl<'a> Reader<'a> {
                         },
                     )?;
                     times[time_slot(x)] = (x.to_bits(), t);
+                    prev = (x.to_bits(), t);
                     t
                 }
                 _ => 0,
@@ -1134,7 +1142,7 @@ fn locations(
             declared_events: None,
             rank,
         });
-        events.push(loc.events);
+        events.push(loc.events.finish());
     }
     (location_groups, locations, events)
 }

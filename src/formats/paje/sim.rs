@@ -8,6 +8,7 @@ use super::header::Kind;
 use super::lex;
 use super::FxMap;
 use crate::error::{Error, Place, Result, Warning};
+use crate::model::events::EventsFiller;
 use crate::model::*;
 use std::path::Path;
 
@@ -185,7 +186,7 @@ fn replace(list: &mut Vec<(u32, u64)>, key: u32, v: u64) -> Option<u64> {
 /// One location being filled.
 pub(super) struct Loc {
     pub container: u32,
-    pub events: Events,
+    pub events: EventsFiller,
     /// Open states: region of each.
     stack: Vec<RegionIdx>,
     /// Time of the last state change (time-order check per (container, type)).
@@ -343,6 +344,10 @@ pub(super) struct Sim<'p> {
     open: u64,
     pub counts: PajeCounts,
     pairs: u32,
+    /// Binary Paje: the file's size, and the byte offset of the batch being applied, from
+    /// which `reserve` estimates how many events a location will hold (0: unknown).
+    pub size: u64,
+    at: u64,
     pub end_time: u64,
     order_warnings: u64,
     first_order_warning: Option<String>,
@@ -367,6 +372,8 @@ impl<'p> Sim<'p> {
                 ..Default::default()
             },
             pairs: 0,
+            size: 0,
+            at: 0,
             end_time: 0,
             order_warnings: 0,
             first_order_warning: None,
@@ -385,6 +392,9 @@ impl<'p> Sim<'p> {
     /// Apply the ops of a batch, in file order (the batch is left as it is).
     pub fn apply(&mut self, b: &mut Batch) -> Result<()> {
         b.touch();
+        if self.binary {
+            self.at = b.lines.first().copied().unwrap_or(0);
+        }
         let (mut keys, mut names) = (0, 0);
         for (i, op) in b.ops.iter().enumerate() {
             let Op { code, ty, c, x, t } = *op;
@@ -480,7 +490,7 @@ impl<'p> Sim<'p> {
         cont.locs.push((stype, l));
         self.locs.push(Loc {
             container: c,
-            events: Events::default(),
+            events: EventsFiller::default(),
             stack: Vec::new(),
             last: 0,
             enters: 0,
@@ -504,7 +514,41 @@ impl<'p> Sim<'p> {
         }
     }
 
+    /// Make room for one more event of location `l` before its columns are full.
+    #[inline(always)]
+    fn room(&mut self, l: u32) {
+        if self.locs[l as usize].events.room() == 0 {
+            self.reserve(l);
+        }
+    }
+
+    /// Location `l`'s columns are full: if the binary read is far enough into the file,
+    /// reserve what the location will hold by the end at the rate it has filled so far
+    /// (one step, in huge pages: no copy per doubling, few page faults), at least a quarter
+    /// more; otherwise leave it to the columns' own doubling.
+    #[cold]
+    #[inline(never)]
+    fn reserve(&mut self, l: u32) {
+        /// Events a location holds before its rate is trusted.
+        const MIN: usize = 1 << 16;
+        let ev = &mut self.locs[l as usize].events;
+        let n = ev.len();
+        if self.size == 0 || self.at == 0 || n < MIN {
+            return;
+        }
+        let rate = self.size as f64 / self.at as f64;
+        // at most one event per byte still to come (an event of the file takes 4 bytes or
+        // more and adds at most three to a location): a bound whatever the rate says
+        let more = ((n as f64 * rate * 1.02) as usize)
+            .saturating_sub(n)
+            .min(self.size.saturating_sub(self.at) as usize)
+            .max(n / 4);
+        let msgs = (ev.msgs() as f64 * more as f64 / n as f64) as usize;
+        ev.reserve(more, msgs);
+    }
+
     fn leave_top(&mut self, l: u32, t: u64) {
+        self.room(l);
         let loc = &mut self.locs[l as usize];
         if let Some(r) = loc.stack.pop() {
             if let Some(op) = self.region_coll[r as usize] {
@@ -560,6 +604,7 @@ impl<'p> Sim<'p> {
                 if kind == Kind::SetState {
                     self.leave_all(l, t);
                 }
+                self.room(l);
                 let loc = &mut self.locs[l as usize];
                 loc.stack.push(r);
                 loc.events.push_region(t, EventKind::Enter, r);
@@ -685,8 +730,9 @@ impl<'p> Sim<'p> {
                         (true, false) => EventKind::MpiSend,
                         (false, _) => EventKind::MpiRecv,
                     };
+                    self.room(l);
                     let loc = &mut self.locs[l as usize];
-                    let i = loc.events.msg.peer.len() as u32;
+                    let i = loc.events.msgs() as u32;
                     loc.events.push_msg(
                         t,
                         kind,
@@ -712,9 +758,9 @@ impl<'p> Sim<'p> {
                     let tag = self.pairs;
                     self.pairs = self.pairs.wrapping_add(1);
                     for (l, i, peer) in [(la, ia, lb), (lb, ib, la)] {
-                        let m = &mut self.locs[l as usize].events.msg;
-                        m.peer[i as usize] = peer;
-                        m.tag[i as usize] = tag;
+                        self.locs[l as usize]
+                            .events
+                            .set_peer_tag(i as usize, peer, tag);
                     }
                 }
             }
