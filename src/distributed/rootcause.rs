@@ -463,8 +463,23 @@ pub fn critical_path_metrics(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::Analysis;
     use crate::distributed::{ghost, local};
+    use crate::model::Trace;
     use crate::replay::Replay;
+
+    /// The trace at `path` (`None` with OpenMP), its replay and its analysis with the
+    /// built-in rules.
+    fn analysed(path: &std::path::Path) -> Option<(Trace, Replay, Analysis)> {
+        let whole = crate::formats::open(path).unwrap_or_else(|e| panic!("{e}"));
+        if crate::replay::omp::has_openmp(&whole) {
+            return None;
+        }
+        let replay = Replay::new(&whole);
+        let rules = RuleSet::load(&[]).unwrap_or_else(|e| panic!("built-in rules: {e:?}"));
+        let analysis = crate::analysis::analyse(&whole, &replay, rules);
+        Some((whole, replay, analysis))
+    }
 
     /// Every testdata trace without OpenMP at P = 1..4 threads as processes: each held
     /// location's synchronisation points are the single-process ones (floats to the bit).
@@ -472,17 +487,9 @@ mod tests {
     fn the_distributed_synchronisation_points_are_the_single_process_ones() {
         let (mut traces, mut waits) = (0, 0);
         for path in local::testdata_traces() {
-            let Ok(whole) = crate::formats::open(&path) else {
-                panic!("{}: cannot read", path.display());
-            };
-            if crate::replay::omp::has_openmp(&whole) {
+            let Some((whole, replay, analysis)) = analysed(&path) else {
                 continue;
-            }
-            let replay = Replay::new(&whole);
-            let Ok(rules) = RuleSet::load(&[]) else {
-                panic!("built-in rules");
             };
-            let analysis = crate::analysis::analyse(&whole, &replay, rules);
             let res = whole.timer_resolution.max(1) as f64;
             let want = sync::synchpoints(&whole, &replay, res, &analysis).sps;
             let show = |v: &[Sp]| format!("{v:?}");
@@ -519,17 +526,9 @@ mod tests {
     fn the_distributed_critical_path_metrics_are_the_single_process_ones() {
         let mut steps = 0;
         for path in local::testdata_traces() {
-            let Ok(whole) = crate::formats::open(&path) else {
-                panic!("{}: cannot read", path.display());
-            };
-            if crate::replay::omp::has_openmp(&whole) {
+            let Some((whole, replay, analysis)) = analysed(&path) else {
                 continue;
-            }
-            let replay = Replay::new(&whole);
-            let Ok(rules) = RuleSet::load(&[]) else {
-                panic!("built-in rules");
             };
-            let analysis = crate::analysis::analyse(&whole, &replay, rules);
             let want = rc::root_causes(&whole, &replay, &analysis);
             steps += want.steps.len();
             for p in 1..=4 {
