@@ -24,6 +24,7 @@ pub mod messages;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod partition;
+pub mod rootcause;
 pub mod wire;
 
 /// How the processes of a job exchange bytes: one collective at a time, every process

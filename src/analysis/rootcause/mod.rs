@@ -29,7 +29,7 @@ mod costs;
 mod delay;
 mod omp;
 mod section;
-mod sync;
+pub(crate) mod sync;
 mod wrong_order;
 
 pub use section::{Cause, RootCauseSection};
@@ -38,6 +38,7 @@ pub use wrong_order::{wrong_order_differences, wrong_order_differences_in};
 use crate::analysis::Analysis;
 use crate::model::{EventKind, Trace};
 use crate::replay::calltree::NO_CNODE;
+use crate::replay::matching::EventRef;
 use crate::replay::Replay;
 use crate::rules::causes::{Part, Quantity, RcWhat, Term};
 use crate::rules::RuleSet;
@@ -189,7 +190,7 @@ fn each_runtime(
 
 /// The location where the critical path starts (it entered MPI_Finalize last; the lowest
 /// among equals) and its MPI_Finalize LEAVE.
-fn path_start(trace: &Trace, fin: &[Option<(u32, u32)>]) -> Option<(usize, u32)> {
+pub(crate) fn path_start(trace: &Trace, fin: &[Option<(u32, u32)>]) -> Option<(usize, u32)> {
     (0..fin.len())
         .filter_map(|l| fin[l].map(|(e, x)| (trace.events[l].time[e as usize], l, x)))
         .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
@@ -199,47 +200,102 @@ fn path_start(trace: &Trace, fin: &[Option<(u32, u32)>]) -> Option<(usize, u32)>
 /// Walk the critical path backwards; returns the profile (seconds, `cnode * nloc + loc`)
 /// and the steps.
 fn walk(trace: &Trace, replay: &Replay, sync: &Sync, res: f64) -> (Vec<f64>, Vec<(u32, u32, u32)>) {
-    let (waits, init, fin) = (&sync.sps, &sync.init, &sync.fin);
     let (nloc, ncn) = (trace.events.len(), replay.tree.len());
     let mut prof = vec![0.0; ncn * nloc];
     let mut steps = Vec::new();
-    let Some((mut l, mut end)) = path_start(trace, fin) else {
+    let Some((mut l, mut end)) = path_start(trace, &sync.fin) else {
         return (prof, steps);
     };
     let mut tmap = vec![0.0; ncn];
     let limit: usize = trace.events.iter().map(|e| e.len()).sum::<usize>() + 1;
     while steps.len() < limit {
-        let w = &waits[l];
-        let k = w.partition_point(|x| x.event < end);
-        let sp = (0..k)
-            .rev()
-            .map(|j| &w[j])
-            .find(|x| x.wait > 0.0 && x.cause.is_some());
-        let init_leave = init[l].map(|(_, x)| x).filter(|&x| x < end);
-        let from = match (sp, init_leave) {
-            (Some(s), Some(x)) if x > s.event => None,
-            (Some(s), _) => Some(s),
-            (None, _) => None,
-        };
-        tmap.iter_mut().for_each(|v| *v = 0.0);
-        let start = from.map_or(init_leave.unwrap_or(0), |s| s.event);
-        runtimes(trace, replay, l, start, end, &mut tmap);
-        for (c, &t) in tmap.iter().enumerate() {
-            if t != 0.0 {
-                prof[c * nloc + l] += t / res;
-            }
-        }
+        let at = (l, end, res);
+        let (start, next) = step(
+            trace,
+            replay,
+            (&sync.sps[l], sync.init[l]),
+            at,
+            &mut tmap,
+            &mut prof,
+        );
         steps.push((l as u32, start, end));
-        let Some(s) = from else { break };
-        let c = replay.locations[l].cnode(s.event as usize);
-        if c != NO_CNODE {
-            let sub = s.wait.min(tmap[c as usize] / res);
-            prof[c as usize * nloc + l] -= sub;
-        }
-        l = s.cause.loc as usize;
-        end = s.cause.event;
+        let Some(c) = next else { break };
+        l = c.loc as usize;
+        end = c.event;
     }
     (prof, steps)
+}
+
+/// One step of the critical path, on location `l` (its synchronisation points and first
+/// MPI_Init*) back from event `end`: to its last synchronisation point before `end` where it
+/// waited for a cause (or to its MPI_Init*'s LEAVE, or its first event), the time between
+/// booked to `prof` (`cnode * nloc + loc`, seconds; the wait there less), `tmap` the time per
+/// call path. Returns where the step starts and the cause the path goes on from.
+pub(crate) fn step(
+    trace: &Trace,
+    replay: &Replay,
+    (w, init): (&[sync::Sp], Option<(u32, u32)>),
+    (l, end, res): (usize, u32, f64),
+    tmap: &mut [f64],
+    prof: &mut [f64],
+) -> (u32, Option<EventRef>) {
+    let nloc = trace.events.len();
+    let k = w.partition_point(|x| x.event < end);
+    let sp = (0..k)
+        .rev()
+        .map(|j| &w[j])
+        .find(|x| x.wait > 0.0 && x.cause.is_some());
+    let init_leave = init.map(|(_, x)| x).filter(|&x| x < end);
+    let from = match (sp, init_leave) {
+        (Some(s), Some(x)) if x > s.event => None,
+        (Some(s), _) => Some(s),
+        (None, _) => None,
+    };
+    tmap.iter_mut().for_each(|v| *v = 0.0);
+    let start = from.map_or(init_leave.unwrap_or(0), |s| s.event);
+    runtimes(trace, replay, l, start, end, tmap);
+    for (c, &t) in tmap.iter().enumerate() {
+        if t != 0.0 {
+            prof[c * nloc + l] += t / res;
+        }
+    }
+    let Some(s) = from else {
+        return (start, None);
+    };
+    let c = replay.locations[l].cnode(s.event as usize);
+    if c != NO_CNODE {
+        let sub = s.wait.min(tmap[c as usize] / res);
+        prof[c as usize * nloc + l] -= sub;
+    }
+    (start, Some(s.cause))
+}
+
+/// Location `l`'s local time profile: its time per call path less its waits, in seconds,
+/// into `lt` (`cnode * nloc + loc`).
+pub(crate) fn local_time(
+    trace: &Trace,
+    replay: &Replay,
+    sync: &Sync,
+    (l, res): (usize, f64),
+    lt: &mut [f64],
+) {
+    let (nloc, ncn) = (trace.events.len(), replay.tree.len());
+    let mut t = vec![0.0; ncn];
+    match &sync.omp {
+        Some(o) => o.each_runtime(l, (0, u32::MAX), &mut |c, x| t[c as usize] += x as f64),
+        None => runtimes(trace, replay, l, 0, u32::MAX, &mut t),
+    }
+    let mut w = vec![0.0; ncn];
+    for x in sync.sps[l].iter().filter(|x| x.wait > 0.0) {
+        let c = replay.locations[l].cnode(x.event as usize);
+        if c != NO_CNODE {
+            w[c as usize] += x.wait;
+        }
+    }
+    for c in 0..ncn {
+        let tt = t[c] / res;
+        lt[c * nloc + l] = tt - tt.min(w[c]);
+    }
 }
 
 /// The root-cause metrics of the rule set (`analysis.rules`, files with `kind`) and
@@ -263,22 +319,7 @@ pub fn root_causes(trace: &Trace, replay: &Replay, analysis: &Analysis) -> RootC
     // local time profile: time less the waits, per call path and location
     let mut lt = vec![0.0; ncn * nloc];
     for l in 0..nloc {
-        let mut t = vec![0.0; ncn];
-        match &sync.omp {
-            Some(o) => o.each_runtime(l, (0, u32::MAX), &mut |c, x| t[c as usize] += x as f64),
-            None => runtimes(trace, replay, l, 0, u32::MAX, &mut t),
-        }
-        let mut w = vec![0.0; ncn];
-        for x in sync.sps[l].iter().filter(|x| x.wait > 0.0) {
-            let c = replay.locations[l].cnode(x.event as usize);
-            if c != NO_CNODE {
-                w[c as usize] += x.wait;
-            }
-        }
-        for c in 0..ncn {
-            let tt = t[c] / res;
-            lt[c * nloc + l] = tt - tt.min(w[c]);
-        }
+        local_time(trace, replay, &sync, (l, res), &mut lt);
     }
     let d = derived(nloc, ncn, &lcp, &lt);
     let c = costs::costs(trace, replay, &sync);
@@ -356,7 +397,7 @@ pub fn root_causes(trace: &Trace, replay: &Replay, analysis: &Analysis) -> RootC
 /// `lt` (both `cnode * nloc + loc`), as Scalasca defines them.
 /// Returns the activity impact, the imbalance impact, the inter-partition imbalance and the
 /// non-critical-path activities.
-fn derived(nloc: usize, ncn: usize, lcp: &[f64], lt: &[f64]) -> [Vec<f64>; 4] {
+pub(crate) fn derived(nloc: usize, ncn: usize, lcp: &[f64], lt: &[f64]) -> [Vec<f64>; 4] {
     let at = |v: &[f64], c: usize, l: usize| v[c * nloc + l];
     let g: Vec<f64> = (0..ncn)
         .map(|c| (0..nloc).map(|l| at(lcp, c, l)).sum())

@@ -7,12 +7,12 @@
 //! MPI_Init*/MPI_Finalize of each process, as Scalasca 2.6 registers them, and the thread
 //! teams' points (omp.rs; a barrier wait's kinds are the `thread_barrier` rules that took it).
 
-use crate::analysis::{Analysis, CausedWait};
+use crate::analysis::{Analysis, CausedColl, CausedWait};
 use crate::model::{classify, EventKind, Trace};
 use crate::replay::matching::EventRef;
 use crate::replay::{Replay, NONE};
 use crate::rules::causes::{Cause, Shape};
-use crate::rules::Trigger;
+use crate::rules::{Rule, Trigger};
 
 /// What kind of synchronisation an event is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,32 +124,33 @@ pub(crate) fn call_span(trace: &Trace, replay: &Replay, l: usize, i: u32) -> Opt
 
 /// A candidate synchronisation point: (location, stage, point); the first registered stage
 /// wins where two name the same event.
-pub(super) type Cand = (u32, u8, Sp);
+pub(crate) type Cand = (u32, u8, Sp);
 
 fn secs(a: u64, b: u64, res: f64) -> f64 {
     (a as f64 - b as f64) / res
 }
 
 /// What finding the points needs: per location its process, the timer resolution, the
-/// analysis with the rules' wait states, the kinds of wait state.
+/// rules and their point-to-point wait states (`Analysis::waits`, or some of them), the kinds
+/// of wait state.
 #[derive(Clone, Copy)]
-struct Ctx<'a> {
-    proc: &'a [u32],
-    res: f64,
-    analysis: &'a Analysis,
-    kinds: &'a [u16],
+pub(crate) struct Ctx<'a> {
+    pub(crate) proc: &'a [u32],
+    pub(crate) res: f64,
+    pub(crate) rules: &'a [Rule],
+    pub(crate) waits: &'a [CausedWait],
+    pub(crate) kinds: &'a [u16],
 }
 
 /// The point-to-point wait states of the rules with a `[cause]` (the instances the rule
 /// engine stored, `Analysis::waits`) whose pass is `root`'s, each with its kind (an index
 /// into `kinds`), in (location, event) order.
 fn caused_waits<'a>(
-    analysis: &'a Analysis,
-    kinds: &'a [u16],
+    ctx: Ctx<'a>,
     root: Trigger,
 ) -> impl Iterator<Item = (&'a CausedWait, u16)> + 'a {
-    let rules = &analysis.rules.rules;
-    analysis.waits.iter().filter_map(move |w| {
+    let (rules, kinds) = (ctx.rules, ctx.kinds);
+    ctx.waits.iter().filter_map(move |w| {
         let k = kinds.iter().position(|&r| r == w.rule)?;
         (rules[w.rule as usize].root == root).then_some((w, k as u16))
     })
@@ -167,14 +168,9 @@ fn p2p_wait((enter, leave): (u64, u64), partner: u64, res: f64) -> Option<f64> {
 
 /// The waits of receive rules as synchronisation points: the receive that waited (stage 0)
 /// and the send it waited for (1).
-fn receive_points(trace: &Trace, replay: &Replay, ctx: Ctx, out: &mut Vec<Cand>) {
-    let Ctx {
-        proc,
-        res,
-        analysis,
-        kinds,
-    } = ctx;
-    for (w, k) in caused_waits(analysis, kinds, Trigger::Receive) {
+pub(crate) fn receive_points(trace: &Trace, replay: &Replay, ctx: Ctx, out: &mut Vec<Cand>) {
+    let (proc, res) = (ctx.proc, ctx.res);
+    for (w, k) in caused_waits(ctx, Trigger::Receive) {
         let (l, i) = (w.loc as usize, w.event);
         let p = EventRef {
             loc: w.partner.0,
@@ -222,14 +218,9 @@ fn receive_points(trace: &Trace, replay: &Replay, ctx: Ctx, out: &mut Vec<Cand>)
 
 /// The waits of send rules as synchronisation points: the send completion that waited
 /// (stage 1) and the receive's posting it waited for (2).
-fn send_points(trace: &Trace, replay: &Replay, ctx: Ctx, out: &mut Vec<Cand>) {
-    let Ctx {
-        proc,
-        res,
-        analysis,
-        kinds,
-    } = ctx;
-    for (w, k) in caused_waits(analysis, kinds, Trigger::Send) {
+pub(crate) fn send_points(trace: &Trace, replay: &Replay, ctx: Ctx, out: &mut Vec<Cand>) {
+    let (proc, res) = (ctx.proc, ctx.res);
+    for (w, k) in caused_waits(ctx, Trigger::Send) {
         let (l, c) = (w.loc as usize, w.event);
         let q = EventRef {
             loc: w.partner.0,
@@ -413,7 +404,7 @@ fn collective_points(
 /// Per location, (ENTER, LEAVE) of its first call of region class `class` (the first ENTER
 /// of such a region that has its LEAVE). Locations in parallel, each scanning its kind and
 /// region columns alone until a call of the class (MPI_Finalize's is near the end).
-fn first_call(trace: &Trace, replay: &Replay, class: &str) -> Vec<Option<(u32, u32)>> {
+pub(crate) fn first_call(trace: &Trace, replay: &Replay, class: &str) -> Vec<Option<(u32, u32)>> {
     use rayon::prelude::*;
     let is: Vec<bool> = (trace.defs.regions.iter())
         .map(|r| classify::classify(r).0 == class)
@@ -440,7 +431,7 @@ fn first_call(trace: &Trace, replay: &Replay, class: &str) -> Vec<Option<(u32, u
 
 /// MPI_Init* and MPI_Finalize synchronise every process (stage 0): the wait before the last
 /// process entered (none at MPI_Init, as in Scalasca), the completion after the first left.
-fn world_points(
+pub(crate) fn world_points(
     trace: &Trace,
     calls: &[Option<(u32, u32)>],
     kind: Kind,
@@ -483,15 +474,9 @@ fn world_points(
     }
 }
 
-/// Every synchronisation point of the run: the waits of the rules with a `[cause]` in
-/// `analysis`, the partners they waited for, the members of the collective instances those
-/// rules accepted, MPI_Init* and MPI_Finalize.
-pub(crate) fn synchpoints(trace: &Trace, replay: &Replay, res: f64, analysis: &Analysis) -> Sync {
-    let nloc = trace.events.len();
-    let proc: Vec<u32> = (0..nloc)
-        .map(|l| replay.omp.master.get(l).copied().unwrap_or(l as u32))
-        .collect();
-    let rules = &analysis.rules.rules;
+/// The kinds of wait state with delay costs (the rules with a `[cause]`, in rule order) and
+/// per kind the shape of its collective `[cause]` (`None`: a partner event).
+pub(crate) fn kinds_of(rules: &[Rule]) -> (Vec<u16>, Vec<Option<Shape>>) {
     let kinds: Vec<u16> = (0..rules.len() as u16)
         .filter(|&k| rules[k as usize].cause.is_some())
         .collect();
@@ -501,43 +486,41 @@ pub(crate) fn synchpoints(trace: &Trace, replay: &Replay, res: f64, analysis: &A
             _ => None,
         })
         .collect();
-    let mut cands: Vec<Cand> = Vec::new();
-    let init = first_call(trace, replay, "MPI_INIT");
-    let fin = first_call(trace, replay, "MPI_FINALIZE");
-    world_points(trace, &init, Kind::Init, res, &mut cands);
-    world_points(trace, &fin, Kind::Finalize, res, &mut cands);
-    // per thread barrier (an index into the replay's), the kinds of the rules that took it
-    let mut bar_kinds: Vec<Vec<u16>> = vec![Vec::new(); replay.omp.barriers.len()];
-    for c in &analysis.colls {
-        let Some(Cause::Collective(shape)) = &rules[c.rule as usize].cause else {
-            continue;
-        };
-        let Some(k) = kinds.iter().position(|&r| r == c.rule) else {
-            continue;
-        };
-        if *shape == Shape::ThreadBarrier {
-            if let Some(v) = bar_kinds.get_mut(c.instance as usize) {
-                v.push(k as u16);
-            }
-            continue;
-        }
-        let what = (c.instance as usize, *shape, k as u16);
-        collective_points(trace, replay, what, (&proc, res), &mut cands);
-    }
-    let ctx = Ctx {
-        proc: &proc,
-        res,
-        analysis,
-        kinds: &kinds,
+    (kinds, shapes)
+}
+
+/// The points of collective instance `c.instance` (of the replay's) as a wait state of
+/// `c.rule` if its `[cause]` is collective and not a thread barrier: `Err` with the rule's
+/// kind when it is a thread barrier's (the OpenMP part takes those).
+pub(crate) fn coll_candidates(
+    trace: &Trace,
+    replay: &Replay,
+    c: &CausedColl,
+    ctx: Ctx,
+    out: &mut Vec<Cand>,
+) -> Result<(), u16> {
+    let Some(Cause::Collective(shape)) = &ctx.rules[c.rule as usize].cause else {
+        return Ok(());
     };
-    receive_points(trace, replay, ctx, &mut cands);
-    send_points(trace, replay, ctx, &mut cands);
-    super::omp::points(trace, replay, res, &bar_kinds, &mut cands);
+    let Some(k) = ctx.kinds.iter().position(|&r| r == c.rule) else {
+        return Ok(());
+    };
+    if *shape == Shape::ThreadBarrier {
+        return Err(k as u16);
+    }
+    let what = (c.instance as usize, *shape, k as u16);
+    collective_points(trace, replay, what, (ctx.proc, ctx.res), out);
+    Ok(())
+}
+
+/// The candidates sorted by (location, event, stage) (stable: among equals, the order
+/// registered), per location, each event once: the first registered stage wins; rules booking
+/// the same wait share it.
+pub(crate) fn merge(nloc: usize, mut cands: Vec<Cand>) -> Vec<Vec<Sp>> {
     cands.sort_by_key(|c| (c.0, c.2.event, c.1));
     let mut sps: Vec<Vec<Sp>> = vec![Vec::new(); nloc];
     for (l, _, sp) in cands {
         let v = &mut sps[l as usize];
-        // the first registered stage wins; rules booking the same wait share it
         if let Some(x) = v.last_mut().filter(|x| x.event == sp.event) {
             if x.kind == sp.kind {
                 for k in sp.kinds {
@@ -550,6 +533,49 @@ pub(crate) fn synchpoints(trace: &Trace, replay: &Replay, res: f64, analysis: &A
         }
         v.push(sp);
     }
+    sps
+}
+
+/// Per location the location standing for its process (its thread team's master).
+pub(crate) fn processes(trace: &Trace, replay: &Replay) -> Vec<u32> {
+    (0..trace.events.len())
+        .map(|l| replay.omp.master.get(l).copied().unwrap_or(l as u32))
+        .collect()
+}
+
+/// Every synchronisation point of the run: the waits of the rules with a `[cause]` in
+/// `analysis`, the partners they waited for, the members of the collective instances those
+/// rules accepted, MPI_Init* and MPI_Finalize.
+pub(crate) fn synchpoints(trace: &Trace, replay: &Replay, res: f64, analysis: &Analysis) -> Sync {
+    let nloc = trace.events.len();
+    let proc = processes(trace, replay);
+    let rules = &analysis.rules.rules;
+    let (kinds, shapes) = kinds_of(rules);
+    let mut cands: Vec<Cand> = Vec::new();
+    let init = first_call(trace, replay, "MPI_INIT");
+    let fin = first_call(trace, replay, "MPI_FINALIZE");
+    world_points(trace, &init, Kind::Init, res, &mut cands);
+    world_points(trace, &fin, Kind::Finalize, res, &mut cands);
+    let ctx = Ctx {
+        proc: &proc,
+        res,
+        rules,
+        waits: &analysis.waits,
+        kinds: &kinds,
+    };
+    // per thread barrier (an index into the replay's), the kinds of the rules that took it
+    let mut bar_kinds: Vec<Vec<u16>> = vec![Vec::new(); replay.omp.barriers.len()];
+    for c in &analysis.colls {
+        if let Err(k) = coll_candidates(trace, replay, c, ctx, &mut cands) {
+            if let Some(v) = bar_kinds.get_mut(c.instance as usize) {
+                v.push(k);
+            }
+        }
+    }
+    receive_points(trace, replay, ctx, &mut cands);
+    send_points(trace, replay, ctx, &mut cands);
+    super::omp::points(trace, replay, res, &bar_kinds, &mut cands);
+    let sps = merge(nloc, cands);
     let omp = super::omp::info(trace, replay, &sps);
     Sync {
         sps,
