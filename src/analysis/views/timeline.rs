@@ -177,6 +177,8 @@ struct Acc {
     /// Per column: the longest stretch's length and call path.
     best: Vec<(f32, u32)>,
     width: f64,
+    /// `1 / width`, made once.
+    inv: f64,
 }
 
 impl Ctx<'_> {
@@ -320,12 +322,11 @@ impl Ctx<'_> {
     fn walk(&self, l: usize) -> LocOut {
         let ncls = self.classes.len();
         let shares = self.wait_shares(l);
-        let mut acc = Acc {
+        let mut acc = Acc::new(
             ncls,
-            time: vec![0.0; self.finest as usize * ncls],
-            best: vec![(0.0, NO_CNODE); self.finest as usize],
-            width: self.span as f64 / self.finest as f64,
-        };
+            self.finest as usize,
+            self.span as f64 / self.finest as f64,
+        );
         let nwin = self.windows.len().saturating_sub(1);
         let mut win = vec![0.0f64; nwin * ncls];
         let mut by_class = vec![0.0f64; ncls];
@@ -346,15 +347,10 @@ impl Ctx<'_> {
             })
             .collect();
         let res = self.trace.timer_resolution.max(1) as f64;
-        self.stretches(l, |a, b, c| {
-            let waits = &shares[c as usize];
+        self.stretches(l, |a0, b0, c| {
             let parts = &parts_of[c as usize][..];
-            let dt = (b - a) as f64;
-            for &(k, s) in parts {
-                by_class[k as usize] += dt * s;
-            }
-            let (a, b) = (a.max(self.t0), b.max(self.t0));
-            acc.add(a - self.t0, b - self.t0, c, parts);
+            let dt = (b0 - a0) as f64;
+            let (a, b) = (a0.max(self.t0), b0.max(self.t0));
             // the frame windows this stretch overlaps (stretches come in time order but for
             // the fork and join intervals at the end)
             if a < wspan.0 || a >= wspan.1 {
@@ -365,22 +361,30 @@ impl Ctx<'_> {
                     - 1;
                 wspan = (self.windows[wcur], self.windows[(wcur + 1).min(nwin)]);
             }
-            if b <= wspan.1 && a >= wspan.0 {
-                // within window `wcur` (the common case; never with no window, a < b)
-                let o = (b - a) as f64;
-                for &(k, s) in parts {
-                    win[wcur * ncls + k as usize] += o * s;
-                }
-            } else {
-                let mut w = wcur;
-                while w < nwin && self.windows[w] < b {
-                    let o = b
-                        .min(self.windows[w + 1])
-                        .saturating_sub(a.max(self.windows[w]));
+            // within window `wcur` (never with no window, a < b)
+            let inside = b <= wspan.1 && a >= wspan.0;
+            match acc.single(a - self.t0, b - self.t0) {
+                Some((col, o)) if inside && a0 >= self.t0 => {
+                    // the common case, one column of one window, not clipped: the three
+                    // sums in one pass over the parts, each sum in its own order as below
+                    // (the window's overlap is `dt` here)
+                    let cell = &mut acc.time[col * ncls..(col + 1) * ncls];
+                    let w = &mut win[wcur * ncls..(wcur + 1) * ncls];
                     for &(k, s) in parts {
-                        win[w * ncls + k as usize] += o as f64 * s;
+                        let p = dt * s;
+                        by_class[k as usize] += p;
+                        w[k as usize] += p;
+                        cell[k as usize] += (o * s) as f32;
                     }
-                    w += 1;
+                    acc.longest(col, o, c);
+                }
+                _ => {
+                    for &(k, s) in parts {
+                        by_class[k as usize] += dt * s;
+                    }
+                    acc.add(a - self.t0, b - self.t0, c, parts);
+                    let sums = (&mut win[..], ncls);
+                    add_windows(sums, self.windows, (wcur, inside), (a, b), parts);
                 }
             }
             if self.keep_pieces {
@@ -390,7 +394,7 @@ impl Ctx<'_> {
                     end_s: (b - self.t0) as f64 / res,
                     cnode: c,
                     class: self.base[c as usize],
-                    waits: waits.clone(),
+                    waits: shares[c as usize].clone(),
                 });
             }
         });
@@ -411,6 +415,34 @@ impl Ctx<'_> {
     }
 }
 
+/// Stretch `[a, b)` split as `parts` added to the frame windows' sums `win` (windows ×
+/// classes): all to window `wcur` when it lies `inside` it, else to each window it overlaps
+/// from `wcur` on.
+fn add_windows(
+    (win, ncls): (&mut [f64], usize),
+    windows: &[u64],
+    (wcur, inside): (usize, bool),
+    (a, b): (u64, u64),
+    parts: &[(u8, f64)],
+) {
+    let nwin = windows.len().saturating_sub(1);
+    if inside {
+        let o = (b - a) as f64;
+        for &(k, s) in parts {
+            win[wcur * ncls + k as usize] += o * s;
+        }
+        return;
+    }
+    let mut w = wcur;
+    while w < nwin && windows[w] < b {
+        let o = b.min(windows[w + 1]).saturating_sub(a.max(windows[w]));
+        for &(k, s) in parts {
+            win[w * ncls + k as usize] += o as f64 * s;
+        }
+        w += 1;
+    }
+}
+
 /// The dominant class of `times` and its share of `len` in percent; (15, 0) when empty.
 fn dominant(times: &[f64], len: f64) -> (u8, u8) {
     let mut best = (15u8, 0.0f64);
@@ -426,15 +458,57 @@ fn dominant(times: &[f64], len: f64) -> (u8, u8) {
 }
 
 impl Acc {
+    fn new(ncls: usize, columns: usize, width: f64) -> Acc {
+        Acc {
+            ncls,
+            time: vec![0.0; columns * ncls],
+            best: vec![(0.0, NO_CNODE); columns],
+            width,
+            inv: 1.0 / width,
+        }
+    }
+
+    /// The columns stretch `[a, b)` (ticks from the run's start) spans, as fractions.
+    fn span(&self, a: u64, b: u64) -> (f64, f64) {
+        (a as f64 * self.inv, b as f64 * self.inv)
+    }
+
+    /// The overlap of span `(x0, x1)` with column `col`, in ticks.
+    fn overlap(&self, (x0, x1): (f64, f64), col: usize) -> f64 {
+        (x1.min(col as f64 + 1.0) - x0.max(col as f64)).max(0.0) * self.width
+    }
+
+    /// The column of stretch `[a, b)` and its overlap there when it lies in one column and
+    /// the overlap is positive (what `add` would find).
+    #[inline]
+    fn single(&self, a: u64, b: u64) -> Option<(usize, f64)> {
+        let n = self.best.len();
+        let x = self.span(a, b);
+        let first = (x.0 as usize).min(n - 1);
+        // `add`'s last column is `first` when ⌈x1⌉ ≤ first + 1, i.e. x1 ≤ first + 1
+        if first + 1 < n && x.1 > (first + 1) as f64 {
+            return None;
+        }
+        let o = self.overlap(x, first);
+        (o > 0.0).then_some((first, o))
+    }
+
+    /// Column `col`'s longest stretch so far, given one of `o` ticks of call path `c`.
+    #[inline]
+    fn longest(&mut self, col: usize, o: f64, c: u32) {
+        if o as f32 > self.best[col].0 {
+            self.best[col] = (o as f32, c);
+        }
+    }
+
     /// Stretch `[a, b)` (ticks from the run's start) of call path `c`, split as `parts`.
     fn add(&mut self, a: u64, b: u64, c: u32, parts: &[(u8, f64)]) {
         let n = self.best.len();
-        let inv = 1.0 / self.width;
-        let (x0, x1) = (a as f64 * inv, b as f64 * inv);
-        let first = (x0 as usize).min(n - 1);
-        let last = (ceil_usize(x1).max(first + 1) - 1).min(n - 1);
+        let x = self.span(a, b);
+        let first = (x.0 as usize).min(n - 1);
+        let last = (ceil_usize(x.1).max(first + 1) - 1).min(n - 1);
         for col in first..=last {
-            let o = (x1.min(col as f64 + 1.0) - x0.max(col as f64)).max(0.0) * self.width;
+            let o = self.overlap(x, col);
             if o <= 0.0 {
                 continue;
             }
@@ -442,9 +516,7 @@ impl Acc {
             for &(k, s) in parts {
                 cell[k as usize] += (o * s) as f32;
             }
-            if o as f32 > self.best[col].0 {
-                self.best[col] = (o as f32, c);
-            }
+            self.longest(col, o, c);
         }
     }
 
@@ -572,12 +644,7 @@ mod tests {
 
     #[test]
     fn a_stretch_is_split_over_columns_and_classes() {
-        let mut acc = Acc {
-            ncls: 2,
-            time: vec![0.0; 8],
-            best: vec![(0.0, NO_CNODE); 4],
-            width: 10.0,
-        };
+        let mut acc = Acc::new(2, 4, 10.0);
         // 5..25 ticks: half a column, a whole one, half a column; a quarter waiting
         acc.add(5, 25, 7, &[(0, 0.75), (1, 0.25)]);
         assert_eq!(acc.time, [3.75, 1.25, 7.5, 2.5, 3.75, 1.25, 0.0, 0.0]);
