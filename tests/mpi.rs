@@ -119,6 +119,7 @@ fn every_process_count_writes_the_single_process_text_report() {
         let mut args = vec![ts.as_str()];
         if ts.starts_with("testdata/") {
             args.extend(["--top", "50", "--call-tree", "--metric", "mpi_latesender"]);
+            args.push("--critical-path");
         }
         let want = single(&args);
         assert!(want.status.success(), "{ts}");
@@ -140,6 +141,53 @@ fn every_process_count_writes_the_single_process_text_report() {
     }
     assert!(checked >= 10, "only {checked} traces checked");
     println!("{checked} traces at P = 1..4, {refused} OpenMP jobs refused");
+}
+
+/// `--matrices-csv` and `--what-if` under `--mpi`: the single-process CSV files and critical
+/// path, and an unknown what-if region refused with the single-process line.
+#[test]
+fn the_matrices_and_what_ifs_are_the_single_process_ones() {
+    let Some(mpirun) = mpirun() else {
+        println!("SKIPPED: no mpirun on PATH (apt-get install openmpi-bin libopenmpi-dev)");
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("perfexpert-mpi-csv-{}", std::process::id()));
+    let (one, many) = (dir.join("one"), dir.join("many"));
+    let (one_s, many_s) = (one.to_string_lossy(), many.to_string_lossy());
+    let trace = "testdata/scorep/ls";
+    let args = |d: &str| {
+        let a = [
+            trace,
+            "--matrices-csv",
+            d,
+            "--what-if",
+            "MPI_Recv",
+            "--what-if",
+            "MPI_Send",
+        ];
+        a.map(String::from).to_vec()
+    };
+    let a1 = args(&one_s);
+    let want = single(&a1.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+    assert!(want.status.success());
+    for p in [2, 3] {
+        let an = args(&many_s);
+        let o = job(
+            &mpirun,
+            p,
+            &an.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(o.stdout == want.stdout, "P = {p}: the report differs");
+        for f in ["wait_matrix.csv", "traffic_matrix.csv"] {
+            let (a, b) = (std::fs::read(one.join(f)), std::fs::read(many.join(f)));
+            assert_eq!(a.unwrap(), b.unwrap(), "P = {p}: {f}");
+        }
+        std::fs::remove_dir_all(&many).unwrap();
+    }
+    let o = job(&mpirun, 2, &[trace, "--what-if", "no_such_region"]);
+    fails_once(&o, "--what-if no_such_region: no region of that name");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Exit 2, and `needle` in exactly one line of stderr (printed once, by rank 0).

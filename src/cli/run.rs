@@ -97,16 +97,7 @@ pub fn run(args: &RunArgs, progress: &Progress, out: &mut dyn Write) -> Result<(
     let spill = spill_for(args)?;
     let trace = crate::formats::open_with(&args.trace, spill.as_ref())?;
     let (report, cube) = analyse(args, trace, rules)?;
-    if let Some(dir) = &args.matrices_csv {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "cannot create directory", e))?;
-        if let (Some(w), Some(t)) = (&report.wait_matrix, &report.traffic_matrix) {
-            use crate::report::csv::{write_traffic_matrix, write_wait_matrix};
-            write_file(&dir.join("wait_matrix.csv"), |f| write_wait_matrix(w, f))?;
-            write_file(&dir.join("traffic_matrix.csv"), |f| {
-                write_traffic_matrix(t, f)
-            })?;
-        }
-    }
+    write_matrices(args, &report)?;
     progress.finish();
     tracing::info_span!("written").in_scope(|| write(args, &report, cube.as_ref(), out))?;
     if let Some(s) = &spill {
@@ -116,6 +107,21 @@ pub fn run(args: &RunArgs, progress: &Progress, out: &mut dyn Write) -> Result<(
             trims = s.trims(),
             "spill file"
         );
+    }
+    Ok(())
+}
+
+/// `--matrices-csv DIR`: the wait and traffic matrices of `report` as CSV files in DIR.
+fn write_matrices(args: &RunArgs, report: &Report) -> Result<()> {
+    if let Some(dir) = &args.matrices_csv {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "cannot create directory", e))?;
+        if let (Some(w), Some(t)) = (&report.wait_matrix, &report.traffic_matrix) {
+            use crate::report::csv::{write_traffic_matrix, write_wait_matrix};
+            write_file(&dir.join("wait_matrix.csv"), |f| write_wait_matrix(w, f))?;
+            write_file(&dir.join("traffic_matrix.csv"), |f| {
+                write_traffic_matrix(t, f)
+            })?;
+        }
     }
     Ok(())
 }
@@ -422,11 +428,8 @@ fn mpi_refusal(args: &RunArgs) -> Option<String> {
         }
     }
     for (on, name) in [
-        (args.critical_path, "--critical-path"),
         (args.root_causes, "--root-causes"),
-        (!args.what_if.is_empty(), "--what-if"),
         (args.phase.is_some(), "--phase"),
-        (args.matrices_csv.is_some(), "--matrices-csv"),
     ] {
         if on {
             names.push(name);
@@ -461,13 +464,28 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
         d::ghost::needs(&rules).map_err(Error::Usage)?;
         let spill = spill_for(args)?;
         let (trace, keep) = crate::formats::open_share(&args.trace, spill.as_ref(), &pick)?;
+        // the single process's refusal, before the job's exchanges
+        if let Some(r) =
+            (args.what_if.iter()).find(|r| !trace.defs.regions.iter().any(|x| &x.name == *r))
+        {
+            return Err(Error::Usage(format!(
+                "--what-if {r}: no region of that name in {}",
+                args.trace.display()
+            )));
+        }
         Ok((trace, keep, rules))
     };
     let mut held = (0, 0);
     let done =
         d::agree(&mpi, read().map_err(|e| e.to_string())).and_then(|(trace, keep, rules)| {
             held = (keep.iter().filter(|&&k| k).count(), trace.event_count());
-            d::agree(&mpi, d::analyse::analyse(trace, &keep, rules, &mpi))
+            let want = d::analyse::Wanted {
+                structure: args.critical_path
+                    || !args.what_if.is_empty()
+                    || args.matrices_csv.is_some(),
+                what_if: args.what_if.clone(),
+            };
+            d::agree(&mpi, d::analyse::analyse(trace, &keep, rules, &want, &mpi))
         });
     if args.timings {
         eprintln!(
@@ -497,7 +515,11 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
         }
     };
     match whole {
-        Some(w) => write(args, &mpi_report(&w), None, out),
+        Some(w) => {
+            let report = mpi_report(&w);
+            write_matrices(args, &report)?;
+            write(args, &report, None, out)
+        }
         None => Ok(()),
     }
 }
@@ -510,10 +532,17 @@ fn mpi_report(w: &crate::distributed::analyse::Whole) -> Report {
     let (trace, replay, a, x) = (&w.trace, &w.replay, &w.analysis, &w.extent);
     let findings = crate::analysis::scores::score_in(trace, replay, a, params, x);
     let mut report = Report::build_in(trace, replay, a, findings, params, x);
-    report.add_extras(crate::analysis::pipeline::Extras {
+    let mut extras = crate::analysis::pipeline::Extras {
         scalasca_differences: w.scalasca_differences,
         ..Default::default()
-    });
+    };
+    if let Some((cp, wait, traffic)) = &w.structure {
+        extras.critical_path = Some(cp.clone());
+        extras.wait_matrix = Some(wait.clone());
+        extras.traffic_matrix = Some(traffic.clone());
+        extras.overheads = Some(crate::analysis::overheads::overheads(a));
+    }
+    report.add_extras(extras);
     report
 }
 
@@ -533,12 +562,21 @@ mod mpi_tests {
         };
         let mut b = Vec::new();
         crate::report::text::write(r, &opts, &mut b).unwrap();
+        crate::report::text::write_critical_path(r, &mut b).unwrap();
+        for m in [
+            serde_json::to_string(&r.wait_matrix),
+            serde_json::to_string(&r.traffic_matrix),
+            serde_json::to_string(&r.overheads),
+        ] {
+            b.extend(m.unwrap().into_bytes());
+        }
         String::from_utf8(b).unwrap()
     }
 
     /// `run --mpi`'s text report over P = 1..4 threads as processes is the single-process
     /// one, byte for byte, for every testdata trace without OpenMP (those are refused in
-    /// one line by every process).
+    /// one line by every process): without the extras, and with the critical path (a
+    /// what-if of the trace's first region) and the wait and traffic matrices.
     #[test]
     fn the_distributed_text_report_is_the_single_process_one() {
         let mut checked = 0;
@@ -546,13 +584,34 @@ mod mpi_tests {
             let trace = crate::open(&path).unwrap();
             let rules = RuleSet::load(&[]).unwrap();
             let openmp = crate::replay::omp::has_openmp(&trace);
-            let one = analyse_trace(trace, Options::new(rules.clone()), Report::of).unwrap();
-            let mut one_report = one.view;
-            one_report.add_extras(one.extras);
-            let want = text(&one_report);
-            for p in 1..=4 {
+            let what_if: Vec<String> = (trace.defs.regions.first())
+                .map(|r| r.name.clone())
+                .into_iter()
+                .collect();
+            for (p, structure) in (1..=4).flat_map(|p| [(p, false), (p, true)]) {
+                let opts = Options {
+                    structure,
+                    what_if: if structure {
+                        what_if.clone()
+                    } else {
+                        Vec::new()
+                    },
+                    ..Options::new(rules.clone())
+                };
+                let one = analyse_trace(trace.clone(), opts, Report::of).unwrap();
+                let mut one_report = one.view;
+                one_report.add_extras(one.extras);
+                let want = text(&one_report);
+                let wanted = analyse::Wanted {
+                    structure,
+                    what_if: if structure {
+                        what_if.clone()
+                    } else {
+                        Vec::new()
+                    },
+                };
                 let got = local::on_shares(&path, p, |trace, keep, t| {
-                    analyse::analyse(trace.clone(), keep, rules.clone(), t)
+                    analyse::analyse(trace.clone(), keep, rules.clone(), &wanted, t)
                 });
                 if openmp {
                     assert!(got
@@ -570,12 +629,12 @@ mod mpi_tests {
                 assert_eq!(
                     text(&mpi_report(&whole)),
                     want,
-                    "{} P = {p}",
+                    "{} P = {p}, structure {structure}",
                     path.display()
                 );
                 checked += 1;
             }
         }
-        assert!(checked >= 80, "{checked}");
+        assert!(checked >= 160, "{checked}");
     }
 }

@@ -11,6 +11,8 @@
 use super::ghost::{self, Ghosted};
 use super::wire::{Reader, Writer};
 use super::Transport;
+use crate::analysis::critical_path::CriticalPath;
+use crate::analysis::matrices::{TrafficMatrix, WaitMatrix};
 use crate::analysis::scores::Extent;
 use crate::analysis::{self, Analysis, Booking, CausedColl, CausedWait, Numbering, ShareFound};
 use crate::model::Trace;
@@ -26,6 +28,18 @@ pub struct Whole {
     pub analysis: Analysis,
     pub extent: Extent,
     pub scalasca_differences: (u64, u64),
+    /// With `Wanted::structure`: the critical path (with its what-if lengths) and the wait
+    /// and traffic matrices (`distributed::critical_path`, `distributed::extras`).
+    pub structure: Option<(CriticalPath, WaitMatrix, TrafficMatrix)>,
+}
+
+/// The extras a job computes beside the rules: with `structure`, the critical path with the
+/// what-if lengths of `what_if` and the wait and traffic matrices (`run --mpi
+/// --critical-path`, `--what-if`, `--matrices-csv`).
+#[derive(Clone, Debug, Default)]
+pub struct Wanted {
+    pub structure: bool,
+    pub what_if: Vec<String>,
 }
 
 /// A process's numbering: its locations held (`keep`) in full, the others as ghosts.
@@ -54,6 +68,7 @@ pub fn analyse(
     trace: Trace,
     keep: &[bool],
     rules: RuleSet,
+    want: &Wanted,
     t: &dyn Transport,
 ) -> Result<Option<Whole>, String> {
     if omp::has_openmp(&trace) {
@@ -63,7 +78,10 @@ pub fn analyse(
                 .into(),
         );
     }
-    let needs = ghost::needs(&rules)?;
+    let mut needs = ghost::needs(&rules)?;
+    if want.structure {
+        needs.unite(&super::critical_path::needs());
+    }
     let g = ghost::replay(trace, keep, &needs, t)?;
     let view = View { g: &g, keep };
     let owned_instances: Vec<bool> = (g.replay.instances.iter())
@@ -96,6 +114,14 @@ pub fn analyse(
         &mut exchange,
     )?;
     let wrong = analysis::rootcause::wrong_order_differences_in(&g.trace, &g.replay, keep);
+    let structure = match want.structure {
+        true => {
+            let traffic = super::extras::traffic_matrix(&g, t)?;
+            let (cp, wait) = super::critical_path::critical_path(&g, &want.what_if, t)?;
+            Some((cp, wait, traffic))
+        }
+        false => None,
+    };
     let mut w = Writer::default();
     put_found(&mut w, &found);
     put_facts(&mut w, &g, keep);
@@ -132,6 +158,7 @@ pub fn analyse(
         analysis,
         extent,
         scalasca_differences,
+        structure,
     }))
 }
 

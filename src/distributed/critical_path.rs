@@ -56,7 +56,9 @@ pub fn critical_path(
         wanted: &wanted,
         t,
     };
-    let matchers = graph.what_if_matchers(what_if)?;
+    // the single process's line (`pipeline::Refusal::NoSuchRegion`)
+    let matchers = (graph.what_if_matchers(what_if))
+        .map_err(|r| format!("--what-if {r}: no region of that name"))?;
     let (walk, end, broken) = job.longest(None, true)?;
     let ends = job.back(&walk, end)?;
     let ncnode = g.replay.tree.nodes.len();

@@ -42,6 +42,20 @@ pub struct Needs {
     pub world: Vec<String>,
 }
 
+impl Needs {
+    /// `self` and `other` together: a ghost either of them needs is shipped (the world-call
+    /// classes in `self`'s order, then `other`'s new ones).
+    pub fn unite(&mut self, other: &Needs) {
+        self.p2p |= other.p2p;
+        self.members |= other.members;
+        for c in &other.world {
+            if !self.world.contains(c) {
+                self.world.push(c.clone());
+            }
+        }
+    }
+}
+
 /// What the rules of `rs` read through partner references; an error naming the first rule
 /// whose chain goes deeper than a partner's `enter`/`leave` and their value fields.
 pub fn needs(rs: &RuleSet) -> Result<Needs, String> {
