@@ -228,6 +228,20 @@ impl Cell {
         }
     }
 
+    /// A cell summed elsewhere (`run --mpi`: by the process owning its location): its
+    /// sum, count and worst instances.
+    pub(crate) fn from_parts(rule: u16, cnode: u32, sum: f64, n: u64, worst: &[Instance]) -> Cell {
+        let mut c = Cell::new(rule, cnode);
+        (c.sum, c.n) = (sum, n);
+        worst.iter().for_each(|x| c.worst.offer(*x));
+        c
+    }
+
+    /// The sum, count and worst instances (`from_parts` read back).
+    pub(crate) fn parts(&self) -> (f64, u64, &[Instance]) {
+        (self.sum, self.n, self.worst.instances())
+    }
+
     /// One more instance of the finding.
     #[inline(always)]
     pub(crate) fn add(&mut self, x: Instance) {
@@ -354,6 +368,17 @@ impl<'a> Cube<'a> {
         let nloc = self.nloc;
         let row = (self.phase_values[p].entry((rule, cnode))).or_insert_with(|| vec![0.0; nloc]);
         row[loc as usize] += value;
+    }
+
+    /// Whether none of a pass's own `cells` of location `loc` has a value yet, so its sums
+    /// can be added as they are (`Found::Own`), bit for bit the one-by-one sums.
+    pub(crate) fn unwritten(&self, cells: &[Cell], loc: u32) -> bool {
+        let nloc = self.nloc;
+        cells.iter().all(|c| {
+            self.values[c.rule as usize]
+                .get(c.cnode as usize * nloc + loc as usize)
+                .is_none_or(|v| *v == 0.0)
+        })
     }
 
     pub(crate) fn nloc(&self) -> usize {

@@ -36,7 +36,8 @@ pub use cube::{
     WORST_K,
 };
 pub use pass::share::{
-    assemble, share_passes, Booking, HadExchange, InstFound, LocFound, Numbering, ShareFound,
+    assemble, share_passes, Booking, CellSum, HadExchange, InstFound, LocFound, Numbering,
+    ShareFound, Sums, Written,
 };
 
 use crate::model::Trace;
@@ -44,6 +45,8 @@ use crate::replay::Replay;
 use crate::rules::RuleSet;
 use cube::Cube;
 use fire::Engine;
+#[cfg(test)]
+pub(crate) use pass::{location::tests::OTHER_AT, share::LISTED};
 use plan::Plan;
 
 /// Run every rule over the replay.

@@ -14,7 +14,10 @@ use super::Transport;
 use crate::analysis::critical_path::CriticalPath;
 use crate::analysis::matrices::{TrafficMatrix, WaitMatrix};
 use crate::analysis::scores::Extent;
-use crate::analysis::{self, Analysis, Booking, CausedColl, CausedWait, Numbering, ShareFound};
+use crate::analysis::{
+    self, Analysis, Booking, CausedColl, CausedWait, CellSum, Instance, Numbering, ShareFound,
+    Sums, Written,
+};
 use crate::model::Trace;
 use crate::replay::{omp, Replay};
 use crate::rules::RuleSet;
@@ -87,21 +90,30 @@ pub fn analyse(
     let owned_instances: Vec<bool> = (g.replay.instances.iter())
         .map(|inst| (inst.members.first()).is_some_and(|m| keep.get(m.loc as usize) == Some(&true)))
         .collect();
-    let mut exchange = |mine: Vec<(u16, u32, u32)>| -> Result<Vec<(u16, u32, u32)>, String> {
+    type Had = Vec<(u16, u32, u32)>;
+    let mut exchange = |mine: Had, cells: Vec<Written>| -> Result<(Had, Vec<Written>), String> {
         let mut w = Writer::default();
-        for (k, l, e) in mine {
-            [k as u32, l, e].into_iter().for_each(|x| w.u32(x));
-        }
-        let mut all = Vec::new();
+        put_list(&mut w, &mine, |w, &(k, l, e)| {
+            [k as u32, l, e].into_iter().for_each(|x| w.u32(x))
+        });
+        put_list(&mut w, &cells, |w, &(k, c, at, by)| {
+            [k as u32, c, at, by].into_iter().for_each(|x| w.u32(x))
+        });
+        let (mut had, mut written) = (Vec::new(), Vec::new());
         for (rank, b) in t.all_gather(&w.0)?.iter().enumerate() {
             let mut r = Reader::new(b);
-            while !r.is_done() {
-                let k = r.u32().map_err(|e| format!("rank {rank}: {e}"))?;
-                let (l, e) = (r.u32()?, r.u32()?);
-                all.push((k as u16, l, e));
-            }
+            let mut read = || -> Result<(), String> {
+                had.extend(get_list(&mut r, |r| {
+                    Ok((r.u32()? as u16, r.u32()?, r.u32()?))
+                })?);
+                written.extend(get_list(&mut r, |r| {
+                    Ok((r.u32()? as u16, r.u32()?, r.u32()?, r.u32()?))
+                })?);
+                Ok(())
+            };
+            read().map_err(|e| format!("rank {rank}: {e}"))?;
         }
-        Ok(all)
+        Ok((had, written))
     };
     let found = analysis::share_passes(
         &g.trace,
@@ -150,7 +162,7 @@ pub fn analyse(
         };
         read().map_err(|e| format!("rank {rank}: {e}"))?;
     }
-    let analysis = analysis::assemble(&trace, &replay, rules, &founds);
+    let analysis = analysis::assemble(&trace, &replay, rules, &founds)?;
     let extent = apply_facts(&trace, &mut replay, keep, facts)?;
     Ok(Some(Whole {
         trace,
@@ -309,6 +321,54 @@ fn get_bookings(r: &mut Reader) -> Result<Vec<Booking>, String> {
     })
 }
 
+/// A location's own cells: 28 bytes a cell and 20 a worst instance (its location is the
+/// cell's), 16 a clock-touched share.
+fn put_sums(w: &mut Writer, s: &Sums) {
+    put_list(w, &s.cells, |w, c| {
+        w.u32(c.rule as u32);
+        w.u32(c.cnode);
+        w.u64(c.sum.to_bits());
+        w.u64(c.n);
+        put_list(w, &c.worst, |w, x| {
+            w.u32(x.event);
+            w.u64(x.time);
+            w.u64(x.value.to_bits());
+        });
+    });
+    put_list(w, &s.cc, |w, &(k, c, v)| {
+        w.u32(k as u32);
+        w.u32(c);
+        w.u64(v.to_bits());
+    });
+}
+
+/// `put_sums` read back, of location `loc`.
+fn get_sums(r: &mut Reader, loc: u32) -> Result<Sums, String> {
+    let cells = get_list(r, |r| {
+        let (rule, cnode) = (r.u32()? as u16, r.u32()?);
+        let (sum, n) = (f64::from_bits(r.u64()?), r.u64()?);
+        let worst = get_list(r, |r| {
+            Ok(Instance {
+                loc,
+                event: r.u32()?,
+                time: r.u64()?,
+                value: f64::from_bits(r.u64()?),
+            })
+        })?;
+        Ok(CellSum {
+            rule,
+            cnode,
+            sum,
+            n,
+            worst,
+        })
+    })?;
+    let cc = get_list(r, |r| {
+        Ok((r.u32()? as u16, r.u32()?, f64::from_bits(r.u64()?)))
+    })?;
+    Ok(Sums { cells, cc })
+}
+
 fn put_u32s(w: &mut Writer, xs: &[u32]) {
     put_list(w, xs, |w, &x| w.u32(x));
 }
@@ -323,9 +383,10 @@ fn put_found(w: &mut Writer, f: &ShareFound) {
         put_bookings(w, bs);
     });
     put_list(w, &f.passes, |w, pass| {
-        put_list(w, pass, |w, (l, bs, waits)| {
+        put_list(w, pass, |w, (l, bs, waits, sums)| {
             w.u32(*l);
             put_bookings(w, bs);
+            put_list(w, &sums.iter().collect::<Vec<_>>(), |w, s| put_sums(w, s));
             put_list(w, waits, |w, x| {
                 let p = x.partner;
                 [x.rule as u32, x.loc, x.event, p.0, p.1]
@@ -356,6 +417,7 @@ fn get_found(r: &mut Reader) -> Result<ShareFound, String> {
         get_list(r, |r| {
             let l = r.u32()?;
             let bs = get_bookings(r)?;
+            let sums = get_list(r, |r| get_sums(r, l))?.into_iter().next();
             let waits = get_list(r, |r| {
                 let [rule, loc, event, pl, pe] = [r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?];
                 Ok(CausedWait {
@@ -365,7 +427,7 @@ fn get_found(r: &mut Reader) -> Result<ShareFound, String> {
                     partner: (pl, pe),
                 })
             })?;
-            Ok((l, bs, waits))
+            Ok((l, bs, waits, sums))
         })
     })?;
     let collectives = get_list(r, |r| {
@@ -387,4 +449,53 @@ fn get_found(r: &mut Reader) -> Result<ShareFound, String> {
         collectives,
         world: world.into_iter().next(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::distributed::local;
+    use std::sync::atomic::Ordering;
+
+    /// With a rule booking at its partner's location (cells of a location written by other
+    /// locations' passes, some before its own: such a location is sent listed, the others
+    /// as sums), rank 0's cube, instance statistics and worst instances are the single
+    /// process's, bit for bit, at P = 2..4 on every testdata trace without OpenMP.
+    #[test]
+    fn sums_and_listed_locations_give_the_single_process_cube() {
+        let dir = std::env::temp_dir().join(format!("perfexpert-sums-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("other_at.toml"), analysis::OTHER_AT).unwrap();
+        let rules = RuleSet::load(std::slice::from_ref(&dir)).unwrap();
+        let before = analysis::LISTED.load(Ordering::Relaxed);
+        let bits = |v: &[Vec<f64>]| -> Vec<Vec<u64>> {
+            v.iter()
+                .map(|x| x.iter().map(|f| f.to_bits()).collect())
+                .collect()
+        };
+        for path in local::testdata_traces() {
+            let trace = crate::open(&path).unwrap();
+            if omp::has_openmp(&trace) {
+                continue;
+            }
+            let want = analysis::analyse(&trace, &Replay::new(&trace), rules.clone());
+            for p in 2..=4 {
+                let got = local::on_shares(&path, p, |trace, keep, t| {
+                    analyse(trace.clone(), keep, rules.clone(), t)
+                });
+                let whole = got.into_iter().next().unwrap().unwrap().unwrap();
+                let (a, at) = (&whole.analysis, format!("{} P = {p}", path.display()));
+                assert_eq!(bits(&a.values), bits(&want.values), "{at}");
+                assert_eq!(a.stats, want.stats, "{at}");
+                for (x, y) in a.worst.iter().zip(&want.worst) {
+                    assert_eq!(x.len(), y.len(), "{at}");
+                    for (c, w) in x {
+                        assert_eq!(w.instances(), y[c].instances(), "{at}");
+                    }
+                }
+            }
+        }
+        assert!(analysis::LISTED.load(Ordering::Relaxed) > before);
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }

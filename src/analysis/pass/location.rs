@@ -146,7 +146,6 @@ fn add_passes(
     had: &[Vec<(u32, u32)>],
     done: &[LocPass],
 ) {
-    let nloc = cube.nloc();
     for p in done {
         cube.waits.extend_from_slice(&p.waits);
         let Some(acc) = &p.acc else {
@@ -157,12 +156,7 @@ fn add_passes(
         // whose `at` names another location's event) must get this location's values one
         // by one after those: the pass runs again, listing every instance (the pass is a
         // function of the trace and `had`, so it finds the same).
-        let clean = acc.cells.iter().all(|c| {
-            cube.values[c.rule as usize]
-                .get(c.cnode as usize * nloc + p.loc as usize)
-                .is_none_or(|v| *v == 0.0)
-        });
-        if !clean {
+        if !cube.unwritten(&acc.cells, p.loc) {
             #[cfg(test)]
             RERUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let l = p.loc as usize;
@@ -324,7 +318,7 @@ pub(crate) fn walk(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::analysis::analyse_with;
     use crate::analysis::cube::{FindingStats, Worst};
@@ -337,7 +331,7 @@ mod tests {
     /// A rule whose `at` names either the trigger event or its partner on another location,
     /// with fractional severities (sums whose bits depend on their order) and clock-touched
     /// instances: cells written by their own location's pass and by others'.
-    const OTHER_AT: &str = r#"
+    pub(crate) const OTHER_AT: &str = r#"
 id = "test_other_at"
 name = "Other at"
 unit = "sec"

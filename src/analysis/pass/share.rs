@@ -1,17 +1,22 @@
 //! `run --mpi` (issue 24): the rule passes over what one process owns, and the cube of a
 //! job. `share_passes` runs, on a process's ghosted trace (`distributed::ghost`), the
-//! call-path, event, receive and send passes over the locations it owns (in list mode: every
-//! instance booked one by one, bit for bit what the accumulating passes sum,
-//! `location`'s test), the collective pass over the instances it owns and, on one process,
-//! the world-call pass; the `had` lists are exchanged after each location pass (a later
-//! pass, a collective or a world rule reads `had()` of every location). Every booking leaves
-//! keyed in the owner's numbering with the tick of its event. `assemble` adds every
+//! call-path, event, receive and send passes over the locations it owns (accumulating: a
+//! location's own cells leave as sums, counts and worst instances, only the instances
+//! booked at other locations one by one; a location whose cell an earlier location's pass
+//! booked first is passed again listing every instance, as `analyse` does, bit for bit the
+//! same sums, `location`'s test), the collective pass over the instances it owns and, on
+//! one process, the world-call pass; the `had` lists, and which cells each location booked
+//! at others, are exchanged after each location pass (a later pass, a collective or a world
+//! rule reads `had()` of every location). Every booking leaves keyed in the owner's
+//! numbering with the tick of its event. `assemble` adds every
 //! process's bookings to one cube in the single-process order (call paths; each location
 //! pass location by location; collective instances in instance order; world calls), then
 //! the sums and derived metrics, as `analyse` does.
 
 use super::{callpath, collective, derived, instances, location, world};
-use crate::analysis::cube::{self, CausedColl, CausedWait, Contribution, Cube, Found, Violations};
+use crate::analysis::cube::{
+    self, CausedColl, CausedWait, Cell, Contribution, Cube, Found, Instance, Violations,
+};
 use crate::analysis::fire::Engine;
 use crate::analysis::plan::Plan;
 use crate::analysis::Analysis;
@@ -19,6 +24,7 @@ use crate::model::Trace;
 use crate::replay::{Replay, NONE};
 use crate::rules::{RuleSet, Trigger};
 use rayon::prelude::*;
+use std::collections::HashMap;
 
 /// One value a rule instance books, keyed in the owner's numbering, with the tick of its
 /// event (0 for call-path values, which have none).
@@ -35,8 +41,33 @@ pub struct Booking {
     pub rec: bool,
 }
 
-/// One owned location's bookings in one location pass, and its caused waits.
-pub type LocFound = (u32, Vec<Booking>, Vec<CausedWait>);
+/// One owned location's bookings in one location pass (with `Sums`: those at other
+/// locations; without: every instance), its caused waits and its own cells' sums.
+pub type LocFound = (u32, Vec<Booking>, Vec<CausedWait>, Option<Sums>);
+
+/// A location's own cells as its pass summed them (from 0.0, in event order) and the
+/// clock-touched share of each instance in the order found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Sums {
+    pub cells: Vec<CellSum>,
+    /// (rule, call path, value).
+    pub cc: Vec<(u16, u32, f64)>,
+}
+
+/// One (rule, call path) cell of a location: its sum, instance count and worst instances
+/// (events in the owner's numbering).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CellSum {
+    pub rule: u16,
+    pub cnode: u32,
+    pub sum: f64,
+    pub n: u64,
+    pub worst: Vec<Instance>,
+}
+
+/// A cell a location pass booked at another location: (rule, call path, location booked
+/// at, location whose pass booked it).
+pub type Written = (u16, u32, u32, u32);
 
 /// One owned collective instance (its index in the whole trace's list): its bookings, the
 /// locations of its members that violated the clock condition, the causes it recorded.
@@ -54,6 +85,10 @@ pub struct ShareFound {
     pub world: Option<(Vec<Booking>, Vec<u32>)>,
 }
 
+/// Locations whose pass was run again listing every instance (`share_passes`).
+#[cfg(test)]
+pub(crate) static LISTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// A process's event numbering against the owners'.
 pub trait Numbering: Sync {
     /// Event `i` of location `l` here: its index on the location's owner.
@@ -63,9 +98,13 @@ pub trait Numbering: Sync {
 }
 
 /// Every process's new `had` entries (rule, location, key event in the owner's numbering)
-/// from this process's: the job's, in rank order.
+/// and cells booked at other locations (`Written`) from this process's: the job's, in rank
+/// order.
 pub type HadExchange<'a> =
-    &'a mut dyn FnMut(Vec<(u16, u32, u32)>) -> Result<Vec<(u16, u32, u32)>, String>;
+    &'a mut dyn FnMut(
+        Vec<(u16, u32, u32)>,
+        Vec<Written>,
+    ) -> Result<(Vec<(u16, u32, u32)>, Vec<Written>), String>;
 
 /// What the passes find here: the locations `owned`, the collective instances of
 /// `replay.instances` whose `owned_instances` is set (`instance_of`: their indices in the
@@ -123,38 +162,63 @@ pub fn share_passes(
             .collect();
     }
     let mut had: Vec<Vec<(u32, u32)>> = vec![Vec::new(); plan.rs.rules.len()];
+    let walk = |pr, had: &[Vec<(u32, u32)>], l: usize, acc| {
+        let p = location::walk(&eng, pr, had, l, Vec::new(), acc);
+        trace.events[l].release_resident();
+        p
+    };
     for pr in &plan.passes {
         let done: Vec<location::LocPass> = (locs.par_iter())
-            .map(|&l| {
-                let p = location::walk(&eng, pr, &had, l, Vec::new(), None);
-                trace.events[l].release_resident();
-                p
-            })
+            .map(|&l| walk(pr, &had, l, Some(&None)))
             .collect();
         let mine = (done.iter().flat_map(|p| &p.had))
             .map(|&(k, l, e)| (k as u16, l, num.original(l, e)))
             .collect();
-        for (k, l, e) in exchange(mine)? {
+        let mut written: Vec<Written> = (done.iter())
+            .flat_map(|p| (p.out.iter()).map(|c| (c.rule, c.cnode, c.loc, p.loc)))
+            .collect();
+        written.sort_unstable();
+        written.dedup_by_key(|w| (w.0, w.1, w.2));
+        let (new_had, written) = exchange(mine, written)?;
+        // the first location whose pass booked each cell at another location
+        let mut first: HashMap<(u16, u32, u32), u32> = HashMap::new();
+        for (k, c, at, by) in written {
+            let f = first.entry((k, c, at)).or_insert(by);
+            *f = (*f).min(by);
+        }
+        let orig = |(l, i): (u32, u32)| (l, num.original(l, i));
+        let sent: Vec<LocFound> = (done.into_par_iter())
+            .map(|p| {
+                let waits = (p.waits.iter())
+                    .map(|w| CausedWait {
+                        event: num.original(w.loc, w.event),
+                        partner: orig(w.partner),
+                        ..*w
+                    })
+                    .collect();
+                let acc = p.acc.as_ref().expect("accumulating pass");
+                let early = |c: &Cell| {
+                    first
+                        .get(&(c.rule, c.cnode, p.loc))
+                        .is_some_and(|&b| b < p.loc)
+                };
+                if acc.cells.iter().any(early) {
+                    #[cfg(test)]
+                    LISTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    // as `analyse`: the pass again, listing every instance
+                    let again = walk(pr, &had, p.loc as usize, None);
+                    return (p.loc, books(&again.out), waits, None);
+                }
+                (p.loc, books(&p.out), waits, Some(sums_of(acc, p.loc, num)))
+            })
+            .collect();
+        found.passes.push(sent);
+        for (k, l, e) in new_had {
             if let (Some(h), Some(i)) = (had.get_mut(k as usize), num.local(l, e)) {
                 h.push((l, i));
             }
         }
         had.iter_mut().for_each(|h| h.sort_unstable());
-        let orig = |(l, i): (u32, u32)| (l, num.original(l, i));
-        found.passes.push(
-            (done.into_iter())
-                .map(|p| {
-                    let waits = (p.waits.iter())
-                        .map(|w| CausedWait {
-                            event: num.original(w.loc, w.event),
-                            partner: orig(w.partner),
-                            ..*w
-                        })
-                        .collect();
-                    (p.loc, books(&p.out), waits)
-                })
-                .collect(),
-        );
     }
     let coll_rules = plan.by_trigger(Trigger::Collective);
     if !coll_rules.is_empty() {
@@ -184,10 +248,42 @@ pub fn share_passes(
     Ok(found)
 }
 
+/// What a location `l`'s accumulating pass summed on its own cells, events in the owner's
+/// numbering.
+fn sums_of(acc: &location::Acc, l: u32, num: &dyn Numbering) -> Sums {
+    let cells = (acc.cells.iter())
+        .map(|c| {
+            let (sum, n, worst) = c.parts();
+            let worst = (worst.iter())
+                .map(|x| Instance {
+                    event: num.original(l, x.event),
+                    ..*x
+                })
+                .collect();
+            CellSum {
+                rule: c.rule,
+                cnode: c.cnode,
+                sum,
+                n,
+                worst,
+            }
+        })
+        .collect();
+    Sums {
+        cells,
+        cc: acc.cc.clone(),
+    }
+}
+
 /// The analysis of the whole trace from every process's `ShareFound`, on a process whose
 /// `trace` and `replay` hold the definitions, the merged call tree and the job's matching
 /// statistics and violators (`distributed::ghost`).
-pub fn assemble(trace: &Trace, replay: &Replay, rules: RuleSet, found: &[ShareFound]) -> Analysis {
+pub fn assemble(
+    trace: &Trace,
+    replay: &Replay,
+    rules: RuleSet,
+    found: &[ShareFound],
+) -> Result<Analysis, String> {
     let plan = Plan::new(trace, replay, &rules);
     let mut cube = Cube::new(trace, replay, &plan.rs.rules);
     let add = |cube: &mut Cube, bs: &[Booking]| {
@@ -214,9 +310,24 @@ pub fn assemble(trace: &Trace, replay: &Replay, rules: RuleSet, found: &[ShareFo
             .flatten()
             .collect();
         per.sort_by_key(|x| x.0);
-        for (_, b, w) in per {
+        for (l, b, w, sums) in per {
             cube.waits.extend_from_slice(w);
+            let Some(s) = sums else {
+                add(&mut cube, b);
+                continue;
+            };
+            let cells: Vec<Cell> = (s.cells.iter())
+                .map(|c| Cell::from_parts(c.rule, c.cnode, c.sum, c.n, &c.worst))
+                .collect();
+            if !cube.unwritten(&cells, *l) {
+                return Err(format!(
+                    "location {l}: a cell summed by its process was booked before by another"
+                ));
+            }
+            cells.iter().for_each(|c| cube.add(Found::Own(c, *l)));
             add(&mut cube, b);
+            s.cc.iter()
+                .for_each(|&(k, c, v)| cube.add(Found::Cc(k, c, v)));
         }
     }
     let mut violators = Vec::new();
@@ -239,5 +350,5 @@ pub fn assemble(trace: &Trace, replay: &Replay, rules: RuleSet, found: &[ShareFo
     };
     derived::run(&eng, &mut cube);
     let order = cube::report_order(trace, &plan.rs.rules, &plan.children);
-    cube.finish(order, violations, rules)
+    Ok(cube.finish(order, violations, rules))
 }
