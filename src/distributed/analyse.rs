@@ -481,7 +481,7 @@ mod tests {
             let want = analysis::analyse(&trace, &Replay::new(&trace), rules.clone());
             for p in 2..=4 {
                 let got = local::on_shares(&path, p, |trace, keep, t| {
-                    analyse(trace.clone(), keep, rules.clone(), t)
+                    analyse(trace.clone(), keep, rules.clone(), &Wanted::default(), t)
                 });
                 let whole = got.into_iter().next().unwrap().unwrap().unwrap();
                 let (a, at) = (&whole.analysis, format!("{} P = {p}", path.display()));
