@@ -111,6 +111,14 @@ pub fn run(args: &RunArgs, progress: &Progress, out: &mut dyn Write) -> Result<(
     Ok(())
 }
 
+/// `--what-if REGION` naming no region of the trace (with and without `--mpi`).
+fn no_such_region(args: &RunArgs, r: &str) -> Error {
+    Error::Usage(format!(
+        "--what-if {r}: no region of that name in {}",
+        args.trace.display()
+    ))
+}
+
 /// `--matrices-csv DIR`: the wait and traffic matrices of `report` as CSV files in DIR.
 fn write_matrices(args: &RunArgs, report: &Report) -> Result<()> {
     if let Some(dir) = &args.matrices_csv {
@@ -183,10 +191,7 @@ fn analyse(args: &RunArgs, trace: Trace, rules: RuleSet) -> Result<(Report, Opti
             "--phase {k}: {} has {phases} phase(s), numbered from 1",
             args.trace.display(),
         )),
-        Refusal::NoSuchRegion(r) => Error::Usage(format!(
-            "--what-if {r}: no region of that name in {}",
-            args.trace.display()
-        )),
+        Refusal::NoSuchRegion(r) => no_such_region(args, &r),
         Refusal::Error(e) => e,
     })?;
     let (mut report, cube) = outcome.view;
@@ -468,10 +473,7 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
         if let Some(r) =
             (args.what_if.iter()).find(|r| !trace.defs.regions.iter().any(|x| &x.name == *r))
         {
-            return Err(Error::Usage(format!(
-                "--what-if {r}: no region of that name in {}",
-                args.trace.display()
-            )));
+            return Err(no_such_region(args, r));
         }
         Ok((trace, keep, rules))
     };
