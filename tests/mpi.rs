@@ -1,8 +1,7 @@
 //! `perfexpert run --mpi` as a real MPI job (issue 24), run by `cargo test --features mpi`:
-//! for every shipped trace without OpenMP, P = 1, 2, 3 and 4 processes under `mpirun` write
-//! the text report of the single-process run byte for byte (OpenMP traces are refused in
-//! one line); and a
-//! failing process (an unreadable file in its share, a bad rule, a refused memory limit)
+//! for every shipped trace (MPI, OpenMP and hybrid), P = 1, 2, 3 and 4 processes under
+//! `mpirun` write the text report of the single-process run byte for byte, also of one phase
+//! (`--phase K`); and a failing process (an unreadable file in its share, a bad rule, a refused memory limit)
 //! ends the job with exit 2 and its one line printed once. Prints SKIPPED without `mpirun`.
 #![cfg(feature = "mpi")]
 
@@ -107,12 +106,12 @@ fn every_process_count_writes_the_single_process_text_report() {
         println!("SKIPPED: no mpirun on PATH (apt-get install openmpi-bin libopenmpi-dev)");
         return;
     };
-    let (mut checked, mut refused) = (0, 0);
+    let (mut checked, mut openmp) = (0, 0);
     for t in traces() {
         let Ok(trace) = perfexpert::open(&t) else {
             continue; // the single process refuses it too
         };
-        let openmp = perfexpert::replay::omp::has_openmp(&trace);
+        openmp += perfexpert::replay::omp::has_openmp(&trace) as usize;
         drop(trace);
         let ts = t.to_string_lossy().into_owned();
         // the options of the text report on the testdata traces, the default elsewhere
@@ -121,26 +120,57 @@ fn every_process_count_writes_the_single_process_text_report() {
             args.extend(["--top", "50", "--call-tree", "--metric", "mpi_latesender"]);
             args.push("--critical-path");
         }
-        let want = single(&args);
-        assert!(want.status.success(), "{ts}");
-        for p in 1..=4 {
-            let o = job(&mpirun, p, &args);
-            if openmp {
-                fails_once(&o, "OpenMP");
-                refused += 1;
-                continue;
-            }
-            let err = String::from_utf8_lossy(&o.stderr);
-            assert!(o.status.success(), "{ts}, P = {p}: {err}");
-            assert!(
-                o.stdout == want.stdout,
-                "{ts}, P = {p}: the report differs from the single-process one"
-            );
-        }
-        checked += !openmp as usize;
+        same_as_single(&mpirun, 1..=4, &args);
+        checked += 1;
     }
-    assert!(checked >= 10, "only {checked} traces checked");
-    println!("{checked} traces at P = 1..4, {refused} OpenMP jobs refused");
+    assert!(
+        checked >= 10 && openmp >= 5,
+        "only {checked} traces checked"
+    );
+    println!("{checked} traces at P = 1..4, {openmp} of them with OpenMP");
+}
+
+/// The job of each process count of `ps` with `args` writes the single-process report.
+fn same_as_single(mpirun: &Path, ps: std::ops::RangeInclusive<usize>, args: &[&str]) {
+    let want = single(args);
+    assert!(want.status.success(), "{args:?}");
+    for p in ps {
+        let o = job(mpirun, p, args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{args:?}, P = {p}: {err}");
+        assert!(
+            o.stdout == want.stdout,
+            "{args:?}, P = {p}: the report differs from the single-process one"
+        );
+    }
+}
+
+/// `--phase K` under `--mpi`: the first and the last phase of traces with several (MPI,
+/// OpenMP, hybrid) give the single-process report, with the critical path; a phase beyond
+/// the last is refused with the single-process line.
+#[test]
+fn one_phase_gives_the_single_process_report() {
+    let Some(mpirun) = mpirun() else {
+        println!("SKIPPED: no mpirun on PATH (apt-get install openmpi-bin libopenmpi-dev)");
+        return;
+    };
+    for (trace, phases) in [
+        ("testdata/scorep/ls", 5),
+        ("testdata/generated/ring4", 3),
+        ("testdata/scorep-omp/hybrid", 4),
+        ("testdata/scorep-omp/omp_barrier", 2),
+    ] {
+        for k in ["1".to_string(), phases.to_string()] {
+            let args = [trace, "--phase", &k, "--critical-path", "--top", "50"];
+            same_as_single(&mpirun, 2..=4, &args);
+        }
+        let beyond = (phases + 1).to_string();
+        let want = single(&[trace, "--phase", &beyond]);
+        let line = String::from_utf8_lossy(&want.stderr).trim_end().to_string();
+        assert!(line.starts_with("perfexpert: --phase"), "{line}");
+        let o = job(&mpirun, 3, &[trace, "--phase", &beyond]);
+        fails_once(&o, &line["perfexpert: ".len()..]);
+    }
 }
 
 /// `--matrices-csv` and `--what-if` under `--mpi`: the single-process CSV files and critical

@@ -181,6 +181,20 @@ pub(crate) struct PhaseBook {
 }
 
 impl PhaseBook {
+    /// The windows that start at `bounds` (after the first) for `rules`; none without bounds.
+    pub(crate) fn new(rules: &[Rule], bounds: &[u64]) -> Option<Arc<PhaseBook>> {
+        if bounds.is_empty() {
+            return None;
+        }
+        let wait = (rules.iter())
+            .map(|r| r.info.unit == crate::rules::Unit::Sec && is_pattern(r.on))
+            .collect();
+        Some(Arc::new(PhaseBook {
+            bounds: bounds.to_vec(),
+            wait,
+        }))
+    }
+
     /// The window of tick `t`.
     #[inline]
     pub(crate) fn window(&self, t: u64) -> usize {
@@ -240,6 +254,20 @@ impl Cell {
     /// The sum, count and worst instances (`from_parts` read back).
     pub(crate) fn parts(&self) -> (f64, u64, &[Instance]) {
         (self.sum, self.n, self.worst.instances())
+    }
+
+    /// The sums per phase window (empty without windows or for a rule that is no wait state).
+    pub(crate) fn phase_sums(&self) -> &[f64] {
+        self.phases.as_ref().map_or(&[], |ph| &ph.sums)
+    }
+
+    /// A cell summed elsewhere (`from_parts`) gets its sums per window `sums` (`phase_sums`
+    /// read back) in the windows of `book`.
+    pub(crate) fn set_phase_sums(&mut self, book: &Arc<PhaseBook>, sums: Vec<f64>) {
+        self.phases = Some(Box::new(CellPhases {
+            book: book.clone(),
+            sums,
+        }));
     }
 
     /// One more instance of the finding.
@@ -345,17 +373,10 @@ impl<'a> Cube<'a> {
     /// Book the wait-state instances also per phase window: `bounds` are the starts of the
     /// windows after the first (none: no windows).
     pub(crate) fn set_windows(&mut self, bounds: &[u64]) {
-        if bounds.is_empty() {
-            return;
+        self.book = PhaseBook::new(self.rules, bounds);
+        if self.book.is_some() {
+            self.phase_values = vec![HashMap::new(); bounds.len() + 1];
         }
-        let wait = (self.rules.iter())
-            .map(|r| r.info.unit == crate::rules::Unit::Sec && is_pattern(r.on))
-            .collect();
-        self.book = Some(Arc::new(PhaseBook {
-            bounds: bounds.to_vec(),
-            wait,
-        }));
-        self.phase_values = vec![HashMap::new(); bounds.len() + 1];
     }
 
     /// The phase windows booked, for the location passes' cells.

@@ -37,7 +37,7 @@ pub use cube::{
 };
 pub use pass::share::{
     assemble, share_passes, Booking, CellSum, HadExchange, InstFound, LocFound, Numbering,
-    ShareFound, Sums, Written,
+    ShareFound, Sums, ThreadFound, Written,
 };
 
 use crate::model::Trace;

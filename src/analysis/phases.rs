@@ -66,6 +66,11 @@ const ACTIVE: u8 = 1;
 const IN_MPI: u8 = 2;
 
 impl Detected {
+    /// The run's first tick (0 without events): the first bin's edge.
+    pub fn t0(&self) -> u64 {
+        self.bins.edges.first().copied().unwrap_or(0)
+    }
+
     /// No phases: a run without time from `t0` (all bin edges there).
     pub fn empty(t0: u64) -> Detected {
         Detected {
@@ -665,9 +670,22 @@ pub fn summarise(
     replay: &crate::replay::Replay,
     a: &crate::analysis::Analysis,
 ) -> Vec<PhaseEntry> {
-    let t0 = trace.time_span().map_or(0, |s| s.0);
-    if is_whole(trace, &det.phases) {
-        return vec![describe(trace, t0, 0, &det.phases[0], replay, a)];
+    let x = crate::analysis::scores::Extent::of(trace);
+    summarise_in(trace, det, replay, a, &x)
+}
+
+/// `summarise` where the events' extent `x` is given (`run --mpi`: gathered from the
+/// processes, each holding its share of the events; `trace` holds the definitions).
+pub fn summarise_in(
+    trace: &Trace,
+    det: &Detected,
+    replay: &crate::replay::Replay,
+    a: &crate::analysis::Analysis,
+    x: &crate::analysis::scores::Extent,
+) -> Vec<PhaseEntry> {
+    let t0 = x.span.map_or(0, |s| s.0);
+    if is_whole(t0, &det.phases) {
+        return vec![describe(trace, t0, 0, &det.phases[0], replay, a, x)];
     }
     (det.phases.iter().zip(&det.ranges).enumerate())
         .map(|(k, (ph, &(lo, hi)))| {
@@ -679,18 +697,18 @@ pub fn summarise(
 }
 
 /// The starts of the phases after the first: the windows `analyse_phased` books (none
-/// when the run is one phase: then the whole analysis describes it).
-pub fn bounds(trace: &Trace, phases: &[Phase]) -> Vec<u64> {
-    if is_whole(trace, phases) || phases.is_empty() {
+/// when the run is one phase: then the whole analysis describes it). `t0`: the run's first
+/// tick (0 without events).
+pub fn bounds(t0: u64, phases: &[Phase]) -> Vec<u64> {
+    if is_whole(t0, phases) || phases.is_empty() {
         return Vec::new();
     }
     phases[1..].iter().map(|p| p.start).collect()
 }
 
-/// Whether the phases are the whole run (one phase from its start): then a phase's analysis
-/// is the whole analysis.
-pub fn is_whole(trace: &Trace, phases: &[Phase]) -> bool {
-    let t0 = trace.time_span().map_or(0, |s| s.0);
+/// Whether the phases are the whole run (one phase from its first tick `t0`): then a
+/// phase's analysis is the whole analysis.
+pub fn is_whole(t0: u64, phases: &[Phase]) -> bool {
     phases.len() == 1 && phases[0].start <= t0
 }
 
@@ -795,7 +813,8 @@ fn window_findings(
     out
 }
 
-/// Phase `k` (0-based) as the report lists it, from the analysis of its slice `part`.
+/// Phase `k` (0-based) as the report lists it, from the analysis of its slice `part` (the
+/// extent of its events `x`).
 fn describe(
     part: &Trace,
     t0: u64,
@@ -803,10 +822,11 @@ fn describe(
     ph: &Phase,
     replay: &crate::replay::Replay,
     a: &crate::analysis::Analysis,
+    x: &crate::analysis::scores::Extent,
 ) -> PhaseEntry {
-    use crate::analysis::scores::{score, ScoreParams};
+    use crate::analysis::scores::{score_in, ScoreParams};
     use crate::replay::calltree::Callee;
-    let mut findings = score(part, replay, a, ScoreParams::default());
+    let mut findings = score_in(part, replay, a, ScoreParams::default(), x);
     findings.retain(|f| f.wait_state);
     crate::analysis::scores::rank(&mut findings);
     // exclusive time per region over all locations
@@ -1015,7 +1035,7 @@ mod tests {
         {
             let (trace, replay) = testdata_trace(name);
             let det = detect_binned(&trace);
-            let b = bounds(&trace, &det.phases);
+            let b = bounds(trace.time_span().map_or(0, |s| s.0), &det.phases);
             let rs = crate::rules::RuleSet::load(&[]).unwrap();
             let a = crate::analysis::analyse_with(&trace, &replay, rs.clone(), true, &b);
             let l = crate::analysis::analyse_with(&trace, &replay, rs, false, &b);

@@ -158,7 +158,7 @@ pub fn analyse_trace<V>(
         || (want_phases || opts.views).then(|| detect_phases(&trace)),
     );
     let bounds = match &detected {
-        Some(d) if want_phases => phases::bounds(&trace, &d.phases),
+        Some(d) if want_phases => phases::bounds(trace.time_span().map_or(0, |s| s.0), &d.phases),
         _ => Vec::new(),
     };
     let analysis = {
@@ -256,6 +256,19 @@ fn replay(trace: &Trace) -> Replay {
 /// Phase `k` (1-based) of the trace's phases, alone; the whole trace is dropped.
 fn select_phase(trace: Trace, k: usize) -> Result<(Trace, Selected), Refusal> {
     let all = phases::detect(&trace);
+    let t0 = trace.time_span().map_or(0, |s| s.0);
+    cut_phase(trace, &all, t0, k)
+}
+
+/// Phase `k` (1-based) of the phases `all` of a run starting at tick `t0`, alone: `trace`
+/// cut to it location by location (the whole trace, or one process's share of it under
+/// `run --mpi`, where the phases are detected over the job).
+pub fn cut_phase(
+    trace: Trace,
+    all: &[phases::Phase],
+    t0: u64,
+    k: usize,
+) -> Result<(Trace, Selected), Refusal> {
     let Some(p) = k.checked_sub(1).and_then(|i| all.get(i)) else {
         return Err(Refusal::NoSuchPhase {
             k,
@@ -263,7 +276,6 @@ fn select_phase(trace: Trace, k: usize) -> Result<(Trace, Selected), Refusal> {
         });
     };
     tracing::debug!(phases = all.len(), k, "phase slice");
-    let t0 = trace.time_span().map_or(0, |s| s.0);
     let res = trace.timer_resolution.max(1) as f64;
     let selected = Selected {
         k,

@@ -186,17 +186,22 @@ fn analyse(args: &RunArgs, trace: Trace, rules: RuleSet) -> Result<(Report, Opti
         });
         (Report::of(w), cube)
     })
-    .map_err(|e| match e {
+    .map_err(|e| refused(args, e))?;
+    let (mut report, cube) = outcome.view;
+    report.add_extras(outcome.extras);
+    Ok((report, cube))
+}
+
+/// A refused analysis as the command's one line (with and without `--mpi`).
+fn refused(args: &RunArgs, e: Refusal) -> Error {
+    match e {
         Refusal::NoSuchPhase { k, phases } => Error::Usage(format!(
             "--phase {k}: {} has {phases} phase(s), numbered from 1",
             args.trace.display(),
         )),
         Refusal::NoSuchRegion(r) => no_such_region(args, &r),
         Refusal::Error(e) => e,
-    })?;
-    let (mut report, cube) = outcome.view;
-    report.add_extras(outcome.extras);
-    Ok((report, cube))
+    }
 }
 
 /// Write the reports: to `out`, or to the file `-o` names (one format), or into the
@@ -432,13 +437,8 @@ fn mpi_refusal(args: &RunArgs) -> Option<String> {
             names.push(name);
         }
     }
-    for (on, name) in [
-        (args.root_causes, "--root-causes"),
-        (args.phase.is_some(), "--phase"),
-    ] {
-        if on {
-            names.push(name);
-        }
+    if args.root_causes {
+        names.push("--root-causes");
     }
     (!names.is_empty()).then(|| {
         format!(
@@ -478,14 +478,31 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
         Ok((trace, keep, rules))
     };
     let mut held = (0, 0);
+    let mut selected = None;
     let done =
         d::agree(&mpi, read().map_err(|e| e.to_string())).and_then(|(trace, keep, rules)| {
             held = (keep.iter().filter(|&&k| k).count(), trace.event_count());
+            let trace = match args.phase {
+                None => trace,
+                Some(k) => {
+                    // every process detects the same phases: all cut, or all refuse
+                    let cut = d::analyse::phase_share(trace, &keep, k, &mpi);
+                    let cut = cut.and_then(|c| c.map_err(|e| refused(args, e).to_string()));
+                    let (part, sel) = d::agree(&mpi, cut)?;
+                    selected = Some(sel);
+                    part
+                }
+            };
             let want = d::analyse::Wanted {
                 structure: args.critical_path
                     || !args.what_if.is_empty()
                     || args.matrices_csv.is_some(),
                 what_if: args.what_if.clone(),
+                // the summaries the JSON and HTML reports carry, as without --mpi
+                phases: args.phase.is_none()
+                    && [Format::Json, Format::Html]
+                        .iter()
+                        .any(|f| args.format.contains(f)),
             };
             d::agree(&mpi, d::analyse::analyse(trace, &keep, rules, &want, &mpi))
         });
@@ -518,7 +535,7 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     };
     match whole {
         Some(w) => {
-            let report = mpi_report(&w);
+            let report = mpi_report(&w, selected);
             write_matrices(args, &report)?;
             write(args, &report, None, out)
         }
@@ -529,13 +546,18 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
 /// The report of a job's whole analysis (rank 0's), as `analyse` makes it of a
 /// single-process one: scored and built from the events' extent the processes gathered.
 #[cfg(any(feature = "mpi", test))]
-fn mpi_report(w: &crate::distributed::analyse::Whole) -> Report {
+fn mpi_report(
+    w: &crate::distributed::analyse::Whole,
+    selected: Option<crate::analysis::pipeline::Selected>,
+) -> Report {
     let params = crate::analysis::scores::ScoreParams::default();
     let (trace, replay, a, x) = (&w.trace, &w.replay, &w.analysis, &w.extent);
     let findings = crate::analysis::scores::score_in(trace, replay, a, params, x);
     let mut report = Report::build_in(trace, replay, a, findings, params, x);
     let mut extras = crate::analysis::pipeline::Extras {
         scalasca_differences: w.scalasca_differences,
+        selected,
+        phases: w.phases.clone(),
         ..Default::default()
     };
     if let Some((cp, wait, traffic)) = &w.structure {
@@ -576,67 +598,121 @@ mod mpi_tests {
     }
 
     /// `run --mpi`'s text report over P = 1..4 threads as processes is the single-process
-    /// one, byte for byte, for every testdata trace without OpenMP (those are refused in
-    /// one line by every process): without the extras, and with the critical path (a
-    /// what-if of the trace's first region) and the wait and traffic matrices.
+    /// one, byte for byte, for every testdata trace (MPI, OpenMP and hybrid): without the
+    /// extras, and with the critical path (a what-if of the trace's first region) and the
+    /// wait and traffic matrices.
     #[test]
     fn the_distributed_text_report_is_the_single_process_one() {
-        let mut checked = 0;
+        let (mut checked, mut openmp) = (0, 0);
         for path in local::testdata_traces() {
             let trace = crate::open(&path).unwrap();
             let rules = RuleSet::load(&[]).unwrap();
-            let openmp = crate::replay::omp::has_openmp(&trace);
+            openmp += crate::replay::omp::has_openmp(&trace) as usize;
             let what_if: Vec<String> = (trace.defs.regions.first())
                 .map(|r| r.name.clone())
                 .into_iter()
                 .collect();
             for (p, structure) in (1..=4).flat_map(|p| [(p, false), (p, true)]) {
+                let what_if = if structure {
+                    what_if.clone()
+                } else {
+                    Vec::new()
+                };
                 let opts = Options {
                     structure,
-                    what_if: if structure {
-                        what_if.clone()
-                    } else {
-                        Vec::new()
-                    },
+                    what_if: what_if.clone(),
                     ..Options::new(rules.clone())
                 };
-                let one = analyse_trace(trace.clone(), opts, Report::of).unwrap();
-                let mut one_report = one.view;
-                one_report.add_extras(one.extras);
-                let want = text(&one_report);
                 let wanted = analyse::Wanted {
                     structure,
-                    what_if: if structure {
-                        what_if.clone()
-                    } else {
-                        Vec::new()
-                    },
+                    what_if,
+                    phases: false,
                 };
-                let got = local::on_shares(&path, p, |trace, keep, t| {
-                    analyse::analyse(trace.clone(), keep, rules.clone(), &wanted, t)
+                let at = format!("{} P = {p}, structure {structure}", path.display());
+                let (want, got) = both(&path, &trace, opts, p, |trace, keep, t| {
+                    let whole = analyse::analyse(trace, keep, rules.clone(), &wanted, t)?;
+                    Ok(whole.map(|w| mpi_report(&w, None)))
                 });
-                if openmp {
-                    assert!(got
-                        .iter()
-                        .all(|g| g.as_ref().is_err_and(|e| e.contains("OpenMP"))));
-                    continue;
-                }
-                let mut got = got.into_iter();
-                let whole = got
-                    .next()
-                    .unwrap()
-                    .unwrap()
-                    .expect("rank 0 holds the analysis");
-                assert!(got.all(|g| g.is_ok_and(|w| w.is_none())));
-                assert_eq!(
-                    text(&mpi_report(&whole)),
-                    want,
-                    "{} P = {p}, structure {structure}",
-                    path.display()
-                );
+                assert_eq!(got, want, "{at}");
                 checked += 1;
             }
         }
-        assert!(checked >= 160, "{checked}");
+        assert!(checked >= 240 && openmp >= 5, "{checked} {openmp}");
+    }
+
+    /// The single-process text report of `trace` analysed with `opts`, and rank 0's of the
+    /// job of `p` threads as processes on its shares, where each process runs `job` (rank 0
+    /// returning the report); every other rank returns none.
+    fn both(
+        path: &Path,
+        trace: &Trace,
+        opts: Options,
+        p: usize,
+        job: impl Fn(
+                Trace,
+                &[bool],
+                &dyn crate::distributed::Transport,
+            ) -> std::result::Result<Option<Report>, String>
+            + Sync,
+    ) -> (String, String) {
+        let one = analyse_trace(trace.clone(), opts, Report::of).unwrap();
+        let mut one_report = one.view;
+        one_report.add_extras(one.extras);
+        let got = local::on_shares(path, p, |trace, keep, t| job(trace.clone(), keep, t));
+        let mut got = got.into_iter();
+        let report = (got.next().unwrap().unwrap()).expect("rank 0 holds the analysis");
+        assert!(got.all(|g| g.is_ok_and(|w| w.is_none())));
+        (text(&one_report), text(&report))
+    }
+
+    /// `run --mpi --phase K` over P = 1..4 threads as processes: the text report of the first
+    /// and the last phase of every testdata trace is the single-process one, byte for byte
+    /// (with the critical path); a phase beyond the last is refused by every process alike.
+    #[test]
+    fn the_distributed_phase_report_is_the_single_process_one() {
+        let (mut checked, mut several) = (0, 0);
+        let rules = RuleSet::load(&[]).unwrap();
+        for path in local::testdata_traces() {
+            let trace = crate::open(&path).unwrap();
+            let n = crate::analysis::phases::detect(&trace).len();
+            several += (n > 1) as usize;
+            let mut ks = vec![1, n];
+            ks.dedup();
+            for (p, k) in (1..=4).flat_map(|p| ks.iter().map(move |&k| (p, k))) {
+                let opts = Options {
+                    phase: Some(k),
+                    structure: true,
+                    ..Options::new(rules.clone())
+                };
+                let wanted = analyse::Wanted {
+                    structure: true,
+                    ..Default::default()
+                };
+                let (want, got) = both(&path, &trace, opts, p, |trace, keep, t| {
+                    let (part, sel) =
+                        (analyse::phase_share(trace, keep, k, t)?).map_err(|e| e.to_string())?;
+                    let whole = analyse::analyse(part, keep, rules.clone(), &wanted, t)?;
+                    Ok(whole.map(|w| mpi_report(&w, Some(sel))))
+                });
+                assert_eq!(got, want, "{} P = {p}, phase {k}", path.display());
+                checked += 1;
+            }
+            let refused = local::on_shares(&path, 2, |trace, keep, t| {
+                analyse::phase_share(trace.clone(), keep, n + 1, t)
+                    .map(|r| r.err().map(|e| e.to_string()))
+            });
+            let line = format!(
+                "--phase {}: the trace has {n} phase(s), numbered from 1",
+                n + 1
+            );
+            assert!(
+                refused
+                    .iter()
+                    .all(|r| r.as_ref().is_ok_and(|e| e.as_deref() == Some(&line[..]))),
+                "{}",
+                path.display()
+            );
+        }
+        assert!(checked >= 120 && several >= 3, "{checked} {several}");
     }
 }

@@ -13,13 +13,16 @@ use super::wire::{Reader, Writer};
 use super::Transport;
 use crate::analysis::critical_path::CriticalPath;
 use crate::analysis::matrices::{TrafficMatrix, WaitMatrix};
+use crate::analysis::phases::{self, PhaseEntry};
+use crate::analysis::pipeline::{Refusal, Selected};
 use crate::analysis::scores::Extent;
 use crate::analysis::{
     self, Analysis, Booking, CausedColl, CausedWait, CellSum, Instance, Numbering, ShareFound,
-    Sums, Written,
+    Sums, ThreadFound, Written,
 };
 use crate::model::Trace;
-use crate::replay::{omp, Replay};
+use crate::replay::omp::OmpStats;
+use crate::replay::Replay;
 use crate::rules::RuleSet;
 
 /// The whole analysis, on rank 0: the definitions and rank 0's ghosted trace, the replay
@@ -34,6 +37,9 @@ pub struct Whole {
     /// With `Wanted::structure`: the critical path (with its what-if lengths) and the wait
     /// and traffic matrices (`distributed::critical_path`, `distributed::extras`).
     pub structure: Option<(CriticalPath, WaitMatrix, TrafficMatrix)>,
+    /// With `Wanted::phases`: the phase summaries (`phases::summarise`), the single
+    /// process's to the bit.
+    pub phases: Option<Vec<PhaseEntry>>,
 }
 
 /// The extras a job computes beside the rules: with `structure`, the critical path with the
@@ -43,6 +49,9 @@ pub struct Whole {
 pub struct Wanted {
     pub structure: bool,
     pub what_if: Vec<String>,
+    /// The phases detected and summarised (`Whole::phases`): the passes book the wait
+    /// states per phase window.
+    pub phases: bool,
 }
 
 /// A process's numbering: its locations held (`keep`) in full, the others as ghosts.
@@ -74,13 +83,12 @@ pub fn analyse(
     want: &Wanted,
     t: &dyn Transport,
 ) -> Result<Option<Whole>, String> {
-    if omp::has_openmp(&trace) {
-        return Err(
-            "--mpi: the rules of OpenMP and hybrid traces are not distributed yet \
-                    (docs/distributed.md); run without --mpi"
-                .into(),
-        );
-    }
+    // the phases over the job (every process finds the same), before the ghosts change
+    // the share; the passes book the wait states per phase window
+    let detected = (want.phases)
+        .then(|| super::extras::detect_phases(&trace, keep, t))
+        .transpose()?;
+    let bounds = (detected.as_ref()).map_or_else(Vec::new, |d| phases::bounds(d.t0(), &d.phases));
     let mut needs = ghost::needs(&rules)?;
     if want.structure {
         needs.unite(&super::critical_path::needs());
@@ -122,6 +130,7 @@ pub fn analyse(
         keep,
         (&owned_instances, &g.instance_of),
         t.rank() == 0,
+        &bounds,
         &view,
         &mut exchange,
     )?;
@@ -139,6 +148,7 @@ pub fn analyse(
     put_facts(&mut w, &g, keep);
     w.u64(wrong.0);
     w.u64(wrong.1);
+    put_omp_stats(&mut w, &g.replay.omp.stats);
     let mut to = vec![Vec::new(); t.size()];
     to[0] = w.0;
     let got = t.all_to_all(to)?;
@@ -151,6 +161,7 @@ pub fn analyse(
     let mut founds = Vec::with_capacity(got.len());
     let mut facts = Vec::new();
     let mut scalasca_differences = (0, 0);
+    let mut omp_stats = OmpStats::default();
     for (rank, b) in got.iter().enumerate() {
         let mut r = Reader::new(b);
         let mut read = || -> Result<(), String> {
@@ -158,12 +169,15 @@ pub fn analyse(
             facts.extend(get_facts(&mut r)?);
             scalasca_differences.0 += r.u64()?;
             scalasca_differences.1 += r.u64()?;
-            Ok(())
+            add_omp_stats(&mut r, &mut omp_stats)
         };
         read().map_err(|e| format!("rank {rank}: {e}"))?;
     }
-    let analysis = analysis::assemble(&trace, &replay, rules, &founds)?;
+    let analysis = analysis::assemble(&trace, &replay, rules, &founds, &bounds)?;
     let extent = apply_facts(&trace, &mut replay, keep, facts)?;
+    replay.omp.stats = omp_stats;
+    let phases =
+        (detected.as_ref()).map(|d| phases::summarise_in(&trace, d, &replay, &analysis, &extent));
     Ok(Some(Whole {
         trace,
         replay,
@@ -171,7 +185,48 @@ pub fn analyse(
         extent,
         scalasca_differences,
         structure,
+        phases,
     }))
+}
+
+/// `run --mpi --phase K`: this process's share cut to phase `k` (1-based) of the phases
+/// detected over the job (`extras::detect_phases`; every process finds the same, so every
+/// process refuses alike), as the single process cuts the whole trace
+/// (`pipeline::cut_phase`). The outer error is the job's (a transport failure).
+pub fn phase_share(
+    trace: Trace,
+    keep: &[bool],
+    k: usize,
+    t: &dyn Transport,
+) -> Result<Result<(Trace, Selected), Refusal>, String> {
+    let d = super::extras::detect_phases(&trace, keep, t)?;
+    Ok(analysis::pipeline::cut_phase(trace, &d.phases, d.t0(), k))
+}
+
+/// The OpenMP statistics' counts, in their order on the wire.
+fn omp_counts(s: &mut OmpStats) -> [&mut u64; 6] {
+    [
+        &mut s.teams,
+        &mut s.barrier_instances,
+        &mut s.lock_acquisitions,
+        &mut s.orphan_regions,
+        &mut s.nested_regions,
+        &mut s.worker_forks,
+    ]
+}
+
+/// The OpenMP statistics of the processes held here (the report's notes): 48 bytes.
+fn put_omp_stats(w: &mut Writer, s: &OmpStats) {
+    let mut s = *s;
+    omp_counts(&mut s).into_iter().for_each(|x| w.u64(*x));
+}
+
+/// `put_omp_stats` read back and added to `s` (every process's are the job's).
+fn add_omp_stats(r: &mut Reader, s: &mut OmpStats) -> Result<(), String> {
+    for x in omp_counts(s) {
+        *x += r.u64()?;
+    }
+    Ok(())
 }
 
 /// What the scores and the report read of one location's replay.
@@ -334,6 +389,10 @@ fn put_sums(w: &mut Writer, s: &Sums) {
             w.u64(x.time);
             w.u64(x.value.to_bits());
         });
+        put_list(w, &c.windows, |w, &(p, v)| {
+            w.u32(p);
+            w.u64(v.to_bits());
+        });
     });
     put_list(w, &s.cc, |w, &(k, c, v)| {
         w.u32(k as u32);
@@ -355,12 +414,14 @@ fn get_sums(r: &mut Reader, loc: u32) -> Result<Sums, String> {
                 value: f64::from_bits(r.u64()?),
             })
         })?;
+        let windows = get_list(r, |r| Ok((r.u32()?, f64::from_bits(r.u64()?))))?;
         Ok(CellSum {
             rule,
             cnode,
             sum,
             n,
             worst,
+            windows,
         })
     })?;
     let cc = get_list(r, |r| {
@@ -409,6 +470,21 @@ fn put_found(w: &mut Writer, f: &ShareFound) {
         put_bookings(w, bs);
         put_u32s(w, v);
     });
+    for family in &f.threads {
+        put_list(w, family, |w, (m, bs, accepted)| {
+            w.u32(*m);
+            put_bookings(w, bs);
+            put_list(w, accepted, |w, &k| w.u32(k as u32));
+        });
+    }
+}
+
+/// One family of `put_found`'s OpenMP instances read back.
+fn get_threads(r: &mut Reader) -> Result<Vec<ThreadFound>, String> {
+    get_list(r, |r| {
+        let (m, bs) = (r.u32()?, get_bookings(r)?);
+        Ok((m, bs, get_list(r, |r| Ok(r.u32()? as u16))?))
+    })
 }
 
 fn get_found(r: &mut Reader) -> Result<ShareFound, String> {
@@ -443,11 +519,13 @@ fn get_found(r: &mut Reader) -> Result<ShareFound, String> {
         Ok((i, bs, v, colls))
     })?;
     let world = get_list(r, |r| Ok((get_bookings(r)?, get_u32s(r)?)))?;
+    let threads = [get_threads(r)?, get_threads(r)?];
     Ok(ShareFound {
         callpath,
         passes,
         collectives,
         world: world.into_iter().next(),
+        threads,
     })
 }
 
@@ -460,7 +538,7 @@ mod tests {
     /// With a rule booking at its partner's location (cells of a location written by other
     /// locations' passes, some before its own: such a location is sent listed, the others
     /// as sums), rank 0's cube, instance statistics and worst instances are the single
-    /// process's, bit for bit, at P = 2..4 on every testdata trace without OpenMP.
+    /// process's, bit for bit, at P = 2..4 on every testdata trace (MPI, OpenMP, hybrid).
     #[test]
     fn sums_and_listed_locations_give_the_single_process_cube() {
         let dir = std::env::temp_dir().join(format!("perfexpert-sums-{}", std::process::id()));
@@ -475,9 +553,6 @@ mod tests {
         };
         for path in local::testdata_traces() {
             let trace = crate::open(&path).unwrap();
-            if omp::has_openmp(&trace) {
-                continue;
-            }
             let want = analysis::analyse(&trace, &Replay::new(&trace), rules.clone());
             for p in 2..=4 {
                 let got = local::on_shares(&path, p, |trace, keep, t| {
@@ -497,5 +572,59 @@ mod tests {
         }
         assert!(analysis::LISTED.load(Ordering::Relaxed) > before);
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// The wait states booked per phase window, as bits, sorted.
+    type WindowBits = Vec<Vec<((u16, u32), Vec<u64>)>>;
+
+    fn window_bits(v: &[analysis::PhaseValues]) -> WindowBits {
+        (v.iter())
+            .map(|w| {
+                let mut x: Vec<_> = (w.iter())
+                    .map(|(&k, row)| (k, row.iter().map(|f| f.to_bits()).collect()))
+                    .collect();
+                x.sort();
+                x
+            })
+            .collect()
+    }
+
+    /// With the phases wanted, on every testdata trace (MPI, OpenMP, hybrid) at P = 1..4
+    /// threads as processes: the wait states booked per phase window are the single
+    /// process's to the bit, and so are the phase summaries.
+    #[test]
+    fn the_phase_windows_and_summaries_are_the_single_process_ones() {
+        use crate::analysis::pipeline::{analyse_trace, Options};
+        let rules = RuleSet::load(&[]).unwrap();
+        let (mut windows, mut summaries) = (0, 0);
+        for path in local::testdata_traces() {
+            let trace = crate::open(&path).unwrap();
+            let opts = Options {
+                phases: true,
+                ..Options::new(rules.clone())
+            };
+            let one = analyse_trace(trace, opts, |w| window_bits(&w.analysis.phase_values));
+            let one = one.unwrap();
+            let want = format!("{:?}", one.extras.phases);
+            windows += one.view.len();
+            summaries += one.extras.phases.as_ref().map_or(0, |p| p.len());
+            let wanted = Wanted {
+                phases: true,
+                ..Default::default()
+            };
+            for p in 1..=4 {
+                let got = local::on_shares(&path, p, |trace, keep, t| {
+                    analyse(trace.clone(), keep, rules.clone(), &wanted, t)
+                });
+                let mut got = got.into_iter();
+                let whole = got.next().unwrap().unwrap().unwrap();
+                assert!(got.all(|g| g.is_ok_and(|w| w.is_none())));
+                let at = format!("{} P = {p}", path.display());
+                assert_eq!(window_bits(&whole.analysis.phase_values), one.view, "{at}");
+                assert_eq!(format!("{:?}", whole.phases), want, "{at}");
+            }
+        }
+        // several traces have several windows
+        assert!(windows >= 6 && summaries >= 40, "{windows} {summaries}");
     }
 }

@@ -13,9 +13,9 @@
 //! pass location by location; collective instances in instance order; world calls), then
 //! the sums and derived metrics, as `analyse` does.
 
-use super::{callpath, collective, derived, instances, location, world};
+use super::{callpath, collective, derived, instances, location, team, thread_barrier, world};
 use crate::analysis::cube::{
-    self, CausedColl, CausedWait, Cell, Contribution, Cube, Found, Instance, Violations,
+    self, CausedColl, CausedWait, Cell, Contribution, Cube, Found, Instance, PhaseBook, Violations,
 };
 use crate::analysis::fire::Engine;
 use crate::analysis::plan::Plan;
@@ -63,6 +63,8 @@ pub struct CellSum {
     pub sum: f64,
     pub n: u64,
     pub worst: Vec<Instance>,
+    /// With phase windows, a wait state's non-zero sums per window: (window, sum).
+    pub windows: Vec<(u32, f64)>,
 }
 
 /// A cell a location pass booked at another location: (rule, call path, location booked
@@ -72,6 +74,11 @@ pub type Written = (u16, u32, u32, u32);
 /// One owned collective instance (its index in the whole trace's list): its bookings, the
 /// locations of its members that violated the clock condition, the causes it recorded.
 pub type InstFound = (u32, Vec<Booking>, Vec<u32>, Vec<CausedColl>);
+
+/// One OpenMP instance (team or thread barrier) of a process held here: the process's
+/// master location, the instance's bookings, and the rules with a thread `[cause]` that
+/// accepted it. A family's instances are the single process's, master by master.
+pub type ThreadFound = (u32, Vec<Booking>, Vec<u16>);
 
 /// What one process's passes found on what it owns.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -83,6 +90,8 @@ pub struct ShareFound {
     pub collectives: Vec<InstFound>,
     /// The world-call pass's bookings and violators, on the process that ran it.
     pub world: Option<(Vec<Booking>, Vec<u32>)>,
+    /// The OpenMP teams, then the thread barriers, of the processes held here.
+    pub threads: [Vec<ThreadFound>; 2],
 }
 
 /// Locations whose pass was run again listing every instance (`share_passes`).
@@ -108,7 +117,9 @@ pub type HadExchange<'a> =
 
 /// What the passes find here: the locations `owned`, the collective instances of
 /// `replay.instances` whose `owned_instances` is set (`instance_of`: their indices in the
-/// whole trace's list), the world-call pass when `world`.
+/// whole trace's list), the world-call pass when `world`, the OpenMP teams and thread
+/// barriers of the replay (those of the processes held here); with phase windows starting
+/// at `bounds` (`analysis::analyse_phased`), each own cell's sums per window.
 #[allow(clippy::too_many_arguments)]
 pub fn share_passes(
     trace: &Trace,
@@ -117,6 +128,7 @@ pub fn share_passes(
     owned: &[bool],
     (owned_instances, instance_of): (&[bool], &[u32]),
     world: bool,
+    bounds: &[u64],
     num: &dyn Numbering,
     exchange: HadExchange,
 ) -> Result<ShareFound, String> {
@@ -162,6 +174,7 @@ pub fn share_passes(
             .collect();
     }
     let mut had: Vec<Vec<(u32, u32)>> = vec![Vec::new(); plan.rs.rules.len()];
+    let book = PhaseBook::new(&plan.rs.rules, bounds);
     let walk = |pr, had: &[Vec<(u32, u32)>], l: usize, acc| {
         let p = location::walk(&eng, pr, had, l, Vec::new(), acc);
         trace.events[l].release_resident();
@@ -169,7 +182,7 @@ pub fn share_passes(
     };
     for pr in &plan.passes {
         let done: Vec<location::LocPass> = (locs.par_iter())
-            .map(|&l| walk(pr, &had, l, Some(&None)))
+            .map(|&l| walk(pr, &had, l, Some(&book)))
             .collect();
         let mine = (done.iter().flat_map(|p| &p.had))
             .map(|&(k, l, e)| (k as u16, l, num.original(l, e)))
@@ -245,7 +258,45 @@ pub fn share_passes(
         let (c, v) = world::found(&eng, &had);
         found.world = Some((books(&c), v));
     }
+    found.threads = thread_families(&eng, &had, &books);
     Ok(found)
+}
+
+/// The team and thread-barrier passes (`team::run`, `thread_barrier::run`) over the
+/// replay's teams and barriers, each instance with its process's master.
+fn thread_families(
+    eng: &Engine,
+    had: &[Vec<(u32, u32)>],
+    books: &dyn Fn(&[Contribution]) -> Vec<Booking>,
+) -> [Vec<ThreadFound>; 2] {
+    let omp = &eng.replay.omp;
+    let team_master = |t: u32| omp.teams.get(t as usize).map_or(NONE, |t| t.master);
+    let families = [
+        (
+            Trigger::Team,
+            3,
+            omp.teams.iter().map(|t| t.master).collect::<Vec<_>>(),
+        ),
+        (
+            Trigger::ThreadBarrier,
+            1,
+            omp.barriers.iter().map(|b| team_master(b.team)).collect(),
+        ),
+    ];
+    families.map(|(trigger, nbind, masters)| {
+        let rules = eng.plan.by_trigger(trigger);
+        if rules.is_empty() {
+            return Vec::new();
+        }
+        let insts = match trigger {
+            Trigger::Team => team::teams(eng),
+            _ => thread_barrier::barriers(eng),
+        };
+        let per = instances::run_each(eng, had, &rules, &insts, nbind, &[]);
+        (masters.into_iter().zip(per))
+            .map(|(m, (c, _, colls))| (m, books(&c), colls.iter().map(|x| x.rule).collect()))
+            .collect()
+    })
 }
 
 /// What a location `l`'s accumulating pass summed on its own cells, events in the owner's
@@ -260,12 +311,17 @@ fn sums_of(acc: &location::Acc, l: u32, num: &dyn Numbering) -> Sums {
                     ..*x
                 })
                 .collect();
+            let windows = (c.phase_sums().iter().enumerate())
+                .filter(|(_, &v)| v != 0.0)
+                .map(|(p, &v)| (p as u32, v))
+                .collect();
             CellSum {
                 rule: c.rule,
                 cnode: c.cnode,
                 sum,
                 n,
                 worst,
+                windows,
             }
         })
         .collect();
@@ -277,15 +333,19 @@ fn sums_of(acc: &location::Acc, l: u32, num: &dyn Numbering) -> Sums {
 
 /// The analysis of the whole trace from every process's `ShareFound`, on a process whose
 /// `trace` and `replay` hold the definitions, the merged call tree and the job's matching
-/// statistics and violators (`distributed::ghost`).
+/// statistics and violators (`distributed::ghost`); with the phase windows starting at
+/// `bounds` that the passes booked (`share_passes`).
 pub fn assemble(
     trace: &Trace,
     replay: &Replay,
     rules: RuleSet,
     found: &[ShareFound],
+    bounds: &[u64],
 ) -> Result<Analysis, String> {
     let plan = Plan::new(trace, replay, &rules);
     let mut cube = Cube::new(trace, replay, &plan.rs.rules);
+    cube.set_windows(bounds);
+    let book = cube.book();
     let add = |cube: &mut Cube, bs: &[Booking]| {
         for b in bs {
             let c = Contribution {
@@ -317,7 +377,19 @@ pub fn assemble(
                 continue;
             };
             let cells: Vec<Cell> = (s.cells.iter())
-                .map(|c| Cell::from_parts(c.rule, c.cnode, c.sum, c.n, &c.worst))
+                .map(|c| {
+                    let mut cell = Cell::from_parts(c.rule, c.cnode, c.sum, c.n, &c.worst);
+                    if let (Some(book), false) = (&book, c.windows.is_empty()) {
+                        let mut sums = vec![0.0; book.bounds.len() + 1];
+                        for &(p, v) in &c.windows {
+                            if let Some(x) = sums.get_mut(p as usize) {
+                                *x = v;
+                            }
+                        }
+                        cell.set_phase_sums(book, sums);
+                    }
+                    cell
+                })
                 .collect();
             if !cube.unwritten(&cells, *l) {
                 return Err(format!(
@@ -341,6 +413,18 @@ pub fn assemble(
     for (b, v) in found.iter().filter_map(|f| f.world.as_ref()) {
         add(&mut cube, b);
         violators.extend_from_slice(v);
+    }
+    // the teams, then the barriers, in the single process's order: master by master
+    for family in 0..2 {
+        let mut per: Vec<&ThreadFound> = found.iter().flat_map(|f| &f.threads[family]).collect();
+        per.sort_by_key(|x| x.0);
+        for (ii, (_, b, accepted)) in per.into_iter().enumerate() {
+            add(&mut cube, b);
+            (cube.colls).extend(accepted.iter().map(|&rule| CausedColl {
+                instance: ii as u32,
+                rule,
+            }));
+        }
     }
     let violations = Violations::of(trace, replay, &violators);
     let eng = Engine {

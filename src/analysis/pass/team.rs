@@ -15,7 +15,7 @@ pub(crate) fn run(eng: &Engine, had: &[Vec<(u32, u32)>], cube: &mut Cube) {
 }
 
 /// The replay's teams as instances.
-fn teams(eng: &Engine) -> Vec<Inst> {
+pub(crate) fn teams(eng: &Engine) -> Vec<Inst> {
     let trace = eng.trace;
     let mut insts = Vec::with_capacity(eng.replay.omp.teams.len());
     for t in &eng.replay.omp.teams {

@@ -16,7 +16,7 @@ pub(crate) fn run(eng: &Engine, had: &[Vec<(u32, u32)>], cube: &mut Cube) {
 }
 
 /// The replay's thread barriers as instances: a thread's call ends at its LEAVE.
-fn barriers(eng: &Engine) -> Vec<Inst> {
+pub(crate) fn barriers(eng: &Engine) -> Vec<Inst> {
     let replay = eng.replay;
     let exit = |loc: u32, enter: u32| ptr(replay, Ptr::Exit, loc, enter);
     replay
