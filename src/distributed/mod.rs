@@ -25,6 +25,7 @@ pub mod messages;
 pub mod mpi;
 pub mod partition;
 pub mod rootcause;
+pub mod views;
 pub mod wire;
 
 /// How the processes of a job exchange bytes: one collective at a time, every process

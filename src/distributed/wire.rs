@@ -16,6 +16,12 @@ impl Writer {
     pub fn u64(&mut self, x: u64) {
         self.0.extend_from_slice(&x.to_le_bytes());
     }
+
+    /// A byte string: its length (4 bytes), then its bytes.
+    pub fn bytes(&mut self, b: &[u8]) {
+        self.u32(b.len() as u32);
+        self.0.extend_from_slice(b);
+    }
 }
 
 /// Reads words from a record, failing at its end.
@@ -49,6 +55,15 @@ impl<'a> Reader<'a> {
 
     pub fn u64(&mut self) -> Result<u64, String> {
         self.take::<8>().map(u64::from_le_bytes)
+    }
+
+    /// A byte string `Writer::bytes` wrote.
+    pub fn bytes(&mut self) -> Result<&'a [u8], String> {
+        let n = self.u32()? as usize;
+        let s = (self.b.get(self.at..self.at.saturating_add(n)))
+            .ok_or_else(|| format!("exchange record ends at byte {}", self.b.len()))?;
+        self.at += n;
+        Ok(s)
     }
 }
 

@@ -11,8 +11,8 @@
 //! visit of the call path there: its total per call path and location is exact, its
 //! position within the visits is not (the worst instances are drawn where they happened).
 
-mod timeline;
-mod traffic;
+pub(crate) mod timeline;
+pub(crate) mod traffic;
 
 use super::Analysis;
 use crate::model::Trace;
@@ -131,9 +131,23 @@ pub fn views_traffic(
 pub fn views_rest(trace: &Trace, replay: &Replay, a: &Analysis, part: TrafficPart) -> Views {
     let TrafficPart { win, tr } = part;
     let classes = classes(a);
+    let span = trace.time_span().unwrap_or((0, 0));
+    let tl = timeline::compute(trace, replay, a, &classes, span, &win.bounds);
+    assemble(trace, replay, (classes, span), win, tl, tr)
+}
+
+/// The views from their parts over the run's `span`: the timeline's `tl` and the
+/// traffic's `tr` over the frame windows `win`, with the `classes` (`views_rest`, or a job's
+/// rank 0 from its processes' parts).
+pub(crate) fn assemble(
+    trace: &Trace,
+    replay: &Replay,
+    (classes, (t0, t1)): (Vec<ClassRule>, (u64, u64)),
+    win: traffic::Windows,
+    tl: timeline::Out,
+    tr: traffic::Out,
+) -> Views {
     let res = trace.timer_resolution.max(1) as f64;
-    let (t0, t1) = trace.time_span().unwrap_or((0, 0));
-    let tl = timeline::compute(trace, replay, a, &classes, t0, t1, &win.bounds);
     let sec = |t: u64| t.saturating_sub(t0) as f64 / res;
     Views {
         duration_s: sec(t1),
@@ -146,11 +160,11 @@ pub fn views_rest(trace: &Trace, replay: &Replay, a: &Analysis, part: TrafficPar
             .iter()
             .map(|&c| (c, replay.path_name(trace, c)))
             .collect(),
-        messages: tr.messages,
-        messages_total: tr.messages_total,
-        message_stride: tr.message_stride,
-        collectives: tr.collectives,
-        collectives_total: tr.collectives_total,
+        messages: tr.sampled.messages,
+        messages_total: tr.sampled.messages_total,
+        message_stride: tr.sampled.message_stride,
+        collectives: tr.sampled.collectives,
+        collectives_total: tr.sampled.collectives_total,
         windows: win.bounds.iter().map(|&t| sec(t)).collect(),
         window_phase: win.phase,
         states: tl.states,
@@ -165,7 +179,7 @@ pub fn views_rest(trace: &Trace, replay: &Replay, a: &Analysis, part: TrafficPar
 }
 
 /// The classes (`ClassRule`).
-fn classes(a: &Analysis) -> Vec<ClassRule> {
+pub(crate) fn classes(a: &Analysis) -> Vec<ClassRule> {
     let mut out: Vec<ClassRule> = BASE
         .iter()
         .map(|&(n, g)| {

@@ -43,7 +43,7 @@ pub struct Piece {
     pub waits: Vec<(u8, f32)>,
 }
 
-pub(super) struct Out {
+pub(crate) struct Out {
     pub rows: Vec<LocationRow>,
     pub levels: Vec<Level>,
     pub pieces: Vec<Piece>,
@@ -88,85 +88,83 @@ fn level_columns(nloc: usize, span: u64) -> Vec<u32> {
     cols
 }
 
+/// The wait-state cells of one location that its timeline reads: (call path, class,
+/// the class's own severity there in seconds: its rule's value less its wait-state
+/// children's), where positive, by call path then class. The single process reads them from
+/// its analysis; a job's rank 0 from the assembled one, for each location's owner.
+pub(crate) type WaitCell = (u32, u8, f64);
+
+/// `WaitCell`s of location `l` (of `ncnodes` call paths) from the analysis `a`.
+pub(crate) fn wait_cells(
+    a: &Analysis,
+    classes: &[ClassRule],
+    l: u32,
+    ncnodes: usize,
+) -> Vec<WaitCell> {
+    let mut out = Vec::new();
+    for c in 0..ncnodes as u32 {
+        for (j, (_, w)) in classes.iter().enumerate() {
+            let Some((k, kids)) = w else { continue };
+            let v = a.value(*k, c, l) - kids.iter().map(|&q| a.value(q, c, l)).sum::<f64>();
+            if v > 0.0 {
+                out.push((c, j as u8, v));
+            }
+        }
+    }
+    out
+}
+
 pub(super) fn compute(
     trace: &Trace,
     replay: &Replay,
     a: &Analysis,
     classes: &[ClassRule],
-    t0: u64,
-    t1: u64,
+    span: (u64, u64),
     windows: &[u64],
 ) -> Out {
-    let base = base_classes(trace, replay);
-    let nloc = trace.events.len();
-    let cols = level_columns(nloc, t1.saturating_sub(t0));
-    let keep_pieces = trace.event_count() <= PIECE_LIMIT;
-    let ctx = Ctx {
+    let ctx = Timeline::new(
         trace,
         replay,
-        a,
-        classes,
-        base: &base,
-        t0,
-        span: t1.saturating_sub(t0).max(1),
-        finest: cols[cols.len() - 1],
+        classes.len(),
+        span,
+        trace.event_count(),
         windows,
-        keep_pieces,
-    };
-    let per_loc: Vec<LocOut> = (0..nloc).into_par_iter().map(|l| ctx.walk(l)).collect();
-    let res = trace.timer_resolution.max(1) as f64;
-    let mut out = Out {
-        rows: Vec::with_capacity(nloc),
-        levels: cols
-            .iter()
-            .map(|&c| Level {
-                columns: c,
-                rows: Vec::with_capacity(nloc),
-            })
-            .collect(),
-        pieces: Vec::new(),
-        cnodes: Vec::new(),
-        states: vec![Vec::with_capacity(nloc); windows.len().saturating_sub(1)],
-    };
-    let mut used = std::collections::BTreeSet::new();
-    for (l, lo) in per_loc.into_iter().enumerate() {
-        out.rows.push(LocationRow {
-            index: l,
-            rank: trace.defs.locations[l].rank,
-            by_class: lo.by_class.iter().map(|&t| t / res).collect(),
-        });
-        used.extend(lo.used);
-        for (lev, row) in out.levels.iter_mut().zip(lo.rows) {
-            lev.rows.push(row);
-        }
-        for (f, s) in out.states.iter_mut().zip(lo.states) {
-            f.push(s);
-        }
-        out.pieces.extend(lo.pieces);
-    }
-    out.cnodes = used.into_iter().collect();
-    out
+    );
+    let ncn = replay.tree.nodes.len();
+    let per_loc: Vec<LocOut> = (0..trace.events.len())
+        .into_par_iter()
+        .map(|l| ctx.walk(l, &wait_cells(a, classes, l as u32, ncn)))
+        .collect();
+    ctx.assemble(per_loc)
 }
 
-struct Ctx<'a> {
+/// The timeline's walk of each location over a run's span, its zoom levels and frame
+/// windows (made once; `walk` per location, `assemble` of all of them in location order).
+pub(crate) struct Timeline<'a> {
     trace: &'a Trace,
     replay: &'a Replay,
-    a: &'a Analysis,
-    classes: &'a [ClassRule],
-    base: &'a [u8],
+    ncls: usize,
+    base: Vec<u8>,
     t0: u64,
     span: u64,
+    /// Each level's columns, coarsest first.
+    cols: Vec<u32>,
     finest: u32,
     windows: &'a [u64],
     keep_pieces: bool,
 }
 
-struct LocOut {
-    by_class: Vec<f64>,
-    rows: Vec<Vec<u8>>,
-    states: Vec<(u8, u8)>,
-    pieces: Vec<Piece>,
-    used: Vec<u32>,
+/// One location's part of the timeline (`Timeline::walk`).
+pub(crate) struct LocOut {
+    /// Ticks per class.
+    pub by_class: Vec<f64>,
+    /// Each level's row, coarsest first.
+    pub rows: Vec<Vec<u8>>,
+    /// Per frame window: the dominant class and its share.
+    pub states: Vec<(u8, u8)>,
+    pub pieces: Vec<Piece>,
+    /// The call paths the rows name, sorted.
+    pub used: Vec<u32>,
 }
 
 /// The finest columns of one location as they fill.
@@ -181,7 +179,69 @@ struct Acc {
     inv: f64,
 }
 
-impl Ctx<'_> {
+impl<'a> Timeline<'a> {
+    /// Over the run's `(t0, t1)` and frame `windows`, with `ncls` classes; `events` the
+    /// trace's event count (small traces keep every piece).
+    pub(crate) fn new(
+        trace: &'a Trace,
+        replay: &'a Replay,
+        ncls: usize,
+        (t0, t1): (u64, u64),
+        events: u64,
+        windows: &'a [u64],
+    ) -> Timeline<'a> {
+        let cols = level_columns(trace.events.len(), t1.saturating_sub(t0));
+        Timeline {
+            trace,
+            replay,
+            ncls,
+            base: base_classes(trace, replay),
+            t0,
+            span: t1.saturating_sub(t0).max(1),
+            finest: cols[cols.len() - 1],
+            cols,
+            windows,
+            keep_pieces: events <= PIECE_LIMIT,
+        }
+    }
+
+    /// Every location's part (`walk`), in location order, as the views' rows, levels,
+    /// pieces, call paths named and frame states.
+    pub(crate) fn assemble(&self, per_loc: Vec<LocOut>) -> Out {
+        let nloc = per_loc.len();
+        let res = self.trace.timer_resolution.max(1) as f64;
+        let mut out = Out {
+            rows: Vec::with_capacity(nloc),
+            levels: (self.cols.iter())
+                .map(|&c| Level {
+                    columns: c,
+                    rows: Vec::with_capacity(nloc),
+                })
+                .collect(),
+            pieces: Vec::new(),
+            cnodes: Vec::new(),
+            states: vec![Vec::with_capacity(nloc); self.windows.len().saturating_sub(1)],
+        };
+        let mut used = std::collections::BTreeSet::new();
+        for (l, lo) in per_loc.into_iter().enumerate() {
+            out.rows.push(LocationRow {
+                index: l,
+                rank: self.trace.defs.locations.get(l).and_then(|d| d.rank),
+                by_class: lo.by_class.iter().map(|&t| t / res).collect(),
+            });
+            used.extend(lo.used);
+            for (lev, row) in out.levels.iter_mut().zip(lo.rows) {
+                lev.rows.push(row);
+            }
+            for (f, s) in out.states.iter_mut().zip(lo.states) {
+                f.push(s);
+            }
+            out.pieces.extend(lo.pieces);
+        }
+        out.cnodes = used.into_iter().collect();
+        out
+    }
+
     /// The fork and join intervals of the teams location `l` is in, with the parallel
     /// region's call path: they are part of the region's time (patterns.md §3.2, as the
     /// replay books them), even where the thread has no event yet.
@@ -219,7 +279,7 @@ impl Ctx<'_> {
         let (time, kind): (&[u64], &[EventKind]) = (&ev.time, &ev.kind);
         let ls = &self.replay.locations[l];
         let nodes = &self.replay.tree.nodes;
-        // the call path active from event `i` to the next one (`Ctx::active`, its columns
+        // the call path active from event `i` to the next one (`Timeline::active`, its columns
         // looked up once per location)
         let active = |i: usize| {
             let c = ls.cnode(i);
@@ -278,16 +338,13 @@ impl Ctx<'_> {
         }
     }
 
-    /// Per call path: the wait classes' shares of its time on location `l`.
-    fn wait_shares(&self, l: usize) -> Vec<Vec<(u8, f32)>> {
-        let waits = (self.classes.iter())
-            .filter_map(|c| c.1.as_ref())
-            .any(|(k, _)| {
-                (0..self.base.len() as u32).any(|c| self.a.value(*k, c, l as u32) != 0.0)
-            });
-        if !waits {
+    /// Per call path: the wait classes' shares of its time on location `l`, from its wait
+    /// cells (`wait_cells`).
+    fn wait_shares(&self, l: usize, cells: &[WaitCell]) -> Vec<Vec<(u8, f32)>> {
+        let mut out = vec![Vec::new(); self.base.len()];
+        if cells.is_empty() {
             // no wait state here: no need to know the call paths' time
-            return vec![Vec::new(); self.base.len()];
+            return out;
         }
         let mut excl = vec![0u64; self.base.len()];
         self.stretches(l, |a, b, c| {
@@ -296,32 +353,25 @@ impl Ctx<'_> {
             }
         });
         let res = self.trace.timer_resolution.max(1) as f64;
-        let mut out = vec![Vec::new(); self.base.len()];
-        for (c, &t) in excl.iter().enumerate() {
-            if t == 0 {
-                continue;
+        for &(c, j, v) in cells {
+            match excl.get(c as usize) {
+                Some(&t) if t != 0 => out[c as usize].push((j, (v * res / t as f64) as f32)),
+                _ => {}
             }
-            for (j, (_, w)) in self.classes.iter().enumerate() {
-                let Some((k, kids)) = w else { continue };
-                let v = self.a.value(*k, c as u32, l as u32)
-                    - (kids.iter())
-                        .map(|&q| self.a.value(q, c as u32, l as u32))
-                        .sum::<f64>();
-                if v > 0.0 {
-                    out[c].push((j as u8, (v * res / t as f64) as f32));
-                }
-            }
-            let sum: f32 = out[c].iter().map(|x| x.1).sum();
+        }
+        for o in &mut out {
+            let sum: f32 = o.iter().map(|x| x.1).sum();
             if sum > 1.0 {
-                out[c].iter_mut().for_each(|x| x.1 /= sum);
+                o.iter_mut().for_each(|x| x.1 /= sum);
             }
         }
         out
     }
 
-    fn walk(&self, l: usize) -> LocOut {
-        let ncls = self.classes.len();
-        let shares = self.wait_shares(l);
+    /// Location `l`'s part of the timeline, its wait states as `cells` say.
+    pub(crate) fn walk(&self, l: usize, cells: &[WaitCell]) -> LocOut {
+        let ncls = self.ncls;
+        let shares = self.wait_shares(l, cells);
         let mut acc = Acc::new(
             ncls,
             self.finest as usize,
@@ -337,7 +387,7 @@ impl Ctx<'_> {
         let mut pieces = Vec::new();
         // per call path, the classes a stretch of it is split into (the same for each of
         // its stretches: made once)
-        let parts_of: Vec<Vec<(u8, f64)>> = (shares.iter().zip(self.base))
+        let parts_of: Vec<Vec<(u8, f64)>> = (shares.iter().zip(&self.base))
             .map(|(waits, &base)| {
                 let rest = 1.0 - waits.iter().map(|x| x.1 as f64).sum::<f64>();
                 let mut parts = Vec::with_capacity(waits.len() + 1);

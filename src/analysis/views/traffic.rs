@@ -9,6 +9,7 @@
 use crate::analysis::critical_path::enterptr;
 use crate::analysis::phases;
 use crate::model::{collective_op_name, EventKind, Trace};
+use crate::replay::collectives::Instance;
 use crate::replay::matching::EventRef;
 use crate::replay::{Replay, NONE};
 use rayon::prelude::*;
@@ -68,14 +69,14 @@ pub struct Edge {
     pub messages: u64,
 }
 
-pub(super) struct Windows {
+pub(crate) struct Windows {
     pub bounds: Vec<u64>,
     pub phase: Vec<usize>,
 }
 
 /// `FRAMES` equal windows over `[t0, t1]`, cut again at each boundary of the phases `ph`
 /// (`phases::detect`).
-pub(super) fn windows(ph: &[phases::Phase], t0: u64, t1: u64) -> Windows {
+pub(crate) fn windows(ph: &[phases::Phase], t0: u64, t1: u64) -> Windows {
     let span = t1.saturating_sub(t0);
     let mut bounds: Vec<u64> = (0..=FRAMES as u64)
         .map(|k| t0 + (span as u128 * k as u128 / FRAMES as u128) as u64)
@@ -97,12 +98,8 @@ pub(super) fn windows(ph: &[phases::Phase], t0: u64, t1: u64) -> Windows {
     Windows { bounds, phase }
 }
 
-pub(super) struct Out {
-    pub messages: Vec<MessageLine>,
-    pub messages_total: u64,
-    pub message_stride: u64,
-    pub collectives: Vec<CollMark>,
-    pub collectives_total: u64,
+pub(crate) struct Out {
+    pub sampled: Sampled,
     pub traffic: Vec<WindowMatrix>,
     pub waits: Vec<WindowMatrix>,
     pub ranks: u32,
@@ -113,18 +110,41 @@ pub(super) struct Out {
 }
 
 /// Ticks a rank waited for another, per (frame, waiting rank, rank waited for).
-type Waits = BTreeMap<(usize, u32, u32), u64>;
+pub(crate) type Waits = BTreeMap<(usize, u32, u32), u64>;
 
-/// Per sending location: sampled lines, per (frame, from, to) bytes and messages, and per
-/// (frame, waiting, waited-for) late-sender ticks.
+/// Bytes and messages sent, per (frame, from, to).
+pub(crate) type Sent = BTreeMap<(usize, u32, u32), (u64, u64)>;
+
+/// The integer sums of any set of locations and collective instances (added in any order).
 #[derive(Default)]
-struct LocTraffic {
-    lines: Vec<MessageLine>,
-    sent: BTreeMap<(usize, u32, u32), (u64, u64)>,
-    waits: Waits,
+pub(crate) struct Sums {
+    pub sent: Sent,
+    pub waits: Waits,
 }
 
-struct Ctx<'a> {
+impl Sums {
+    pub(crate) fn add(&mut self, other: Sums) {
+        for (k, v) in other.sent {
+            let x = self.sent.entry(k).or_default();
+            x.0 += v.0;
+            x.1 += v.1;
+        }
+        for (k, v) in other.waits {
+            *self.waits.entry(k).or_default() += v;
+        }
+    }
+}
+
+/// Per location: its sampled lines (as sender) and its sums (bytes and messages it sent,
+/// late-sender ticks it waited).
+#[derive(Default)]
+pub(crate) struct LocTraffic {
+    pub lines: Vec<MessageLine>,
+    pub sums: Sums,
+}
+
+/// Who talks to whom, per location and per collective instance, over frame windows.
+pub(crate) struct Traffic<'a> {
     trace: &'a Trace,
     replay: &'a Replay,
     t0: u64,
@@ -132,7 +152,38 @@ struct Ctx<'a> {
     res: f64,
 }
 
-impl Ctx<'_> {
+/// The partner of message event `i` of `l`, if matched.
+fn partner(trace: &Trace, replay: &Replay, l: usize, i: usize) -> Option<EventRef> {
+    let k = trace.events[l].arg[i] as usize;
+    (replay.msg_links[l].partner.get(k).copied()).filter(|p| p.is_some())
+}
+
+/// The matched messages location `l` sent.
+pub(crate) fn sends(trace: &Trace, replay: &Replay, l: usize) -> u64 {
+    let ev = &trace.events[l];
+    (0..ev.len())
+        .filter(|&i| matches!(ev.kind[i], EventKind::MpiSend | EventKind::MpiIsend))
+        .filter(|&i| partner(trace, replay, l, i).is_some())
+        .count() as u64
+}
+
+/// Every `stride`-th of `total` items keeps at most about `limit`.
+pub(crate) fn stride(total: u64, limit: u64) -> u64 {
+    total.div_ceil(limit).max(1)
+}
+
+impl<'a> Traffic<'a> {
+    /// Over the frame windows `bounds` of a run starting at `t0`.
+    pub(crate) fn new(trace: &'a Trace, replay: &'a Replay, t0: u64, bounds: &'a [u64]) -> Self {
+        Traffic {
+            trace,
+            replay,
+            t0,
+            bounds,
+            res: trace.timer_resolution.max(1) as f64,
+        }
+    }
+
     fn frame(&self, t: u64) -> usize {
         let n = self.bounds.len() - 1;
         self.bounds.partition_point(|&b| b <= t).clamp(1, n) - 1
@@ -154,17 +205,12 @@ impl Ctx<'_> {
         self.trace.defs.locations.get(l as usize)?.rank
     }
 
-    /// The partner of message event `i` of `l`, if matched.
     fn partner(&self, l: usize, i: usize) -> Option<EventRef> {
-        let k = self.trace.events[l].arg[i] as usize;
-        self.replay.msg_links[l]
-            .partner
-            .get(k)
-            .copied()
-            .filter(|p| p.is_some())
+        partner(self.trace, self.replay, l, i)
     }
 
-    fn location(&self, l: usize, stride: u64) -> LocTraffic {
+    /// Location `l`'s part: every `stride`-th message it sent as a line, its sums.
+    pub(crate) fn location(&self, l: usize, stride: u64) -> LocTraffic {
         let mut out = LocTraffic::default();
         let ev = &self.trace.events[l];
         let Some(me) = self.rank(l as u32) else {
@@ -186,7 +232,7 @@ impl Ctx<'_> {
             let (pl, pe) = (p.loc as usize, p.event as usize);
             if is_send {
                 let t = self.entered(l, i);
-                let x = out.sent.entry((self.frame(t), me, other)).or_default();
+                let x = out.sums.sent.entry((self.frame(t), me, other)).or_default();
                 x.0 += m.bytes;
                 x.1 += 1;
                 if nth % stride == 0 {
@@ -203,7 +249,7 @@ impl Ctx<'_> {
                 // late sender: the receive call waited from its start until the send began
                 let r = self.entered(l, i);
                 let s = self.entered(pl, pe).min(ev.time[i]);
-                self.spread(&mut out.waits, (r, s), me, other);
+                self.spread(&mut out.sums.waits, (r, s), me, other);
             }
         }
         out
@@ -228,81 +274,89 @@ impl Ctx<'_> {
         }
     }
 
-    fn sends(&self, l: usize) -> u64 {
-        let ev = &self.trace.events[l];
-        (0..ev.len())
-            .filter(|&i| matches!(ev.kind[i], EventKind::MpiSend | EventKind::MpiIsend))
-            .filter(|&i| self.partner(l, i).is_some())
-            .count() as u64
-    }
-
-    /// Collective marks (every `stride`-th instance) and who waited for the last to enter.
-    fn collectives(&self, waits: &mut Waits) -> (Vec<CollMark>, u64) {
-        let all = &self.replay.instances;
-        let stride = (all.len() as u64).div_ceil(COLLECTIVE_LIMIT).max(1);
-        let mut marks = Vec::new();
-        for (k, inst) in all.iter().enumerate() {
-            let enters: Vec<u64> = (inst.members.iter())
-                .map(|m| self.entered(m.loc as usize, m.event as usize))
-                .collect();
-            let Some((last, &tl)) = enters.iter().enumerate().max_by_key(|x| (*x.1, x.0)) else {
-                continue;
-            };
-            let Some(lr) = self.rank(inst.members[last].loc) else {
-                continue;
-            };
-            for (m, &t) in inst.members.iter().zip(&enters) {
-                match self.rank(m.loc) {
-                    Some(r) if r != lr => self.spread(waits, (t, tl), r, lr),
-                    _ => {}
-                }
-            }
-            if k as u64 % stride == 0 {
-                let m0 = inst.members[0];
-                let op = (self.trace.events[m0.loc as usize].coll(m0.event as usize))
-                    .map_or("collective", |c| collective_op_name(c.op));
-                marks.push(CollMark {
-                    time_s: self.sec(tl),
-                    op,
-                    locations: inst.members.iter().map(|m| m.loc).collect(),
-                });
+    /// Collective instance `k` (`inst`): who waited for the last member to enter, added to
+    /// `waits`; its mark when `k` is a multiple of `stride`.
+    pub(crate) fn collective(
+        &self,
+        k: u64,
+        inst: &Instance,
+        stride: u64,
+        waits: &mut Waits,
+    ) -> Option<CollMark> {
+        let enters: Vec<u64> = (inst.members.iter())
+            .map(|m| self.entered(m.loc as usize, m.event as usize))
+            .collect();
+        let (last, &tl) = enters.iter().enumerate().max_by_key(|x| (*x.1, x.0))?;
+        let lr = self.rank(inst.members[last].loc)?;
+        for (m, &t) in inst.members.iter().zip(&enters) {
+            match self.rank(m.loc) {
+                Some(r) if r != lr => self.spread(waits, (t, tl), r, lr),
+                _ => {}
             }
         }
-        (marks, all.len() as u64)
+        if k % stride != 0 {
+            return None;
+        }
+        let m0 = inst.members[0];
+        let op = (self.trace.events[m0.loc as usize].coll(m0.event as usize))
+            .map_or("collective", |c| collective_op_name(c.op));
+        Some(CollMark {
+            time_s: self.sec(tl),
+            op,
+            locations: inst.members.iter().map(|m| m.loc).collect(),
+        })
     }
 }
 
 pub(super) fn compute(trace: &Trace, replay: &Replay, t0: u64, bounds: &[u64]) -> Out {
-    let ctx = Ctx {
-        trace,
-        replay,
-        t0,
-        bounds,
-        res: trace.timer_resolution.max(1) as f64,
-    };
+    let ctx = Traffic::new(trace, replay, t0, bounds);
     let nloc = trace.events.len();
-    let total: u64 = (0..nloc).into_par_iter().map(|l| ctx.sends(l)).sum();
-    let stride = total.div_ceil(MESSAGE_LIMIT).max(1);
+    let total: u64 = (0..nloc)
+        .into_par_iter()
+        .map(|l| sends(trace, replay, l))
+        .sum();
+    let message_stride = stride(total, MESSAGE_LIMIT);
     let per_loc: Vec<LocTraffic> = (0..nloc)
         .into_par_iter()
-        .map(|l| ctx.location(l, stride))
+        .map(|l| ctx.location(l, message_stride))
         .collect();
-    let nframes = bounds.len() - 1;
-    let mut sent: BTreeMap<(usize, u32, u32), (u64, u64)> = BTreeMap::new();
-    let mut waits = Waits::new();
+    let mut sums = Sums::default();
     let mut messages = Vec::new();
     for lt in per_loc {
         messages.extend(lt.lines);
-        for (k, v) in lt.sent {
-            let x = sent.entry(k).or_default();
-            x.0 += v.0;
-            x.1 += v.1;
-        }
-        for (k, v) in lt.waits {
-            *waits.entry(k).or_default() += v;
-        }
+        sums.add(lt.sums);
     }
-    let (collectives, collectives_total) = ctx.collectives(&mut waits);
+    let all = &replay.instances;
+    let cstride = stride(all.len() as u64, COLLECTIVE_LIMIT);
+    let collectives = (all.iter().enumerate())
+        .filter_map(|(k, inst)| ctx.collective(k as u64, inst, cstride, &mut sums.waits))
+        .collect();
+    let sampled = Sampled {
+        messages,
+        messages_total: total,
+        message_stride,
+        collectives,
+        collectives_total: all.len() as u64,
+    };
+    finish(trace, bounds, sampled, sums)
+}
+
+/// The sampled message lines and collective marks of a run, with their totals.
+pub(crate) struct Sampled {
+    pub messages: Vec<MessageLine>,
+    pub messages_total: u64,
+    pub message_stride: u64,
+    pub collectives: Vec<CollMark>,
+    pub collectives_total: u64,
+}
+
+/// The traffic views from the run's sampled lines and marks and its sums (`compute`, or
+/// the parts of a job's processes gathered): the matrices per frame, the nodes, Kiviat
+/// counts, graph and orderings.
+pub(crate) fn finish(trace: &Trace, bounds: &[u64], s: Sampled, sums: Sums) -> Out {
+    let res = trace.timer_resolution.max(1) as f64;
+    let nframes = bounds.len() - 1;
+    let Sums { sent, waits } = sums;
     let ranks = (trace.defs.locations.iter())
         .filter_map(|l| l.rank)
         .max()
@@ -313,18 +367,14 @@ pub(super) fn compute(trace: &Trace, replay: &Replay, t0: u64, bounds: &[u64]) -
     }
     let mut wait_frames = vec![WindowMatrix::default(); nframes];
     for (&(f, a, b), &t) in &waits {
-        wait_frames[f].cells.push((a, b, t as f64 / ctx.res, 0));
+        wait_frames[f].cells.push((a, b, t as f64 / res, 0));
     }
     let nodes = nodes(trace, ranks);
     let kiviat = kiviat(&traffic, &nodes, ranks);
     let edges = edges(&sent);
     let orders = orders(ranks, &sent, &edges);
     Out {
-        messages,
-        messages_total: total,
-        message_stride: stride,
-        collectives,
-        collectives_total,
+        sampled: s,
         traffic,
         waits: wait_frames,
         ranks,
@@ -386,7 +436,7 @@ fn kiviat(traffic: &[WindowMatrix], nodes: &[Node], ranks: u32) -> Vec<Vec<u64>>
         .collect()
 }
 
-fn edges(sent: &BTreeMap<(usize, u32, u32), (u64, u64)>) -> Vec<Edge> {
+fn edges(sent: &Sent) -> Vec<Edge> {
     let mut e: BTreeMap<(u32, u32), (u64, u64)> = BTreeMap::new();
     for (&(_, a, b), &(bytes, n)) in sent {
         if a == b {
@@ -406,11 +456,7 @@ fn edges(sent: &BTreeMap<(usize, u32, u32), (u64, u64)>) -> Vec<Edge> {
         .collect()
 }
 
-fn orders(
-    ranks: u32,
-    sent: &BTreeMap<(usize, u32, u32), (u64, u64)>,
-    edges: &[Edge],
-) -> Vec<Order> {
+fn orders(ranks: u32, sent: &Sent, edges: &[Edge]) -> Vec<Order> {
     let mut by = vec![(0u64, 0u64); ranks as usize];
     for (&(_, a, _), &(bytes, n)) in sent {
         by[a as usize].0 += bytes;
