@@ -493,16 +493,18 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
                     part
                 }
             };
+            // the extras of the reports asked for, as without --mpi (`analyse`)
+            let full = [Format::Json, Format::Html]
+                .iter()
+                .any(|f| args.format.contains(f));
             let want = d::analyse::Wanted {
-                structure: args.critical_path
+                structure: full
+                    || args.critical_path
                     || !args.what_if.is_empty()
                     || args.matrices_csv.is_some(),
                 what_if: args.what_if.clone(),
-                // the summaries the JSON and HTML reports carry, as without --mpi
-                phases: args.phase.is_none()
-                    && [Format::Json, Format::Html]
-                        .iter()
-                        .any(|f| args.format.contains(f)),
+                phases: full && args.phase.is_none(),
+                views: args.format.contains(&Format::Html),
             };
             d::agree(&mpi, d::analyse::analyse(trace, &keep, rules, &want, &mpi))
         });
@@ -558,6 +560,7 @@ fn mpi_report(
         scalasca_differences: w.scalasca_differences,
         selected,
         phases: w.phases.clone(),
+        views: w.views.clone(),
         ..Default::default()
     };
     if let Some((cp, wait, traffic)) = &w.structure {
@@ -627,6 +630,7 @@ mod mpi_tests {
                     structure,
                     what_if,
                     phases: false,
+                    views: false,
                 };
                 let at = format!("{} P = {p}, structure {structure}", path.display());
                 let (want, got) = both(&path, &trace, opts, p, |trace, keep, t| {

@@ -16,6 +16,7 @@ use crate::analysis::matrices::{TrafficMatrix, WaitMatrix};
 use crate::analysis::phases::{self, PhaseEntry};
 use crate::analysis::pipeline::{Refusal, Selected};
 use crate::analysis::scores::Extent;
+use crate::analysis::views::Views;
 use crate::analysis::{
     self, Analysis, Booking, CausedColl, CausedWait, CellSum, Instance, Numbering, ShareFound,
     Sums, ThreadFound, Written,
@@ -40,6 +41,9 @@ pub struct Whole {
     /// With `Wanted::phases`: the phase summaries (`phases::summarise`), the single
     /// process's to the bit.
     pub phases: Option<Vec<PhaseEntry>>,
+    /// With `Wanted::views`: the views of the run (`analysis::views`), the single process's
+    /// to the bit.
+    pub views: Option<Views>,
 }
 
 /// The extras a job computes beside the rules: with `structure`, the critical path with the
@@ -52,6 +56,8 @@ pub struct Wanted {
     /// The phases detected and summarised (`Whole::phases`): the passes book the wait
     /// states per phase window.
     pub phases: bool,
+    /// The views of the run for the HTML report (`Whole::views`, `distributed::views`).
+    pub views: bool,
 }
 
 /// A process's numbering: its locations held (`keep`) in full, the others as ghosts.
@@ -85,13 +91,19 @@ pub fn analyse(
 ) -> Result<Option<Whole>, String> {
     // the phases over the job (every process finds the same), before the ghosts change
     // the share; the passes book the wait states per phase window
-    let detected = (want.phases)
+    let detected = (want.phases || want.views)
         .then(|| super::extras::detect_phases(&trace, keep, t))
         .transpose()?;
-    let bounds = (detected.as_ref()).map_or_else(Vec::new, |d| phases::bounds(d.t0(), &d.phases));
+    let bounds = match &detected {
+        Some(d) if want.phases => phases::bounds(d.t0(), &d.phases),
+        _ => Vec::new(),
+    };
     let mut needs = ghost::needs(&rules)?;
     if want.structure {
         needs.unite(&super::critical_path::needs());
+    }
+    if want.views {
+        needs.unite(&super::views::needs());
     }
     let g = ghost::replay(trace, keep, &needs, t)?;
     let view = View { g: &g, keep };
@@ -152,12 +164,71 @@ pub fn analyse(
     let mut to = vec![Vec::new(); t.size()];
     to[0] = w.0;
     let got = t.all_to_all(to)?;
-    if t.rank() != 0 {
-        return Ok(None);
+    // rank 0 assembles the analysis; the views are rounds of every process after it, so
+    // every process first learns whether it did (no process waits in a round rank 0 never
+    // reaches)
+    let assembled = match t.rank() {
+        0 => Some(assemble(&got, &g, rules, &bounds)),
+        _ => None,
     }
+    .transpose();
+    let assembled = match want.views {
+        true => super::agree(t, assembled).map_err(|f| f.message)?,
+        false => assembled?,
+    };
+    let views = match (want.views, &detected) {
+        (true, Some(d)) => {
+            let a = assembled.as_ref().map(|x| &x.analysis);
+            super::views::views(&g, &d.phases, a, t)?
+        }
+        _ => None,
+    };
+    let Some(Assembled {
+        analysis,
+        facts,
+        scalasca_differences,
+        omp_stats,
+    }) = assembled
+    else {
+        return Ok(None);
+    };
     let Ghosted {
         trace, mut replay, ..
     } = g;
+    let extent = apply_facts(&trace, &mut replay, keep, facts)?;
+    replay.omp.stats = omp_stats;
+    let phases = (detected.as_ref())
+        .filter(|_| want.phases)
+        .map(|d| phases::summarise_in(&trace, d, &replay, &analysis, &extent));
+    Ok(Some(Whole {
+        trace,
+        replay,
+        analysis,
+        extent,
+        scalasca_differences,
+        structure,
+        phases,
+        views,
+    }))
+}
+
+/// What rank 0 makes of the processes' shipments: the assembled analysis, and the
+/// replay facts, wrong-order counts and OpenMP statistics still to apply.
+struct Assembled {
+    analysis: Analysis,
+    facts: Vec<Facts>,
+    scalasca_differences: (u64, u64),
+    omp_stats: OmpStats,
+}
+
+/// Rank 0: the bookings of every process (`got`, in rank order) added in the
+/// single-process order (`analysis::assemble`) over its ghosted share `g`.
+fn assemble(
+    got: &[Vec<u8>],
+    g: &Ghosted,
+    rules: RuleSet,
+    bounds: &[u64],
+) -> Result<Assembled, String> {
     let mut founds = Vec::with_capacity(got.len());
     let mut facts = Vec::new();
     let mut scalasca_differences = (0, 0);
@@ -173,20 +244,13 @@ pub fn analyse(
         };
         read().map_err(|e| format!("rank {rank}: {e}"))?;
     }
-    let analysis = analysis::assemble(&trace, &replay, rules, &founds, &bounds)?;
-    let extent = apply_facts(&trace, &mut replay, keep, facts)?;
-    replay.omp.stats = omp_stats;
-    let phases =
-        (detected.as_ref()).map(|d| phases::summarise_in(&trace, d, &replay, &analysis, &extent));
-    Ok(Some(Whole {
-        trace,
-        replay,
+    let analysis = analysis::assemble(&g.trace, &g.replay, rules, &founds, bounds)?;
+    Ok(Assembled {
         analysis,
-        extent,
+        facts,
         scalasca_differences,
-        structure,
-        phases,
-    }))
+        omp_stats,
+    })
 }
 
 /// `run --mpi --phase K`: this process's share cut to phase `k` (1-based) of the phases
