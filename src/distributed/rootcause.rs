@@ -1,26 +1,33 @@
-//! The synchronisation points of the root causes (issue 24) over a `Transport`, equal to the
-//! single-process ones (`analysis::rootcause::sync::synchpoints`) to the bit, each on the
-//! process owning its location (docs/distributed.md, "The distributed extras").
+//! The root causes (issue 24) over a `Transport`, equal to the single-process ones
+//! (`analysis::rootcause::root_causes`) to the bit (docs/distributed.md, "The distributed
+//! extras"); each synchronisation point, critical-path step and delay computation on the
+//! process owning its location.
 //!
-//! The caused wait states (`Analysis::waits`, `Analysis::colls`) reach every process from
-//! rank 0 (one `all_gather`). Each process runs the single-process generators
-//! (`sync::world_points`, `coll_candidates`, `receive_points`, `send_points`) on its ghosted
-//! share (`Ghosted`, with the ghosts of `needs`): the world calls of every location (their
-//! first calls are ghosts), the collective instances whose first member it holds, the waits
-//! of the locations it holds (with their partner's ghost). A generator may register a point
-//! on another process's location (the send a receive waited for, a collective's members):
-//! every point, renumbered to the owner's events, goes to its location's owner (one
-//! `all_to_all`) with its generator and its place in the single-process order, and the
-//! owner merges them in that order (`sync::merge`). OpenMP and hybrid traces are refused.
+//! The caused wait states stay on the processes whose share passes found them (`Caused`,
+//! keyed by their place in the single-process order). Each process runs the single-process
+//! generators (`sync::world_points`, `coll_candidates`, `receive_points`, `send_points`) on
+//! its ghosted share (`Ghosted`, with the ghosts of `needs`): the world calls of every
+//! location (their first calls are ghosts), the collective instances whose first member it
+//! holds, the waits of the locations it holds (with their partner's ghost). A generator may
+//! register a point on another process's location (the send a receive waited for, a
+//! collective's members): every point, renumbered to the owner's events, goes to its
+//! location's owner (one `all_to_all`) with its generator and its place in the
+//! single-process order, and the owner merges them in that order (`sync::merge`). The
+//! critical path is walked back by the owner of each step's location; the delay costs are
+//! replayed backwards by the owners of the causing locations (`backward`); rank 0 gathers
+//! the values. OpenMP and hybrid traces are refused.
+
+mod backward;
 
 use super::ghost::{Ghosted, Needs};
 use super::wire::{Reader, Writer};
 use super::Transport;
-use crate::analysis::rootcause as rc;
+use crate::analysis::rootcause::costs::Costs;
 use crate::analysis::rootcause::sync::{self, Cand, Ctx, Kind, Ranks, Sp, Sync};
-use crate::analysis::{CausedColl, CausedWait};
+use crate::analysis::rootcause::{self as rc, RootCauses};
+use crate::analysis::{CausedColl, CausedWait, ShareFound};
 use crate::replay::matching::EventRef;
-use crate::rules::causes::{Quantity, Shape};
+use crate::rules::causes::Shape;
 use crate::rules::RuleSet;
 use std::collections::BTreeMap;
 
@@ -30,17 +37,97 @@ pub fn needs() -> Needs {
     super::critical_path::needs()
 }
 
+/// The caused wait states a process holds after its share passes (in the owners'
+/// numbering), each with a key that orders them as the single process lists them
+/// (`Analysis::waits`, `Analysis::colls`): the point-to-point waits its location passes
+/// found, the collective instances whose first member it holds.
+#[derive(Clone, Debug, Default)]
+pub struct Caused {
+    pub waits: Vec<([u32; 3], CausedWait)>,
+    pub colls: Vec<([u32; 2], CausedColl)>,
+}
+
+impl Caused {
+    /// What `analysis::share_passes` found on this process: a wait keyed by (pass,
+    /// location, place in its list), a collective by (instance, place), as
+    /// `analysis::assemble` lists them.
+    pub fn of(found: &ShareFound) -> Caused {
+        let mut c = Caused::default();
+        for (p, locs) in found.passes.iter().enumerate() {
+            for (l, _, waits, _) in locs {
+                let keyed = waits.iter().enumerate();
+                c.waits
+                    .extend(keyed.map(|(i, w)| ([p as u32, *l, i as u32], *w)));
+            }
+        }
+        for (n, _, _, colls) in &found.collectives {
+            let keyed = colls.iter().enumerate();
+            c.colls.extend(keyed.map(|(i, x)| ([*n, i as u32], *x)));
+        }
+        c
+    }
+}
+
 /// A candidate's generator (0: MPI_Init, 1: MPI_Finalize, 2: a collective, 3: a receive's
-/// wait, 4: a send's) and its index in the generator's single-process list.
-type Key = (u32, u32);
+/// wait, 4: a send's) and its wait state's key in the single-process order.
+type Key = [u32; 4];
+
+/// The waits of `caused` on the owners of their locations (one `all_to_all`: 32 bytes a
+/// wait booked at another process's location), sorted by key.
+fn route(
+    g: &Ghosted,
+    held: &[bool],
+    caused: &Caused,
+    t: &dyn Transport,
+) -> Result<Vec<([u32; 3], CausedWait)>, String> {
+    let mut mine = Vec::new();
+    let mut to = vec![Writer::default(); t.size()];
+    for &(k, w) in &caused.waits {
+        match (held.get(w.loc as usize), g.owner.get(w.loc as usize)) {
+            (Some(true), _) => mine.push((k, w)),
+            (_, Some(&o)) => {
+                let x = [k[0], k[1], k[2], w.rule as u32, w.loc, w.event];
+                x.into_iter()
+                    .chain([w.partner.0, w.partner.1])
+                    .for_each(|v| to[o as usize].u32(v));
+            }
+            _ => return Err(format!("a wait at location {} of {}", w.loc, held.len())),
+        }
+    }
+    for (rank, b) in t
+        .all_to_all(to.into_iter().map(|w| w.0).collect())?
+        .iter()
+        .enumerate()
+    {
+        let mut r = Reader::new(b);
+        let read = |r: &mut Reader| -> Result<_, String> {
+            let k = [r.u32()?, r.u32()?, r.u32()?];
+            let (rule, loc, event) = (r.u32()? as u16, r.u32()?, r.u32()?);
+            let partner = (r.u32()?, r.u32()?);
+            Ok((
+                k,
+                CausedWait {
+                    rule,
+                    loc,
+                    event,
+                    partner,
+                },
+            ))
+        };
+        while !r.is_done() {
+            mine.push(read(&mut r).map_err(|e| format!("rank {rank}: {e}"))?);
+        }
+    }
+    mine.sort_by_key(|x| x.0);
+    Ok(mine)
+}
 
 /// The synchronisation points of the held locations of `g` (every other location empty), in
-/// the owner's numbering, from the caused wait states `caused` (in the owners' numbering,
-/// given on rank 0, `None` elsewhere) of the rules `rules`.
+/// the owner's numbering, from the caused wait states `caused` of the rules `rules`.
 pub(crate) fn synchpoints(
     g: &Ghosted,
     rules: &RuleSet,
-    caused: Option<(&[CausedWait], &[CausedColl])>,
+    caused: &Caused,
     t: &dyn Transport,
 ) -> Result<Vec<Vec<Sp>>, String> {
     if crate::replay::omp::has_openmp(&g.trace) {
@@ -52,7 +139,7 @@ pub(crate) fn synchpoints(
     }
     let me = t.rank() as u32;
     let held: Vec<bool> = g.owner.iter().map(|&o| o == me).collect();
-    let (waits, colls) = spread(caused, t)?;
+    let waits = route(g, &held, caused, t)?;
     let mut keyed = world(g, &held);
     let (trace, replay) = (&g.trace, &g.replay);
     let proc = sync::processes(trace, replay);
@@ -68,7 +155,7 @@ pub(crate) fn synchpoints(
         .map(|(i, &n)| (n, i as u32))
         .collect();
     let mut out = Vec::new();
-    for (seq, c) in colls.iter().enumerate() {
+    for &([a, b], c) in &caused.colls {
         let Some(&n) = local.get(&c.instance) else {
             continue;
         };
@@ -76,12 +163,12 @@ pub(crate) fn synchpoints(
         if !first.is_some_and(|m| held[m.loc as usize]) {
             continue;
         }
-        let c = CausedColl { instance: n, ..*c };
+        let c = CausedColl { instance: n, ..c };
         // a thread barrier's kind (`Err`) cannot occur without OpenMP
         let _ = sync::coll_candidates(trace, replay, &c, ctx, &mut out);
-        keyed.extend(out.drain(..).map(|x| ((2, seq as u32), x)));
+        keyed.extend(out.drain(..).map(|x| ([2, a, b, 0], x)));
     }
-    for (seq, w) in waits.iter().enumerate() {
+    for ([a, b, c], w) in &waits {
         if held.get(w.loc as usize) != Some(&true) {
             continue;
         }
@@ -101,9 +188,9 @@ pub(crate) fn synchpoints(
         }];
         let ctx = Ctx { waits: &one, ..ctx };
         sync::receive_points(trace, replay, ctx, &mut out);
-        keyed.extend(out.drain(..).map(|x| ((3, seq as u32), x)));
+        keyed.extend(out.drain(..).map(|x| ([3, *a, *b, *c], x)));
         sync::send_points(trace, replay, ctx, &mut out);
-        keyed.extend(out.drain(..).map(|x| ((4, seq as u32), x)));
+        keyed.extend(out.drain(..).map(|x| ([4, *a, *b, *c], x)));
     }
     let mut to = vec![Writer::default(); t.size()];
     for (key, (l, stage, mut sp)) in keyed {
@@ -128,52 +215,6 @@ pub(crate) fn synchpoints(
     ))
 }
 
-/// The caused wait states of rank 0 on every process (16 bytes a wait, 8 a collective).
-fn spread(
-    caused: Option<(&[CausedWait], &[CausedColl])>,
-    t: &dyn Transport,
-) -> Result<(Vec<CausedWait>, Vec<CausedColl>), String> {
-    let mut w = Writer::default();
-    if let Some((waits, colls)) = caused {
-        w.u32(waits.len() as u32);
-        for x in waits {
-            [x.rule as u32, x.loc, x.event, x.partner.0, x.partner.1]
-                .into_iter()
-                .for_each(|v| w.u32(v));
-        }
-        for x in colls {
-            w.u32(x.instance);
-            w.u32(x.rule as u32);
-        }
-    }
-    let all = t.all_gather(&w.0)?;
-    let mut r = Reader::new(&all[0]);
-    let (mut waits, mut colls) = (Vec::new(), Vec::new());
-    let mut read = || -> Result<(), String> {
-        if r.is_done() {
-            return Ok(());
-        }
-        for _ in 0..r.u32()? {
-            let (rule, loc, event) = (r.u32()? as u16, r.u32()?, r.u32()?);
-            let partner = (r.u32()?, r.u32()?);
-            waits.push(CausedWait {
-                rule,
-                loc,
-                event,
-                partner,
-            });
-        }
-        while !r.is_done() {
-            let instance = r.u32()?;
-            let rule = r.u32()? as u16;
-            colls.push(CausedColl { instance, rule });
-        }
-        Ok(())
-    };
-    read().map_err(|e| format!("rank 0: {e}"))?;
-    Ok((waits, colls))
-}
-
 /// The MPI_Init and MPI_Finalize points of the held locations: every location's first call
 /// of each is here (a ghost where not held), as the single process sees them.
 fn world(g: &Ghosted, held: &[bool]) -> Vec<(Key, Cand)> {
@@ -187,7 +228,7 @@ fn world(g: &Ghosted, held: &[bool]) -> Vec<(Key, Cand)> {
         let mut out = Vec::new();
         sync::world_points(&g.trace, &calls, kind, res, &mut out);
         let mine = out.into_iter().filter(|c| held[c.0 as usize]);
-        keyed.extend(mine.map(|c| ((n, 0), c)));
+        keyed.extend(mine.map(|c| ([n, 0, 0, 0], c)));
     }
     keyed
 }
@@ -238,9 +279,9 @@ fn kind_of(c: u32) -> Result<Kind, String> {
 
 /// One candidate: key, location, stage, event, kind, the three times (their bits), the
 /// processes (`u32::MAX`: all), the cause and the wait-state kinds.
-fn put(w: &mut Writer, (group, seq): Key, (l, stage, sp): &Cand) {
-    [group, seq, *l, *stage as u32, sp.event, kind_code(sp.kind)]
-        .into_iter()
+fn put(w: &mut Writer, key: Key, (l, stage, sp): &Cand) {
+    key.into_iter()
+        .chain([*l, *stage as u32, sp.event, kind_code(sp.kind)])
         .for_each(|x| w.u32(x));
     [sp.wait, sp.total, sp.completion]
         .into_iter()
@@ -259,7 +300,7 @@ fn put(w: &mut Writer, (group, seq): Key, (l, stage, sp): &Cand) {
 }
 
 fn get(r: &mut Reader) -> Result<(Key, Cand), String> {
-    let key = (r.u32()?, r.u32()?);
+    let key = [r.u32()?, r.u32()?, r.u32()?, r.u32()?];
     let (l, stage, event) = (r.u32()?, r.u32()? as u8, r.u32()?);
     let kind = kind_of(r.u32()?)?;
     let mut f = || r.u64().map(f64::from_bits);
@@ -289,44 +330,25 @@ fn get(r: &mut Reader) -> Result<(Key, Cand), String> {
     Ok((key, (l, stage, sp)))
 }
 
-/// Scalasca's critical-path metrics of a job (`analysis::rootcause`), on rank 0.
-#[derive(Clone, Debug)]
-pub struct PathMetrics {
-    pub nloc: usize,
-    /// The critical-path profile (seconds, `cnode * nloc + loc`).
-    pub path: Vec<f64>,
-    /// Derived from it: the activity impact, the critical-path imbalance impact, the
-    /// inter-partition imbalance and the non-critical-path activities.
-    pub derived: [Vec<f64>; 4],
-    /// The path's steps: (location, from event, to event), last step first.
-    pub steps: Vec<(u32, u32, u32)>,
-}
-
-impl PathMetrics {
-    /// The values of a critical-path quantity.
-    pub fn values(&self, q: Quantity) -> &[f64] {
-        match q {
-            Quantity::Path => &self.path,
-            Quantity::Activities => &self.derived[0],
-            Quantity::Imbalance => &self.derived[1],
-            Quantity::InterPartition => &self.derived[2],
-            Quantity::NonCritical => &self.derived[3],
-        }
-    }
-}
-
-/// The critical-path metrics of the job, equal to the single-process ones to the bit: on
-/// rank 0, `None` on the others. The synchronisation points (`synchpoints`) stay on their
-/// owners; the path is walked back from the MPI_Finalize entered last by the owner of each
-/// step's location (`rootcause::step`), handing the walk on (one `all_gather`) where it
-/// continues on another process's location; each owner's profile and local time profile go
-/// to rank 0 (16 bytes a call path and location, 16 a step), which derives the rest.
-pub fn critical_path_metrics(
+/// The root causes of the job (`analysis::rootcause::root_causes`: every metric of the rule
+/// set's `rootcause::table`, the critical path's steps), equal to the single-process ones to
+/// the bit: on rank 0, `None` on the others. `g` holds the ghosts of `needs()`; `caused` is
+/// what this process's share passes found (`Caused::of`).
+///
+/// The synchronisation points (`synchpoints`) stay on their owners. The critical path is
+/// walked back from the MPI_Finalize entered last by the owner of each step's location
+/// (`rootcause::step`), handing the walk on (one `all_gather`) where it continues on another
+/// process's location. The delay costs are replayed backwards by the owners of the causing
+/// locations (`backward`). Each owner's profile and local time profile (16 bytes a call path
+/// and location), steps (16 bytes each) and non-zero delay-cost and wait cells (16 bytes
+/// each) go to rank 0 (one `all_to_all`), which derives the rest and assembles the metrics
+/// as the single process does (`rootcause::assemble`).
+pub fn root_causes(
     g: &Ghosted,
     rules: &RuleSet,
-    caused: Option<(&[CausedWait], &[CausedColl])>,
+    caused: &Caused,
     t: &dyn Transport,
-) -> Result<Option<PathMetrics>, String> {
+) -> Result<Option<RootCauses>, String> {
     let sps = synchpoints(g, rules, caused, t)?;
     let me = t.rank() as u32;
     let held: Vec<bool> = g.owner.iter().map(|&o| o == me).collect();
@@ -343,8 +365,92 @@ pub fn critical_path_metrics(
         shapes,
         omp: None,
     };
+    // every location's first MPI_Finalize is here (a ghost where not held)
+    let start = rc::path_start(trace, &sync.fin).map(|(l, x)| (l, g.original(l as u32, x)));
+    let Some(start) = start else {
+        return Ok((me == 0).then(|| RootCauses {
+            nloc,
+            ..RootCauses::default()
+        }));
+    };
+    let (prof, steps) = walk(g, &sync, (&held, start), t)?;
+    let costs = backward::costs(g, &sync, &held, t)?;
+    let waits = rc::p2p_waits(replay, &sync, ncn);
+    let mut lt = vec![0.0; ncn * nloc];
     let mut w = Writer::default();
-    let evs = (trace.events.iter().zip(&held)).filter(|x| *x.1);
+    for l in (0..nloc).filter(|&l| held[l]) {
+        rc::local_time(trace, replay, &sync, (l, res), &mut lt);
+        w.u32(l as u32);
+        for c in 0..ncn {
+            w.u64(prof[c * nloc + l].to_bits());
+            w.u64(lt[c * nloc + l].to_bits());
+        }
+    }
+    w.u32(u32::MAX);
+    for (n, (l, a, b)) in &steps {
+        w.u64(*n);
+        [*l, *a, *b].into_iter().for_each(|x| w.u32(x));
+    }
+    w.u64(u64::MAX);
+    put_cells(&mut w, &costs, &waits);
+    let mut to = vec![Vec::new(); t.size()];
+    to[0] = w.0;
+    let got = t.all_to_all(to)?;
+    if me != 0 {
+        return Ok(None);
+    }
+    let mut path = Gathered {
+        prof,
+        lt,
+        steps: Vec::new(),
+        cells: vec![vec![0.0; ncn * nloc]; 5 * sync.kinds.len()],
+    };
+    for (rank, b) in got.iter().enumerate() {
+        get_gathered(&mut Reader::new(b), &mut path, (nloc, ncn))
+            .map_err(|e| format!("rank {rank}: {e}"))?;
+    }
+    path.steps.sort_by_key(|x| x.0);
+    let steps: Vec<(u32, u32, u32)> = path.steps.into_iter().map(|x| x.1).collect();
+    let derived = rc::derived(nloc, ncn, &path.prof, &path.lt);
+    let mut cells = path.cells.into_iter();
+    let mut take = || -> Vec<Vec<f64>> { cells.by_ref().take(sync.kinds.len()).collect() };
+    let costs = Costs {
+        short: take(),
+        long: take(),
+        indirect: take(),
+        propagating: take(),
+    };
+    let waits = take();
+    let parts = rc::Parts {
+        lcp: &path.prof,
+        derived: &derived,
+        costs: &costs,
+        waits: &waits,
+    };
+    Ok(Some(rc::assemble(
+        rules,
+        &sync.kinds,
+        (nloc, ncn),
+        parts,
+        steps,
+    )))
+}
+
+/// Walk the critical path back from `start` (location, its MPI_Finalize LEAVE in the
+/// owner's numbering): this process's part of the profile and its steps, each with its
+/// place on the path.
+#[allow(clippy::type_complexity)]
+fn walk(
+    g: &Ghosted,
+    sync: &Sync,
+    (held, start): (&[bool], (usize, u32)),
+    t: &dyn Transport,
+) -> Result<(Vec<f64>, Vec<(u64, (u32, u32, u32))>), String> {
+    let (trace, replay) = (&g.trace, &g.replay);
+    let res = trace.timer_resolution.max(1) as f64;
+    let (nloc, ncn) = (trace.events.len(), replay.tree.len());
+    let mut w = Writer::default();
+    let evs = (trace.events.iter().zip(held)).filter(|x| *x.1);
     w.u64(evs.map(|(e, _)| e.len() as u64).sum());
     let mut limit = 1;
     for (rank, b) in t.all_gather(&w.0)?.iter().enumerate() {
@@ -352,11 +458,9 @@ pub fn critical_path_metrics(
             .u64()
             .map_err(|e| format!("rank {rank}: {e}"))?;
     }
-    // every location's first MPI_Finalize is here (a ghost where not held)
-    let start = rc::path_start(trace, &sync.fin).map(|(l, x)| (l, g.original(l as u32, x)));
     let mut prof = vec![0.0; ncn * nloc];
     let mut steps: Vec<(u64, (u32, u32, u32))> = Vec::new();
-    let mut token = start.map(|(l, e)| (l, e, 0u64));
+    let mut token = Some((start.0, start.1, 0u64));
     while let Some((mut l, mut end, mut n)) = token {
         let mut w = Writer::default();
         if held[l] {
@@ -395,69 +499,68 @@ pub fn critical_path_metrics(
             token = read().map_err(|e| format!("rank {rank}: {e}"))?;
         }
     }
-    let mut lt = vec![0.0; ncn * nloc];
-    let mut w = Writer::default();
-    for l in (0..nloc).filter(|&l| held[l]) {
-        rc::local_time(trace, replay, &sync, (l, res), &mut lt);
-        w.u32(l as u32);
-        for c in 0..ncn {
-            w.u64(prof[c * nloc + l].to_bits());
-            w.u64(lt[c * nloc + l].to_bits());
+    Ok((prof, steps))
+}
+
+/// The non-zero cells of the delay costs and waits (array: 5 arrays of `nk` kinds, short,
+/// long, indirect, propagating, waits; index; value bits).
+fn put_cells(w: &mut Writer, c: &Costs, waits: &[Vec<f64>]) {
+    let arrays = [&c.short, &c.long, &c.indirect, &c.propagating, waits];
+    let nk = c.short.len();
+    for (a, kinds) in arrays.iter().enumerate() {
+        for (k, v) in kinds.iter().enumerate() {
+            for (i, x) in v.iter().enumerate().filter(|x| x.1.to_bits() != 0) {
+                w.u32((a * nk + k) as u32);
+                w.u32(i as u32);
+                w.u64(x.to_bits());
+            }
         }
     }
-    w.u32(u32::MAX);
-    for (n, (l, a, b)) in &steps {
-        w.u64(*n);
-        [*l, *a, *b].into_iter().for_each(|x| w.u32(x));
+}
+
+/// What rank 0 gathers: the profiles, the steps with their places, the cells.
+struct Gathered {
+    prof: Vec<f64>,
+    lt: Vec<f64>,
+    steps: Vec<(u64, (u32, u32, u32))>,
+    cells: Vec<Vec<f64>>,
+}
+
+fn get_gathered(
+    r: &mut Reader,
+    x: &mut Gathered,
+    (nloc, ncn): (usize, usize),
+) -> Result<(), String> {
+    loop {
+        let l = r.u32()? as usize;
+        if l == u32::MAX as usize {
+            break;
+        }
+        if l >= nloc {
+            return Err(format!("location {l} of {nloc}"));
+        }
+        for c in 0..ncn {
+            x.prof[c * nloc + l] = f64::from_bits(r.u64()?);
+            x.lt[c * nloc + l] = f64::from_bits(r.u64()?);
+        }
     }
-    let mut to = vec![Vec::new(); t.size()];
-    to[0] = w.0;
-    let got = t.all_to_all(to)?;
-    if me != 0 {
-        return Ok(None);
+    loop {
+        let n = r.u64()?;
+        if n == u64::MAX {
+            break;
+        }
+        x.steps.push((n, (r.u32()?, r.u32()?, r.u32()?)));
     }
-    steps.clear();
-    for (rank, b) in got.iter().enumerate() {
-        let mut r = Reader::new(b);
-        let mut read = || -> Result<(), String> {
-            loop {
-                let l = r.u32()? as usize;
-                if l == u32::MAX as usize {
-                    break;
-                }
-                if l >= nloc {
-                    return Err(format!("location {l} of {nloc}"));
-                }
-                for c in 0..ncn {
-                    prof[c * nloc + l] = f64::from_bits(r.u64()?);
-                    lt[c * nloc + l] = f64::from_bits(r.u64()?);
-                }
-            }
-            while !r.is_done() {
-                let n = r.u64()?;
-                steps.push((n, (r.u32()?, r.u32()?, r.u32()?)));
-            }
-            Ok(())
-        };
-        read().map_err(|e| format!("rank {rank}: {e}"))?;
+    while !r.is_done() {
+        let (a, i, v) = (
+            r.u32()? as usize,
+            r.u32()? as usize,
+            f64::from_bits(r.u64()?),
+        );
+        let cell = x.cells.get_mut(a).and_then(|c| c.get_mut(i));
+        *cell.ok_or_else(|| format!("a delay-cost cell ({a}, {i}) out of range"))? = v;
     }
-    steps.sort_by_key(|x| x.0);
-    let steps: Vec<(u32, u32, u32)> = steps.into_iter().map(|x| x.1).collect();
-    if steps.is_empty() {
-        return Ok(Some(PathMetrics {
-            nloc,
-            path: Vec::new(),
-            derived: Default::default(),
-            steps,
-        }));
-    }
-    let derived = rc::derived(nloc, ncn, &prof, &lt);
-    Ok(Some(PathMetrics {
-        nloc,
-        path: prof,
-        derived,
-        steps,
-    }))
+    Ok(())
 }
 
 #[cfg(test)]
@@ -467,6 +570,7 @@ mod tests {
     use crate::distributed::{ghost, local};
     use crate::model::Trace;
     use crate::replay::Replay;
+    use crate::rules::causes::RcWhat;
 
     /// The trace at `path` (`None` with OpenMP), its replay and its analysis with the
     /// built-in rules.
@@ -481,8 +585,35 @@ mod tests {
         Some((whole, replay, analysis))
     }
 
+    /// The caused wait states of `analysis` as the share passes of rank `me` of a job hold
+    /// them (a wait on its location's owner, or with `waits_on_0` every wait on rank 0, as
+    /// a booking at another process's location would be; a collective on its first
+    /// member's), keyed by their place in the single-process lists.
+    pub(super) fn caused(
+        a: &Analysis,
+        replay: &Replay,
+        (owner, me): (&[u32], u32),
+        waits_on_0: bool,
+    ) -> Caused {
+        let waits = (a.waits.iter().enumerate())
+            .filter(|(_, w)| match waits_on_0 {
+                true => me == 0,
+                false => owner[w.loc as usize] == me,
+            })
+            .map(|(i, w)| ([i as u32, 0, 0], *w));
+        let first = |c: &CausedColl| replay.instances[c.instance as usize].members[0].loc;
+        let colls = (a.colls.iter().enumerate())
+            .filter(|(_, c)| owner[first(c) as usize] == me)
+            .map(|(i, c)| ([c.instance, i as u32], *c));
+        Caused {
+            waits: waits.collect(),
+            colls: colls.collect(),
+        }
+    }
+
     /// Every testdata trace without OpenMP at P = 1..4 threads as processes: each held
-    /// location's synchronisation points are the single-process ones (floats to the bit).
+    /// location's synchronisation points are the single-process ones (floats to the bit),
+    /// the waits handed in on rank 0 (routed to their owners).
     #[test]
     fn the_distributed_synchronisation_points_are_the_single_process_ones() {
         let (mut traces, mut waits) = (0, 0);
@@ -499,9 +630,9 @@ mod tests {
             for p in 1..=4 {
                 let got = local::on_shares(&path, p, |trace, keep, t| {
                     let g = ghost::replay(trace.clone(), keep, &needs(), t)?;
-                    let caused =
-                        (t.rank() == 0).then_some((&analysis.waits[..], &analysis.colls[..]));
-                    let sps = synchpoints(&g, &analysis.rules, caused, t)?;
+                    let me = t.rank() as u32;
+                    let caused = caused(&analysis, &replay, (&g.owner, me), true);
+                    let sps = synchpoints(&g, &analysis.rules, &caused, t)?;
                     Ok((
                         keep.to_vec(),
                         sps.iter().map(|v| show(v)).collect::<Vec<_>>(),
@@ -520,43 +651,98 @@ mod tests {
         assert!(traces > 5 && waits > 10, "{traces} traces, {waits} waits");
     }
 
-    /// The same traces and process counts: rank 0's critical-path metrics and steps are the
-    /// single-process root causes' (floats to the bit).
+    /// The same traces and process counts, the caused waits on their owners: rank 0's root
+    /// causes — every metric of the table (the critical-path metrics, the delay costs, the
+    /// wait causes) and the steps — are the single-process ones (floats to the bit).
     #[test]
-    fn the_distributed_critical_path_metrics_are_the_single_process_ones() {
-        let mut steps = 0;
+    fn the_distributed_root_causes_are_the_single_process_ones() {
+        let (mut steps, mut delays) = (0, 0);
         for path in local::testdata_traces() {
             let Some((whole, replay, analysis)) = analysed(&path) else {
                 continue;
             };
             let want = rc::root_causes(&whole, &replay, &analysis);
             steps += want.steps.len();
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            let nonzero = |v: &[f64]| v.iter().any(|&x| x != 0.0);
+            delays += (want.metrics.iter())
+                .filter(|(m, v)| matches!(m.what, RcWhat::Delay { .. }) && nonzero(v))
+                .count();
             for p in 1..=4 {
                 let got = local::on_shares(&path, p, |trace, keep, t| {
                     let g = ghost::replay(trace.clone(), keep, &needs(), t)?;
-                    let caused =
-                        (t.rank() == 0).then_some((&analysis.waits[..], &analysis.colls[..]));
-                    let before = t.rounds();
-                    let m = critical_path_metrics(&g, &analysis.rules, caused, t)?;
-                    Ok((m, t.rounds() - before))
+                    let caused = caused(&analysis, &replay, (&g.owner, t.rank() as u32), false);
+                    let (r0, b0) = (t.rounds(), t.bytes_exchanged());
+                    let m = root_causes(&g, &analysis.rules, &caused, t)?;
+                    Ok((m, t.rounds() - r0, t.bytes_exchanged() - b0))
                 });
                 let at = format!("{}, P = {p}", path.display());
-                let Some(Ok((Some(got), rounds))) = got.into_iter().next() else {
-                    panic!("{at}: rank 0 has no metrics");
+                let Some(Ok((Some(got), rounds, bytes))) = got.into_iter().next() else {
+                    panic!("{at}: rank 0 has no root causes");
                 };
-                assert_eq!(got.steps, want.steps, "{at}");
                 if p == 2 {
-                    eprintln!("{at}: {} steps in {rounds} rounds", got.steps.len());
+                    eprintln!(
+                        "{at}: {} steps, {rounds} rounds, {bytes} bytes",
+                        got.steps.len()
+                    );
                 }
-                for (m, v) in &want.metrics {
-                    let crate::rules::causes::RcWhat::CriticalPath(q) = m.what else {
-                        continue;
-                    };
-                    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                    assert_eq!(bits(got.values(q)), bits(v), "{at}: {}", m.id);
+                assert_eq!(got.steps, want.steps, "{at}");
+                assert_eq!(got.nloc, want.nloc, "{at}");
+                let ids =
+                    |r: &RootCauses| r.metrics.iter().map(|m| m.0.id.clone()).collect::<Vec<_>>();
+                assert_eq!(ids(&got), ids(&want), "{at}");
+                for ((m, v), (_, w)) in got.metrics.iter().zip(&want.metrics) {
+                    assert_eq!(bits(v), bits(w), "{at}: {}", m.id);
                 }
             }
         }
-        assert!(steps > 10, "{steps}");
+        assert!(
+            steps > 10 && delays > 5,
+            "{steps} steps, {delays} delay metrics"
+        );
+    }
+}
+
+/// The rounds and bytes of `root_causes` on the traces in `PERFEXPERT_RC_TRACES`
+/// (colon-separated), at P = 2 and 4 over threads: `cargo test --release --lib
+/// rootcause_rounds_and_bytes -- --ignored --nocapture` (docs/distributed.md's table).
+#[cfg(test)]
+mod measure {
+    use super::*;
+    use crate::distributed::{ghost, local};
+    use crate::replay::Replay;
+
+    #[test]
+    #[ignore]
+    fn rootcause_rounds_and_bytes() {
+        let paths = std::env::var("PERFEXPERT_RC_TRACES").unwrap_or_default();
+        println!("| trace | events | P | rounds | bytes (rank 0) | bytes (most, a process) |");
+        for path in paths.split(':').filter(|p| !p.is_empty()) {
+            let path = std::path::Path::new(path);
+            let whole = crate::formats::open(path).unwrap_or_else(|e| panic!("{e}"));
+            let events: usize = whole.events.iter().map(|e| e.len()).sum();
+            let replay = Replay::new(&whole);
+            let rules = RuleSet::load(&[]).unwrap_or_else(|e| panic!("built-in rules: {e:?}"));
+            let a = crate::analysis::analyse(&whole, &replay, rules);
+            drop(whole);
+            for p in [2, 4] {
+                let got = local::on_shares(path, p, |trace, keep, t| {
+                    let g = ghost::replay(trace.clone(), keep, &needs(), t)?;
+                    let me = t.rank() as u32;
+                    let caused = super::tests::caused(&a, &replay, (&g.owner, me), false);
+                    let (r0, b0) = (t.rounds(), t.bytes_exchanged());
+                    root_causes(&g, &a.rules, &caused, t)?;
+                    Ok((t.rounds() - r0, t.bytes_exchanged() - b0))
+                });
+                let got: Vec<(u64, u64)> = got.into_iter().map(|x| x.unwrap_or_default()).collect();
+                let most = got.iter().map(|x| x.1).max().unwrap_or(0);
+                println!(
+                    "| {} | {events} | {p} | {} | {} | {most} |",
+                    path.display(),
+                    got[0].0,
+                    got[0].1
+                );
+            }
+        }
     }
 }

@@ -13,16 +13,17 @@
 use super::sync::{Kind, Sync};
 use super::{each_runtime, NO_CNODE};
 use crate::model::Trace;
+use crate::replay::matching::EventRef;
 use crate::replay::Replay;
 use std::collections::BTreeMap;
 
 /// Seconds per call path.
-pub(super) type Map = BTreeMap<u32, f64>;
+pub(crate) type Map = BTreeMap<u32, f64>;
 
 /// The delay time map of location `l` for the interval from its synchronisation point
 /// `prev` (an index into its points; `None`: the start) to event `to`, and the sum of the
 /// waits at the points inside it.
-pub(super) fn interval(
+pub(crate) fn interval(
     trace: &Trace,
     replay: &Replay,
     sync: &Sync,
@@ -69,7 +70,7 @@ pub(super) fn interval(
 }
 
 /// The positive part of `a - b`, and its sum.
-pub(super) fn excess(a: &Map, b: &Map) -> (Map, f64) {
+pub(crate) fn excess(a: &Map, b: &Map) -> (Map, f64) {
     let mut sum = 0.0;
     let m = a
         .iter()
@@ -86,21 +87,21 @@ pub(super) fn excess(a: &Map, b: &Map) -> (Map, f64) {
 
 /// One point-to-point wait state's delay: (delaying location, delay map, delay sum,
 /// propagated wait sum, the wait).
-pub(super) struct P2pDelay {
-    pub(super) loc: usize,
-    pub(super) d: Map,
-    pub(super) dsum: f64,
-    pub(super) wsum: f64,
-    pub(super) wait: f64,
+pub(crate) struct P2pDelay {
+    pub(crate) loc: usize,
+    pub(crate) d: Map,
+    pub(crate) dsum: f64,
+    pub(crate) wsum: f64,
+    pub(crate) wait: f64,
     /// The delaying location's interval: its points strictly inside it (indices).
-    pub(super) inside: std::ops::Range<usize>,
+    pub(crate) inside: std::ops::Range<usize>,
     /// The waiting location and its point's index.
-    pub(super) waiter: (usize, usize),
+    pub(crate) waiter: (usize, usize),
 }
 
 /// The delay of the point-to-point wait state at point `j` of location `l` (a late
 /// sender's receive or a late receiver's send completion), if it is one.
-pub(super) fn p2p_delay(
+pub(crate) fn p2p_delay(
     trace: &Trace,
     replay: &Replay,
     sync: &Sync,
@@ -114,27 +115,58 @@ pub(super) fn p2p_delay(
     {
         return None;
     }
-    let (cl, ce) = (sp.cause.loc as usize, sp.cause.event);
-    let prev = sync.prev(cl, ce, sync.proc[l]);
-    let (mine, wsum) = interval(trace, replay, sync, cl, prev, ce);
-    let (theirs, _) = interval(
+    let theirs = waiter_map(trace, replay, sync, (l, j), sp.cause.loc as usize);
+    Some(p2p_from(
         trace,
         replay,
         sync,
-        l,
-        sync.prev(l, sp.event, sync.proc[cl]),
-        sp.event,
-    );
-    let (d, dsum) = excess(&mine, &theirs);
-    Some(P2pDelay {
+        (l, j),
+        (sp.wait, sp.cause),
+        &theirs,
+    ))
+}
+
+/// The delay time map of the waiting point `j` of location `l` against location `other`
+/// (the causing one): since `l`'s last point with `other`'s process (empty when `l` is
+/// `other`). The waiting side's part of a delay, computed where `l` is held.
+pub(crate) fn waiter_map(
+    trace: &Trace,
+    replay: &Replay,
+    sync: &Sync,
+    (l, j): (usize, usize),
+    other: usize,
+) -> Map {
+    if l == other {
+        return Map::new();
+    }
+    let e = sync.sps[l][j].event;
+    interval(trace, replay, sync, l, sync.prev(l, e, sync.proc[other]), e).0
+}
+
+/// The delay of the point-to-point wait state of `waiter` (location, point index) with its
+/// wait and cause, its delay time map `theirs` (`waiter_map`) given: the causing location's
+/// part, computed where the cause is held.
+pub(crate) fn p2p_from(
+    trace: &Trace,
+    replay: &Replay,
+    sync: &Sync,
+    waiter: (usize, usize),
+    (wait, cause): (f64, EventRef),
+    theirs: &Map,
+) -> P2pDelay {
+    let (cl, ce) = (cause.loc as usize, cause.event);
+    let prev = sync.prev(cl, ce, sync.proc[waiter.0]);
+    let (mine, wsum) = interval(trace, replay, sync, cl, prev, ce);
+    let (d, dsum) = excess(&mine, theirs);
+    P2pDelay {
         loc: cl,
         d,
         dsum,
         wsum,
-        wait: sp.wait,
+        wait,
         inside: prev.map_or(0, |p| p + 1)..sync.sps[cl].partition_point(|x| x.event < ce),
-        waiter: (l, j),
-    })
+        waiter,
+    }
 }
 
 /// The start of a collective's synchronisation interval on the causing location `l`
@@ -173,62 +205,88 @@ fn group_prev(sync: &Sync, l: usize, e: u32, group: &[u32]) -> (Option<usize>, V
 /// One synchronising member of a collective's delay computation: its point, its delay
 /// map against the causing location (scaled by nothing yet), its sum, and the waits
 /// propagated inside the causing location's interval.
-pub(super) struct CollMember {
-    pub(super) waiter: (usize, usize),
-    pub(super) d: Map,
-    pub(super) dsum: f64,
-    pub(super) prop: f64,
+pub(crate) struct CollMember {
+    pub(crate) waiter: (usize, usize),
+    pub(crate) d: Map,
+    pub(crate) dsum: f64,
+    pub(crate) prop: f64,
     /// The causing location's point where this member last synchronised with it inside
     /// the group interval, if any (an index).
-    pub(super) inter: Option<usize>,
+    pub(crate) inter: Option<usize>,
 }
 
 /// The delay of one collective instance.
-pub(super) struct CollDelay {
+pub(crate) struct CollDelay {
     /// The causing location and its point (an index).
-    pub(super) root: (usize, usize),
+    pub(crate) root: (usize, usize),
     /// The start of the group interval on it (an index).
-    pub(super) gprev: Option<usize>,
-    pub(super) members: Vec<CollMember>,
+    pub(crate) gprev: Option<usize>,
+    pub(crate) members: Vec<CollMember>,
+}
+
+/// The synchronising members of collective instance `n` (location, point index, in member
+/// order) and the event that caused their waits (the first waiting member's cause).
+pub(crate) fn coll_points(
+    replay: &Replay,
+    sync: &Sync,
+    n: usize,
+) -> (Vec<(usize, usize)>, Option<EventRef>) {
+    let inst = &replay.instances[n];
+    let pts: Vec<(usize, usize)> = (inst.members.iter())
+        .filter_map(|m| {
+            sync.at(m.loc as usize, m.event)
+                .map(|j| (m.loc as usize, j))
+        })
+        .filter(|&(l, j)| matches!(sync.sps[l][j].kind, Kind::Coll(_)))
+        .collect();
+    let cause = (pts.iter())
+        .map(|&(l, j)| &sync.sps[l][j])
+        .find(|s| s.wait > 0.0 && s.cause.is_some())
+        .map(|s| s.cause);
+    (pts, cause)
 }
 
 /// The delay of collective instance `n`: the causing location and end event, and its
 /// synchronising members (none when no member waited).
-pub(super) fn coll_delay(
+pub(crate) fn coll_delay(
     trace: &Trace,
     replay: &Replay,
     sync: &Sync,
     n: usize,
 ) -> Option<CollDelay> {
-    let inst = &replay.instances[n];
-    let pts: Vec<Option<(usize, usize)>> = (inst.members.iter())
-        .map(|m| {
-            sync.at(m.loc as usize, m.event)
-                .map(|j| (m.loc as usize, j))
-        })
+    let (pts, cause) = coll_points(replay, sync, n);
+    let cause = cause?;
+    let members: Vec<((usize, usize), Map)> = (pts.into_iter())
+        .map(|p| (p, waiter_map(trace, replay, sync, p, cause.loc as usize)))
         .collect();
-    let pts: Vec<Option<(usize, usize)>> = pts
-        .into_iter()
-        .map(|p| p.filter(|&(l, j)| matches!(sync.sps[l][j].kind, Kind::Coll(_))))
-        .collect();
-    let cause = pts
-        .iter()
-        .flatten()
-        .map(|&(l, j)| &sync.sps[l][j])
-        .find(|s| s.wait > 0.0 && s.cause.is_some())?
-        .cause;
+    let group = group_of(replay, sync, n);
+    coll_from(trace, replay, sync, (cause, &group), &members)
+}
+
+/// The processes of the members of collective instance `n`.
+pub(crate) fn group_of(replay: &Replay, sync: &Sync, n: usize) -> Vec<u32> {
+    (replay.instances[n].members.iter())
+        .map(|m| sync.proc[m.loc as usize])
+        .collect()
+}
+
+/// The delay of a collective instance caused at `cause`, the processes of its members
+/// `group`, from its synchronising members with their delay time maps (`waiter_map`
+/// against the causing location): the causing location's part, computed where it is held.
+pub(crate) fn coll_from(
+    trace: &Trace,
+    replay: &Replay,
+    sync: &Sync,
+    (cause, group): (EventRef, &[u32]),
+    members: &[((usize, usize), Map)],
+) -> Option<CollDelay> {
     let (rl, re) = (cause.loc as usize, cause.event);
     let rj = sync.at(rl, re)?;
-    let group: Vec<u32> = inst
-        .members
-        .iter()
-        .map(|m| sync.proc[m.loc as usize])
-        .collect();
-    let (gprev, between) = group_prev(sync, rl, re, &group);
+    let (gprev, between) = group_prev(sync, rl, re, group);
     let (gmap, gwait) = interval(trace, replay, sync, rl, gprev, re);
     let mut out = Vec::new();
-    for &(l, j) in pts.iter().flatten() {
-        let p = sync.proc[l];
+    for ((l, j), local) in members {
+        let p = sync.proc[*l];
         let (tmap, prop, inter) = match between.iter().find(|b| b.0 == p) {
             Some(&(_, bj)) => {
                 let (m, w) = interval(trace, replay, sync, rl, Some(bj), re);
@@ -241,22 +299,9 @@ pub(super) fn coll_delay(
             }
             None => (gmap.clone(), gwait, None),
         };
-        let local = if l == rl {
-            Map::new()
-        } else {
-            interval(
-                trace,
-                replay,
-                sync,
-                l,
-                sync.prev(l, sync.sps[l][j].event, sync.proc[rl]),
-                sync.sps[l][j].event,
-            )
-            .0
-        };
-        let (d, dsum) = excess(&tmap, &local);
+        let (d, dsum) = excess(&tmap, local);
         out.push(CollMember {
-            waiter: (l, j),
+            waiter: (*l, *j),
             d,
             dsum,
             prop,

@@ -25,8 +25,8 @@
 //! The critical path here is the one Scalasca 2.6 computes; issue 14's longest path
 //! (`critical_path.rs`) is a different one (docs/report-json.md says how they differ).
 
-mod costs;
-mod delay;
+pub(crate) mod costs;
+pub(crate) mod delay;
 mod omp;
 mod section;
 pub(crate) mod sync;
@@ -323,7 +323,20 @@ pub fn root_causes(trace: &Trace, replay: &Replay, analysis: &Analysis) -> RootC
     }
     let d = derived(nloc, ncn, &lcp, &lt);
     let c = costs::costs(trace, replay, &sync);
-    // the waits of the point-to-point kinds, less the indirect or propagating part
+    let waits = p2p_waits(replay, &sync, ncn);
+    let parts = Parts {
+        lcp: &lcp,
+        derived: &d,
+        costs: &c,
+        waits: &waits,
+    };
+    assemble(rules, &sync.kinds, (nloc, ncn), parts, steps)
+}
+
+/// Per kind of wait state, the waits of its point-to-point wait states (seconds, `cnode *
+/// nloc + loc`; empty: none), each location's summed in point order.
+pub(crate) fn p2p_waits(replay: &Replay, sync: &Sync, ncn: usize) -> Vec<Vec<f64>> {
+    let nloc = sync.sps.len();
     let mut waits = vec![Vec::new(); sync.kinds.len()];
     for (l, sps) in sync.sps.iter().enumerate() {
         for x in sps.iter().filter(|x| x.wait > 0.0) {
@@ -340,18 +353,45 @@ pub fn root_causes(trace: &Trace, replay: &Replay, analysis: &Analysis) -> RootC
             }
         }
     }
+    waits
+}
+
+/// What the root-cause metrics are made of (`cnode * nloc + loc`): the critical-path
+/// profile, the metrics derived from it, the delay costs and the point-to-point waits.
+pub(crate) struct Parts<'a> {
+    pub(crate) lcp: &'a [f64],
+    pub(crate) derived: &'a [Vec<f64>; 4],
+    pub(crate) costs: &'a costs::Costs,
+    pub(crate) waits: &'a [Vec<f64>],
+}
+
+/// The root-cause metrics of the rule set's table from their parts; `kinds` the kinds of
+/// wait state (`Sync::kinds`).
+pub(crate) fn assemble(
+    rules: &RuleSet,
+    kinds: &[u16],
+    (nloc, ncn): (usize, usize),
+    parts: Parts,
+    steps: Vec<(u32, u32, u32)>,
+) -> RootCauses {
+    let Parts {
+        lcp,
+        derived: d,
+        costs: c,
+        waits,
+    } = parts;
     // `a - b`, an empty vector counting as zeros
     let less = |a: &[f64], b: &[f64]| -> Vec<f64> {
         (0..a.len().max(b.len()))
             .map(|i| a.get(i).copied().unwrap_or(0.0) - b.get(i).copied().unwrap_or(0.0))
             .collect()
     };
-    let kind_of = |of: u16| sync.kinds.iter().position(|&r| r == of);
+    let kind_of = |of: u16| kinds.iter().position(|&r| r == of);
     let pick = |m: &MetricInfo| -> Option<Vec<f64>> {
-        let v = match m.what {
+        let v: &[f64] = match m.what {
             RcWhat::Sum => return Some(Vec::new()),
             RcWhat::CriticalPath(q) => match q {
-                Quantity::Path => &lcp,
+                Quantity::Path => lcp,
                 Quantity::Activities => &d[0],
                 Quantity::Imbalance => &d[1],
                 Quantity::InterPartition => &d[2],
@@ -374,7 +414,7 @@ pub fn root_causes(trace: &Trace, replay: &Replay, analysis: &Analysis) -> RootC
                 }
             }
         };
-        Some(v.clone())
+        Some(v.to_vec())
     };
     // a kind that booked nothing: zeros (a sum keeps its empty vector)
     let full = |m: &MetricInfo, v: Vec<f64>| match (&m.what, v.is_empty()) {
