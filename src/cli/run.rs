@@ -78,7 +78,7 @@ pub struct RunArgs {
     pub memory_limit_strict: bool,
     /// Run as one process of an MPI job: `mpirun -np P perfexpert run --mpi TRACE` (a
     /// binary built with `--features mpi`). Each process reads and replays its share of the
-    /// locations; rank 0 writes the text report (docs/distributed.md).
+    /// locations; rank 0 writes the reports (docs/distributed.md).
     #[arg(long)]
     pub mpi: bool,
 }
@@ -177,13 +177,7 @@ fn analyse(args: &RunArgs, trace: Trace, rules: RuleSet) -> Result<(Report, Opti
     };
     let cubex = args.format.contains(&Format::Cubex);
     let outcome = analyse_trace(trace, opts, |w| {
-        let cube = cubex.then(|| {
-            let mut c = Cube::from_analysis(w.trace, w.replay, w.analysis);
-            if let Some(rc) = w.root_causes {
-                c.add_root_causes(w.trace, rc);
-            }
-            c
-        });
+        let cube = cubex.then(|| cube_of(&w));
         (Report::of(w), cube)
     })
     .map_err(|e| refused(args, e))?;
@@ -204,12 +198,27 @@ fn refused(args: &RunArgs, e: Refusal) -> Error {
     }
 }
 
+/// The Cube report of the whole analysis, with its root causes when computed.
+fn cube_of(w: &crate::analysis::pipeline::Whole<'_>) -> Cube {
+    let mut c = Cube::from_analysis(w.trace, w.replay, w.analysis);
+    if let Some(rc) = w.root_causes {
+        c.add_root_causes(w.trace, rc);
+    }
+    c
+}
+
 /// Write the reports: to `out`, or to the file `-o` names (one format), or into the
 /// directory it names (several: report.txt, ...; the text also to `out`).
 fn write(args: &RunArgs, report: &Report, cube: Option<&Cube>, out: &mut dyn Write) -> Result<()> {
-    let mtime = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    // the Cube archive's member times: SOURCE_DATE_EPOCH when set (reproducible archives,
+    // as reproducible-builds.org defines it), else now
+    let mtime = (std::env::var("SOURCE_DATE_EPOCH").ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs())
+        });
     // under an MPI launcher stdout is the launcher's pseudo-terminal, whatever the user's is
     let color = args.output.is_none()
         && !args.mpi
@@ -424,30 +433,6 @@ fn run_mpi(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     }
 }
 
-/// What `--mpi` does not distribute yet, named in one line.
-#[cfg(feature = "mpi")]
-fn mpi_refusal(args: &RunArgs) -> Option<String> {
-    let mut names: Vec<&str> = Vec::new();
-    for (f, name) in [
-        (Format::Json, "--format json"),
-        (Format::Cubex, "--format cubex"),
-        (Format::Html, "--format html"),
-    ] {
-        if args.format.contains(&f) {
-            names.push(name);
-        }
-    }
-    if args.root_causes {
-        names.push("--root-causes");
-    }
-    (!names.is_empty()).then(|| {
-        format!(
-            "--mpi: {} not distributed yet; --mpi writes the text report (docs/distributed.md)",
-            names.join(", ")
-        )
-    })
-}
-
 /// The job: every process reads its share and runs pass A; the call trees are exchanged and
 /// merged; failures are agreed on before anything is written, and rank 0 writes the
 /// profile or prints the failing process's one line (every process then exits 2).
@@ -460,9 +445,6 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let (rank, p) = (mpi.rank(), mpi.size());
     let pick = |defs: &crate::model::Definitions| d::partition::share(defs, p, rank);
     let read = || -> Result<(Trace, Vec<bool>, RuleSet)> {
-        if let Some(r) = mpi_refusal(args) {
-            return Err(Error::Usage(r));
-        }
         let rules = RuleSet::load(&args.rules)?;
         check(args, &rules)?;
         // a rule reading deeper through a partner than the ghost events carry is refused
@@ -505,6 +487,10 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
                 what_if: args.what_if.clone(),
                 phases: full && args.phase.is_none(),
                 views: args.format.contains(&Format::Html),
+                root_causes: args.root_causes
+                    || [Format::Json, Format::Html, Format::Cubex]
+                        .iter()
+                        .any(|f| args.format.contains(f)),
             };
             d::agree(&mpi, d::analyse::analyse(trace, &keep, rules, &want, &mpi))
         });
@@ -537,9 +523,9 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     };
     match whole {
         Some(w) => {
-            let report = mpi_report(&w, selected);
+            let (report, cube) = mpi_report(&w, selected, args.format.contains(&Format::Cubex));
             write_matrices(args, &report)?;
-            write(args, &report, None, out)
+            write(args, &report, cube.as_ref(), out)
         }
         None => Ok(()),
     }
@@ -551,11 +537,21 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
 fn mpi_report(
     w: &crate::distributed::analyse::Whole,
     selected: Option<crate::analysis::pipeline::Selected>,
-) -> Report {
+    cubex: bool,
+) -> (Report, Option<Cube>) {
     let params = crate::analysis::scores::ScoreParams::default();
     let (trace, replay, a, x) = (&w.trace, &w.replay, &w.analysis, &w.extent);
     let findings = crate::analysis::scores::score_in(trace, replay, a, params, x);
-    let mut report = Report::build_in(trace, replay, a, findings, params, x);
+    let whole = crate::analysis::pipeline::Whole {
+        trace,
+        replay,
+        analysis: a,
+        findings,
+        params,
+        root_causes: w.root_causes.as_ref(),
+    };
+    let cube = cubex.then(|| cube_of(&whole));
+    let mut report = Report::of_in(whole, x);
     let mut extras = crate::analysis::pipeline::Extras {
         scalasca_differences: w.scalasca_differences,
         selected,
@@ -570,7 +566,7 @@ fn mpi_report(
         extras.overheads = Some(crate::analysis::overheads::overheads(a));
     }
     report.add_extras(extras);
-    report
+    (report, cube)
 }
 
 #[cfg(test)]
@@ -631,17 +627,93 @@ mod mpi_tests {
                     what_if,
                     phases: false,
                     views: false,
+                    root_causes: false,
                 };
                 let at = format!("{} P = {p}, structure {structure}", path.display());
                 let (want, got) = both(&path, &trace, opts, p, |trace, keep, t| {
                     let whole = analyse::analyse(trace, keep, rules.clone(), &wanted, t)?;
-                    Ok(whole.map(|w| mpi_report(&w, None)))
+                    Ok(whole.map(|w| mpi_report(&w, None, false).0))
                 });
                 assert_eq!(got, want, "{at}");
                 checked += 1;
             }
         }
         assert!(checked >= 240 && openmp >= 5, "{checked} {openmp}");
+    }
+
+    /// `run --mpi`'s JSON, Cube and HTML reports (root causes, phase summaries, views of the
+    /// run, critical path, matrices) over P = 1..4 threads as processes are the
+    /// single-process ones byte for byte, for every testdata trace without OpenMP; with
+    /// OpenMP every process refuses the root causes in the same line.
+    #[test]
+    fn the_distributed_json_cube_and_html_reports_are_the_single_process_ones() {
+        let rules = RuleSet::load(&[]).unwrap();
+        let wanted = analyse::Wanted {
+            structure: true,
+            what_if: Vec::new(),
+            phases: true,
+            views: true,
+            root_causes: true,
+        };
+        // the three reports of one analysis, as `run --format json,cubex,html` writes them
+        let bytes = |r: &Report, c: &Cube| {
+            let mut b = Vec::new();
+            r.write_json(&mut b).unwrap();
+            crate::report::html::write(r, &mut b).unwrap();
+            c.write(&mut b, 0).unwrap();
+            b
+        };
+        let (mut checked, mut refused) = (0, 0);
+        for path in local::testdata_traces() {
+            let trace = crate::open(&path).unwrap();
+            let omp = crate::replay::omp::has_openmp(&trace);
+            let opts = Options {
+                structure: true,
+                phases: true,
+                views: true,
+                root_causes: true,
+                ..Options::new(rules.clone())
+            };
+            let want = (!omp).then(|| {
+                let one = analyse_trace(trace.clone(), opts, |w| {
+                    let c = cube_of(&w);
+                    (Report::of(w), c)
+                })
+                .unwrap();
+                let (mut r, c) = one.view;
+                r.add_extras(one.extras);
+                bytes(&r, &c)
+            });
+            for p in 1..=4 {
+                let got = local::on_shares(&path, p, |trace, keep, t| {
+                    let w = analyse::analyse(trace.clone(), keep, rules.clone(), &wanted, t)?;
+                    Ok(w.map(|w| match mpi_report(&w, None, true) {
+                        (r, Some(c)) => bytes(&r, &c),
+                        (_, None) => Vec::new(),
+                    }))
+                });
+                let at = format!("{} P = {p}", path.display());
+                match &want {
+                    Some(want) => {
+                        let mut got = got.into_iter();
+                        let first = got.next().unwrap().unwrap_or_else(|e| panic!("{at}: {e}"));
+                        assert!(first.as_ref() == Some(want), "{at}: the reports differ");
+                        assert!(got.all(|g| g.is_ok_and(|w| w.is_none())), "{at}");
+                        checked += 1;
+                    }
+                    None => {
+                        assert!(
+                            got.iter().all(|g| g.as_ref().is_err_and(|e| e.contains(
+                                "the root causes of OpenMP and hybrid traces are not distributed"
+                            ))),
+                            "{at}"
+                        );
+                        refused += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked >= 60 && refused >= 20, "{checked} {refused}");
     }
 
     /// The single-process text report of `trace` analysed with `opts`, and rank 0's of the
@@ -696,7 +768,7 @@ mod mpi_tests {
                     let (part, sel) =
                         (analyse::phase_share(trace, keep, k, t)?).map_err(|e| e.to_string())?;
                     let whole = analyse::analyse(part, keep, rules.clone(), &wanted, t)?;
-                    Ok(whole.map(|w| mpi_report(&w, Some(sel))))
+                    Ok(whole.map(|w| mpi_report(&w, Some(sel), false).0))
                 });
                 assert_eq!(got, want, "{} P = {p}, phase {k}", path.display());
                 checked += 1;

@@ -15,6 +15,7 @@ use crate::analysis::critical_path::CriticalPath;
 use crate::analysis::matrices::{TrafficMatrix, WaitMatrix};
 use crate::analysis::phases::{self, PhaseEntry};
 use crate::analysis::pipeline::{Refusal, Selected};
+use crate::analysis::rootcause::RootCauses;
 use crate::analysis::scores::Extent;
 use crate::analysis::views::Views;
 use crate::analysis::{
@@ -44,6 +45,9 @@ pub struct Whole {
     /// With `Wanted::views`: the views of the run (`analysis::views`), the single process's
     /// to the bit.
     pub views: Option<Views>,
+    /// With `Wanted::root_causes`: the root causes (`analysis::rootcause::root_causes`),
+    /// the single process's to the bit.
+    pub root_causes: Option<RootCauses>,
 }
 
 /// The extras a job computes beside the rules: with `structure`, the critical path with the
@@ -58,6 +62,9 @@ pub struct Wanted {
     pub phases: bool,
     /// The views of the run for the HTML report (`Whole::views`, `distributed::views`).
     pub views: bool,
+    /// The root causes and Scalasca's critical-path metrics (`Whole::root_causes`,
+    /// `distributed::rootcause`): the passes record the caused wait states.
+    pub root_causes: bool,
 }
 
 /// A process's numbering: its locations held (`keep`) in full, the others as ghosts.
@@ -85,10 +92,13 @@ impl Numbering for View<'_> {
 pub fn analyse(
     trace: Trace,
     keep: &[bool],
-    rules: RuleSet,
+    mut rules: RuleSet,
     want: &Wanted,
     t: &dyn Transport,
 ) -> Result<Option<Whole>, String> {
+    // the instances of the rules with a `[cause]` are kept only for the root causes, as
+    // in the single process (`pipeline::analyse_trace`)
+    rules.record_causes = want.root_causes;
     // the phases over the job (every process finds the same), before the ghosts change
     // the share; the passes book the wait states per phase window
     let detected = (want.phases || want.views)
@@ -104,6 +114,9 @@ pub fn analyse(
     }
     if want.views {
         needs.unite(&super::views::needs());
+    }
+    if want.root_causes {
+        needs.unite(&super::rootcause::needs());
     }
     let g = ghost::replay(trace, keep, &needs, t)?;
     let view = View { g: &g, keep };
@@ -152,6 +165,13 @@ pub fn analyse(
             let traffic = super::extras::traffic_matrix(&g, t)?;
             let (cp, wait) = super::critical_path::critical_path(&g, &want.what_if, t)?;
             Some((cp, wait, traffic))
+        }
+        false => None,
+    };
+    let root_causes = match want.root_causes {
+        true => {
+            let caused = super::rootcause::Caused::of(&found);
+            super::rootcause::root_causes(&g, &rules, &caused, t)?
         }
         false => None,
     };
@@ -209,6 +229,7 @@ pub fn analyse(
         structure,
         phases,
         views,
+        root_causes,
     }))
 }
 

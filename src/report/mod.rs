@@ -271,8 +271,15 @@ impl Report {
 
     /// The report of the whole analysis (`analysis::pipeline`'s view of it).
     pub fn of(w: Whole<'_>) -> Report {
+        let x = Extent::of(w.trace);
+        Report::of_in(w, &x)
+    }
+
+    /// `of`, the trace's events seen through `x` (`run --mpi`: gathered from the processes
+    /// holding them).
+    pub fn of_in(w: Whole<'_>, x: &Extent) -> Report {
         let mut rc = w.root_causes.and_then(|rc| rc.section(w.trace));
-        let mut r = Report::build(w.trace, w.replay, w.analysis, w.findings, w.params);
+        let mut r = Report::build_in(w.trace, w.replay, w.analysis, w.findings, w.params, x);
         if let Some(all) = w.root_causes {
             r.add_root_cause_metrics(w.trace, all);
         }
