@@ -704,7 +704,8 @@ mod tests {
 }
 
 /// The rounds and bytes of `root_causes` on the traces in `PERFEXPERT_RC_TRACES`
-/// (colon-separated), at P = 2 and 4 over threads: `cargo test --release --lib
+/// (colon-separated), at the process counts of `PERFEXPERT_RC_P` (comma-separated; 2 and 4
+/// when unset) over threads: `cargo test --release --lib
 /// rootcause_rounds_and_bytes -- --ignored --nocapture` (docs/distributed.md's table).
 #[cfg(test)]
 mod measure {
@@ -725,7 +726,8 @@ mod measure {
             let rules = RuleSet::load(&[]).unwrap_or_else(|e| panic!("built-in rules: {e:?}"));
             let a = crate::analysis::analyse(&whole, &replay, rules);
             drop(whole);
-            for p in [2, 4] {
+            let ps = std::env::var("PERFEXPERT_RC_P").unwrap_or_else(|_| "2,4".into());
+            for p in ps.split(',').filter_map(|p| p.parse::<usize>().ok()) {
                 let got = local::on_shares(path, p, |trace, keep, t| {
                     let g = ghost::replay(trace.clone(), keep, &needs(), t)?;
                     let me = t.rank() as u32;

@@ -23,7 +23,7 @@ pub(crate) type Map = BTreeMap<u32, f64>;
 /// The delay time map of location `l` for the interval from its synchronisation point
 /// `prev` (an index into its points; `None`: the start) to event `to`, and the sum of the
 /// waits at the points inside it.
-pub(crate) fn interval(
+pub(super) fn interval(
     trace: &Trace,
     replay: &Replay,
     sync: &Sync,
@@ -70,7 +70,7 @@ pub(crate) fn interval(
 }
 
 /// The positive part of `a - b`, and its sum.
-pub(crate) fn excess(a: &Map, b: &Map) -> (Map, f64) {
+pub(super) fn excess(a: &Map, b: &Map) -> (Map, f64) {
     let mut sum = 0.0;
     let m = a
         .iter()
@@ -87,21 +87,21 @@ pub(crate) fn excess(a: &Map, b: &Map) -> (Map, f64) {
 
 /// One point-to-point wait state's delay: (delaying location, delay map, delay sum,
 /// propagated wait sum, the wait).
-pub(crate) struct P2pDelay {
-    pub(crate) loc: usize,
-    pub(crate) d: Map,
-    pub(crate) dsum: f64,
-    pub(crate) wsum: f64,
-    pub(crate) wait: f64,
+pub(super) struct P2pDelay {
+    pub(super) loc: usize,
+    pub(super) d: Map,
+    pub(super) dsum: f64,
+    pub(super) wsum: f64,
+    pub(super) wait: f64,
     /// The delaying location's interval: its points strictly inside it (indices).
-    pub(crate) inside: std::ops::Range<usize>,
+    pub(super) inside: std::ops::Range<usize>,
     /// The waiting location and its point's index.
-    pub(crate) waiter: (usize, usize),
+    pub(super) waiter: (usize, usize),
 }
 
 /// The delay of the point-to-point wait state at point `j` of location `l` (a late
 /// sender's receive or a late receiver's send completion), if it is one.
-pub(crate) fn p2p_delay(
+pub(super) fn p2p_delay(
     trace: &Trace,
     replay: &Replay,
     sync: &Sync,
@@ -146,7 +146,7 @@ pub(crate) fn waiter_map(
 /// The delay of the point-to-point wait state of `waiter` (location, point index) with its
 /// wait and cause, its delay time map `theirs` (`waiter_map`) given: the causing location's
 /// part, computed where the cause is held.
-pub(crate) fn p2p_from(
+pub(super) fn p2p_from(
     trace: &Trace,
     replay: &Replay,
     sync: &Sync,
@@ -205,28 +205,28 @@ fn group_prev(sync: &Sync, l: usize, e: u32, group: &[u32]) -> (Option<usize>, V
 /// One synchronising member of a collective's delay computation: its point, its delay
 /// map against the causing location (scaled by nothing yet), its sum, and the waits
 /// propagated inside the causing location's interval.
-pub(crate) struct CollMember {
-    pub(crate) waiter: (usize, usize),
-    pub(crate) d: Map,
-    pub(crate) dsum: f64,
-    pub(crate) prop: f64,
+pub(super) struct CollMember {
+    pub(super) waiter: (usize, usize),
+    pub(super) d: Map,
+    pub(super) dsum: f64,
+    pub(super) prop: f64,
     /// The causing location's point where this member last synchronised with it inside
     /// the group interval, if any (an index).
-    pub(crate) inter: Option<usize>,
+    pub(super) inter: Option<usize>,
 }
 
 /// The delay of one collective instance.
-pub(crate) struct CollDelay {
+pub(super) struct CollDelay {
     /// The causing location and its point (an index).
-    pub(crate) root: (usize, usize),
+    pub(super) root: (usize, usize),
     /// The start of the group interval on it (an index).
-    pub(crate) gprev: Option<usize>,
-    pub(crate) members: Vec<CollMember>,
+    pub(super) gprev: Option<usize>,
+    pub(super) members: Vec<CollMember>,
 }
 
 /// The synchronising members of collective instance `n` (location, point index, in member
 /// order) and the event that caused their waits (the first waiting member's cause).
-pub(crate) fn coll_points(
+pub(super) fn coll_points(
     replay: &Replay,
     sync: &Sync,
     n: usize,
@@ -248,7 +248,7 @@ pub(crate) fn coll_points(
 
 /// The delay of collective instance `n`: the causing location and end event, and its
 /// synchronising members (none when no member waited).
-pub(crate) fn coll_delay(
+pub(super) fn coll_delay(
     trace: &Trace,
     replay: &Replay,
     sync: &Sync,
@@ -273,7 +273,7 @@ pub(crate) fn group_of(replay: &Replay, sync: &Sync, n: usize) -> Vec<u32> {
 /// The delay of a collective instance caused at `cause`, the processes of its members
 /// `group`, from its synchronising members with their delay time maps (`waiter_map`
 /// against the causing location): the causing location's part, computed where it is held.
-pub(crate) fn coll_from(
+pub(super) fn coll_from(
     trace: &Trace,
     replay: &Replay,
     sync: &Sync,
