@@ -6,6 +6,7 @@
 # yardstick (wall time and peak RSS).
 #
 #   usage: bash bench/mpi.sh TRACE [BINARY]     (BINARY built with --features mpi)
+#   FORMAT=json (or cubex, html): that report, written to a temporary file, instead of the text
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 TRACE=${1:?usage: bash bench/mpi.sh TRACE [BINARY]}
@@ -14,6 +15,8 @@ command -v mpirun >/dev/null || { echo "bench/mpi.sh: no mpirun (apt-get install
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
+ARGS=(-q)
+if [[ -n ${FORMAT:-} ]]; then ARGS+=(--format "$FORMAT" -o "$OUT/report.$FORMAT"); fi
 
 wall() { # command... -> seconds on stdout
     local t0 t1
@@ -33,18 +36,18 @@ best() { # command... -> best of 3
     echo "$b"
 }
 
-single=$(best "$BIN" run -q "$TRACE")
-/usr/bin/time -v -o "$OUT/rss.single" "$BIN" run -q "$TRACE" >/dev/null 2>>"$OUT/err"
+single=$(best "$BIN" run "${ARGS[@]}" "$TRACE")
+/usr/bin/time -v -o "$OUT/rss.single" "$BIN" run "${ARGS[@]}" "$TRACE" >/dev/null 2>>"$OUT/err"
 single_rss=$(awk '/Maximum resident/ {printf "%d", $6/1024}' "$OUT/rss.single")
 echo "| processes | wall s (best of 3) | / P = 1 | peak RSS per process, MB | bytes exchanged per process | rounds |"
 echo "|---|---|---|---|---|---|"
 p1=""
 for P in 1 2 4; do
-    t=$(best mpirun --oversubscribe -np "$P" "$BIN" run --mpi -q "$TRACE")
+    t=$(best mpirun --oversubscribe -np "$P" "$BIN" run --mpi "${ARGS[@]}" "$TRACE")
     [[ -n $p1 ]] || p1=$t
     rm -f "$OUT"/rss.* "$OUT/timings"
     mpirun --oversubscribe -np "$P" sh -c \
-        "/usr/bin/time -v -o $OUT/rss.\${OMPI_COMM_WORLD_RANK:-0} $BIN run --mpi -q --timings $TRACE" \
+        "/usr/bin/time -v -o $OUT/rss.\${OMPI_COMM_WORLD_RANK:-0} $BIN run --mpi ${ARGS[*]} --timings $TRACE" \
         >/dev/null 2>"$OUT/timings"
     rss=$(for f in "$OUT"/rss.*; do awk '/Maximum resident/ {printf "%d ", $6/1024}' "$f"; done)
     bytes=$(grep -o 'process [0-9]* of [0-9]*: [0-9]* bytes' "$OUT/timings" | sort -n -k2 |
@@ -53,4 +56,4 @@ for P in 1 2 4; do
     printf '| %d | %.2f | %.2f | %s| %s| %s|\n' "$P" "$t" "$(echo "$t / $p1" | bc -l)" "$rss" "$bytes" "$rounds"
 done
 echo
-printf 'yardstick: the single-process `perfexpert run -q` (the whole analysis) of the same trace: %.2f s, peak RSS %s MB\n' "$single" "$single_rss"
+printf 'yardstick: the single-process `perfexpert run %s` (the whole analysis) of the same trace: %.2f s, peak RSS %s MB\n' "${ARGS[*]//$OUT/TMP}" "$single" "$single_rss"
