@@ -976,38 +976,10 @@ impl<'a> Decoder<'a> {
     #[inline]
     fn fast(&mut self, ev: &mut Event<'a>) -> bool {
         let data = self.data;
-        loop {
-            let start = self.pos;
-            let Some(w0) = self.u32_at(start) else {
+        {
+            let Some((start, mut p, plan)) = self.next_plan() else {
                 return false;
             };
-            let ty = w0 >> 18;
-            if ty == STRING_ENTRY && w0 & 0x2_ffff == 0x2_1000 && self.entries > 0 {
-                // one string, one header word
-                let Some(k) = data.get(start + 4..).and_then(nul) else {
-                    return false;
-                };
-                let end = align4(start + 4 + k + 1);
-                if end > data.len() {
-                    return false;
-                }
-                self.put_string(&data[start + 4..start + 4 + k]);
-                self.pos = end;
-                continue;
-            }
-            let Some(Some(plan)) = self.plans.get(ty as usize) else {
-                return false;
-            };
-            if plan.w0 != w0 {
-                return false;
-            }
-            let mut p = start + 4;
-            if plan.w1 != 0 {
-                if self.u32_at(p) != Some(plan.w1) {
-                    return false;
-                }
-                p += 4;
-            }
             for k in 0..plan.len as usize {
                 let j = plan.dest[k] as usize;
                 ev.vals[j] = match plan.codes[k] {
@@ -1054,7 +1026,7 @@ impl<'a> Decoder<'a> {
             ev.n = plan.n as usize;
             self.pos = end;
             self.events += 1;
-            return true;
+            true
         }
     }
 
@@ -1159,6 +1131,42 @@ impl<'a> Decoder<'a> {
         self.entries += 1;
     }
 
+    /// The next event's start, the position of its data and its plan, 888 events on the way
+    /// put into the string table; None if it has no plan, does not have the plan's header
+    /// words, or the file ends.
+    #[inline(always)]
+    fn next_plan(&mut self) -> Option<(usize, usize, Plan)> {
+        let data = self.data;
+        loop {
+            let start = self.pos;
+            let w0 = self.u32_at(start)?;
+            let ty = w0 >> 18;
+            if ty == STRING_ENTRY && w0 & 0x2_ffff == 0x2_1000 && self.entries > 0 {
+                // one string, one header word
+                let k = data.get(start + 4..).and_then(nul)?;
+                let end = align4(start + 4 + k + 1);
+                if end > data.len() {
+                    return None;
+                }
+                self.put_string(&data[start + 4..start + 4 + k]);
+                self.pos = end;
+                continue;
+            }
+            let plan = (*self.plans.get(ty as usize)?)?;
+            if plan.w0 != w0 {
+                return None;
+            }
+            let mut p = start + 4;
+            if plan.w1 != 0 {
+                if self.u32_at(p) != Some(plan.w1) {
+                    return None;
+                }
+                p += 4;
+            }
+            return Some((start, p, plan));
+        }
+    }
+
     /// Like `fast`, for the events of a plan that `next_hot` may decode: their fields
     /// straight into `h` (each string with its memo key, from the word its NUL search
     /// loaded), no `Event` in between. 888 events on the way go to the string table. False:
@@ -1172,36 +1180,12 @@ impl<'a> Decoder<'a> {
             return false;
         }
         let data = self.data;
-        loop {
-            let start = self.pos;
-            let Some(w0) = self.u32_at(start) else {
+        {
+            let Some((start, mut p, plan)) = self.next_plan() else {
                 return false;
             };
-            let ty = w0 >> 18;
-            if ty == STRING_ENTRY && w0 & 0x2_ffff == 0x2_1000 && self.entries > 0 {
-                let Some(k) = data.get(start + 4..).and_then(nul) else {
-                    return false;
-                };
-                let end = align4(start + 4 + k + 1);
-                if end > data.len() {
-                    return false;
-                }
-                self.put_string(&data[start + 4..start + 4 + k]);
-                self.pos = end;
-                continue;
-            }
-            let Some(Some(plan)) = self.plans.get(ty as usize) else {
+            if !plan.hot {
                 return false;
-            };
-            if !plan.hot || plan.w0 != w0 {
-                return false;
-            }
-            let mut p = start + 4;
-            if plan.w1 != 0 {
-                if self.u32_at(p) != Some(plan.w1) {
-                    return false;
-                }
-                p += 4;
             }
             // slots the resolver reads that the plan does not fill (a StartLink's Size) are
             // empty, as `hot_view` leaves them
@@ -1279,7 +1263,7 @@ impl<'a> Decoder<'a> {
             h.timed = true;
             self.pos = end;
             self.events += 1;
-            return true;
+            true
         }
     }
 
