@@ -456,6 +456,16 @@ fn with_room<T>(n: usize) -> Vec<T> {
     v
 }
 
+/// The `bytes` column's value of message `i` of `b` bytes; `b` itself goes to `large`
+/// when it does not fit.
+#[inline(always)]
+fn small_bytes(large: &mut Vec<(u32, u64)>, i: u32, b: u64) -> u32 {
+    if b >= u32::MAX as u64 {
+        large.push((i, b));
+    }
+    b.min(u32::MAX as u64) as u32
+}
+
 impl EventsFiller {
     /// Room for `n` events (the message columns grow as messages come).
     pub fn with_capacity(n: usize) -> EventsFiller {
@@ -484,9 +494,18 @@ impl EventsFiller {
     #[inline(always)]
     pub fn push_msg(&mut self, time: u64, kind: EventKind, m: Msg) {
         let i = self.peer.len() as u32;
-        let r = m.request.map(|r| (i, r));
-        let ptc = [&[m.peer][..], &[m.comm], &[m.tag]];
-        self.extend_messages(ptc, &[m.bytes], r.as_slice());
+        // column by column, not through `extend_messages` with slices of one (a call and a
+        // memcpy per column per message)
+        put(&mut self.peer, m.peer);
+        put(&mut self.comm, m.comm);
+        put(&mut self.tag, m.tag);
+        put(
+            &mut self.bytes,
+            small_bytes(&mut self.large_bytes, i, m.bytes),
+        );
+        if let Some(r) = m.request {
+            self.msg_request.push((i, r));
+        }
         self.event(time, kind, i);
     }
 
@@ -508,10 +527,8 @@ impl EventsFiller {
             grow_by(&mut self.bytes, bytes.len());
         }
         for (k, &b) in bytes.iter().enumerate() {
-            if b >= u32::MAX as u64 {
-                self.large_bytes.push((i + k as u32, b));
-            }
-            self.bytes.push(b.min(u32::MAX as u64) as u32);
+            let small = small_bytes(&mut self.large_bytes, i + k as u32, b);
+            self.bytes.push(small);
         }
         self.msg_request.extend_from_slice(requests);
     }

@@ -6,6 +6,7 @@
 //! The Paje simulation (`mod.rs`) and `perfexpert convert` consume the decoded events.
 
 use super::header::{EventDef, Kind, Role};
+use super::memo;
 use crate::error::{Error, Place, Result};
 use std::path::Path;
 
@@ -78,6 +79,94 @@ pub struct BinDef {
     pub def: EventDef,
     /// Byte offset of the 999 event.
     pub offset: u64,
+    /// A state or link event: the `Hot` slot of each field (`hot_slots`).
+    pub hot: Option<[u8; MAX_FIELDS]>,
+}
+
+/// `Hot` slots: the type, the container, the state value or the other container of a link,
+/// the link key, the link size; fields the resolver does not use go to `HOT_SKIP`, the time
+/// to `HOT_TIME`.
+pub const HOT_TYPE: usize = 0;
+pub const HOT_CONTAINER: usize = 1;
+pub const HOT_OTHER: usize = 2;
+pub const HOT_KEY: usize = 3;
+pub const HOT_SIZE: usize = 4;
+const HOT_SKIP: usize = 5;
+const HOT_TIME: usize = 6;
+
+/// What the resolver needs of a state or link event (the frequent ones): its strings by slot
+/// (`HOT_TYPE` …; empty where the definition has no such field or it is not a string, as
+/// the text reader would see it) with their memo keys (`memo::key`), and its time.
+/// `Decoder::next_hot` decodes it straight from the bytes, `Decoder::hot_view` takes it
+/// from an `Event`; both give the same.
+#[derive(Clone, Copy, Debug)]
+pub struct Hot<'a> {
+    pub offset: u64,
+    pub kind: Kind,
+    pub s: [&'a [u8]; 8],
+    pub k: [u64; 8],
+    /// Doubles by slot: the time in `HOT_TIME`.
+    num: [f64; 8],
+    /// Whether the definition has a Time field of type double.
+    timed: bool,
+}
+
+impl Default for Hot<'_> {
+    fn default() -> Self {
+        Hot {
+            offset: 0,
+            kind: Kind::PopState,
+            s: [&[]; 8],
+            k: [memo::key(b""); 8],
+            num: [0.0; 8],
+            timed: false,
+        }
+    }
+}
+
+impl Hot<'_> {
+    /// The time in seconds, if the definition has one.
+    #[inline]
+    pub fn time(&self) -> Option<f64> {
+        self.timed.then_some(self.num[HOT_TIME])
+    }
+
+    /// The strings the resolver reads (`read_slots` of the kind) and their keys.
+    pub fn read(&self) -> Vec<(&[u8], u64)> {
+        read_slots(self.kind)
+            .iter()
+            .map(|&x| (self.s[x], self.k[x]))
+            .collect()
+    }
+}
+
+/// The `Hot` slot of each field of a state or link event (None for the other kinds): a
+/// field goes to its role's slot if it is the field `EventDef::at` gives for that role.
+fn hot_slots(kind: Kind, fields: &[(Role, FieldType)], def: &EventDef) -> Option<[u8; MAX_FIELDS]> {
+    let other = match kind {
+        Kind::PushState | Kind::SetState => Some(Role::Value),
+        Kind::PopState | Kind::ResetState => None,
+        Kind::StartLink => Some(Role::StartContainer),
+        Kind::EndLink => Some(Role::EndContainer),
+        _ => return None,
+    };
+    let link = matches!(kind, Kind::StartLink | Kind::EndLink);
+    let mut slots = [HOT_SKIP as u8; MAX_FIELDS];
+    for (j, &(role, _)) in fields.iter().enumerate().take(MAX_FIELDS) {
+        let slot = match role {
+            Role::Type => HOT_TYPE,
+            Role::Container => HOT_CONTAINER,
+            Role::Key if link => HOT_KEY,
+            Role::Size if kind == Kind::StartLink => HOT_SIZE,
+            Role::Time => HOT_TIME,
+            r if Some(r) == other => HOT_OTHER,
+            _ => continue,
+        };
+        if def.has(role) && def.at(role) == j {
+            slots[j] = slot as u8;
+        }
+    }
+    Some(slots)
 }
 
 /// A decoded Paje event: its definition (index into `Decoder::defs`) and its field values
@@ -193,6 +282,8 @@ pub struct Decoder<'a> {
     /// The string table of the reference variant: 888 entry k in slot k mod 65536 (the
     /// writer's counter wraps, §F.1.9).
     table: Vec<&'a [u8]>,
+    /// `memo::key` of each string of `table`.
+    table_keys: Vec<u64>,
     /// 888 events so far.
     pub entries: u64,
     /// INIT's ids and host name.
@@ -231,6 +322,12 @@ struct Plan {
     codes: [u8; MAX_PLAN],
     dest: [u8; MAX_PLAN],
     unquote: [bool; MAX_PLAN],
+    /// Whether `next_hot` may decode these events: a state or link event whose slots
+    /// (`slot`: the `Hot` slot of item k) take strings, and its time a double, none quoted.
+    hot: bool,
+    slot: [u8; MAX_PLAN],
+    /// The string slots the resolver reads (`read_slots`) that no item of the plan fills.
+    unset: u8,
 }
 
 fn kind_of(id: u32) -> Option<Kind> {
@@ -305,6 +402,42 @@ pub fn quoted(kind: Kind, role: Role) -> bool {
     }
 }
 
+/// Whether the plan's events may be decoded by `next_hot`, setting `plan.slot` from the
+/// definition's `Hot` slots: every slot the resolver reads for `kind` is filled by a string
+/// item not to be unquoted, and the time by a double.
+fn hot_plan(plan: &mut Plan, slots: &[u8; MAX_FIELDS], kind: Kind) -> bool {
+    let mut filled = [false; 8];
+    for i in 0..plan.len as usize {
+        let slot = slots[plan.dest[i] as usize] as usize;
+        plan.slot[i] = slot as u8;
+        let fits = match slot {
+            HOT_SKIP => true,
+            HOT_TIME => plan.codes[i] == 2,
+            _ => matches!(plan.codes[i], 1 | 5) && !plan.unquote[i],
+        };
+        if !fits {
+            return false;
+        }
+        filled[slot] = true;
+    }
+    let reads = read_slots(kind);
+    plan.unset = reads
+        .iter()
+        .filter(|&&x| !filled[x])
+        .fold(0, |m, &x| m | 1 << x);
+    filled[HOT_TIME] && reads.iter().all(|&x| filled[x] || x == HOT_SIZE)
+}
+
+/// The string slots the resolver reads for an event of `kind` (the others may hold anything).
+fn read_slots(kind: Kind) -> &'static [usize] {
+    match kind {
+        Kind::PopState | Kind::ResetState => &[HOT_TYPE, HOT_CONTAINER],
+        Kind::PushState | Kind::SetState => &[HOT_TYPE, HOT_CONTAINER, HOT_OTHER],
+        Kind::EndLink => &[HOT_TYPE, HOT_CONTAINER, HOT_OTHER, HOT_KEY],
+        _ => &[HOT_TYPE, HOT_CONTAINER, HOT_OTHER, HOT_KEY, HOT_SIZE],
+    }
+}
+
 /// The position of the first NUL: strings are short (most below 8 bytes), so the first 16
 /// bytes are looked at 8 at a time (the lowest zero byte of a little-endian word is exact with
 /// the usual `(v - 0x01..) & !v & 0x80..` test); longer ones go to `memchr`.
@@ -359,6 +492,7 @@ impl<'a> Decoder<'a> {
             defs: Vec::new(),
             by_id: Vec::new(),
             table: Vec::new(),
+            table_keys: Vec::new(),
             entries: 0,
             init: (0, 0, &[]),
             events: 0,
@@ -553,13 +687,7 @@ impl<'a> Decoder<'a> {
                         // string fields are references from now on
                         self.plans.clear();
                     }
-                    let k = (self.entries % 65536) as usize;
-                    if k == self.table.len() {
-                        self.table.push(items.s[0]);
-                    } else {
-                        self.table[k] = items.s[0];
-                    }
-                    self.entries += 1;
+                    self.put_string(items.s[0]);
                 }
                 DEFINITION => return self.definition(start, items).map(Step::Def),
                 INIT => {
@@ -714,6 +842,7 @@ impl<'a> Decoder<'a> {
         let def = EventDef::of_roles(kind, &roles, start as u64)
             .map_err(|e| self.err(start, format!("{e} (type 999 definition)")))?;
         let k = self.defs.len() as u32;
+        let hot = hot_slots(kind, &fields, &def);
         self.defs.push(BinDef {
             id,
             kind,
@@ -721,6 +850,7 @@ impl<'a> Decoder<'a> {
             field_ids,
             def,
             offset: start as u64,
+            hot,
         });
         if self.by_id.len() <= id as usize {
             self.by_id.resize(id as usize + 1, NO_DEF);
@@ -846,45 +976,10 @@ impl<'a> Decoder<'a> {
     #[inline]
     fn fast(&mut self, ev: &mut Event<'a>) -> bool {
         let data = self.data;
-        loop {
-            let start = self.pos;
-            let Some(w0) = self.u32_at(start) else {
+        {
+            let Some((start, mut p, plan)) = self.next_plan() else {
                 return false;
             };
-            let ty = w0 >> 18;
-            if ty == STRING_ENTRY && w0 & 0x2_ffff == 0x2_1000 && self.entries > 0 {
-                // one string, one header word
-                let Some(k) = data.get(start + 4..).and_then(nul) else {
-                    return false;
-                };
-                let end = align4(start + 4 + k + 1);
-                if end > data.len() {
-                    return false;
-                }
-                let slot = (self.entries % 65536) as usize;
-                let s = &data[start + 4..start + 4 + k];
-                if slot == self.table.len() {
-                    self.table.push(s);
-                } else {
-                    self.table[slot] = s;
-                }
-                self.entries += 1;
-                self.pos = end;
-                continue;
-            }
-            let Some(Some(plan)) = self.plans.get(ty as usize) else {
-                return false;
-            };
-            if plan.w0 != w0 {
-                return false;
-            }
-            let mut p = start + 4;
-            if plan.w1 != 0 {
-                if self.u32_at(p) != Some(plan.w1) {
-                    return false;
-                }
-                p += 4;
-            }
             for k in 0..plan.len as usize {
                 let j = plan.dest[k] as usize;
                 ev.vals[j] = match plan.codes[k] {
@@ -931,7 +1026,7 @@ impl<'a> Decoder<'a> {
             ev.n = plan.n as usize;
             self.pos = end;
             self.events += 1;
-            return true;
+            true
         }
     }
 
@@ -981,6 +1076,9 @@ impl<'a> Decoder<'a> {
             codes: [0; MAX_PLAN],
             dest: [0; MAX_PLAN],
             unquote: [false; MAX_PLAN],
+            hot: false,
+            slot: [HOT_SKIP as u8; MAX_PLAN],
+            unset: 0,
         };
         let mut used = [false; MAX_FIELDS];
         for (i, &c) in codes.iter().enumerate() {
@@ -1010,10 +1108,192 @@ impl<'a> Decoder<'a> {
                 }
             }
         }
+        if let Some(slots) = d.hot {
+            plan.hot = hot_plan(&mut plan, &slots, d.kind);
+        }
         if self.plans.len() <= ty as usize {
             self.plans.resize(ty as usize + 1, None);
         }
         self.plans[ty as usize] = Some(plan);
+    }
+
+    /// The next 888 string (entry `entries`, in slot `entries` mod 65536).
+    #[inline]
+    fn put_string(&mut self, s: &'a [u8]) {
+        let slot = (self.entries % 65536) as usize;
+        if slot == self.table.len() {
+            self.table.push(s);
+            self.table_keys.push(memo::key(s));
+        } else {
+            self.table[slot] = s;
+            self.table_keys[slot] = memo::key(s);
+        }
+        self.entries += 1;
+    }
+
+    /// The next event's start, the position of its data and its plan, 888 events on the way
+    /// put into the string table; None if it has no plan, does not have the plan's header
+    /// words, or the file ends.
+    #[inline(always)]
+    fn next_plan(&mut self) -> Option<(usize, usize, Plan)> {
+        let data = self.data;
+        loop {
+            let start = self.pos;
+            let w0 = self.u32_at(start)?;
+            let ty = w0 >> 18;
+            if ty == STRING_ENTRY && w0 & 0x2_ffff == 0x2_1000 && self.entries > 0 {
+                // one string, one header word
+                let k = data.get(start + 4..).and_then(nul)?;
+                let end = align4(start + 4 + k + 1);
+                if end > data.len() {
+                    return None;
+                }
+                self.put_string(&data[start + 4..start + 4 + k]);
+                self.pos = end;
+                continue;
+            }
+            let plan = (*self.plans.get(ty as usize)?)?;
+            if plan.w0 != w0 {
+                return None;
+            }
+            let mut p = start + 4;
+            if plan.w1 != 0 {
+                if self.u32_at(p) != Some(plan.w1) {
+                    return None;
+                }
+                p += 4;
+            }
+            return Some((start, p, plan));
+        }
+    }
+
+    /// Like `fast`, for the events of a plan that `next_hot` may decode: their fields
+    /// straight into `h` (each string with its memo key, from the word its NUL search
+    /// loaded), no `Event` in between. 888 events on the way go to the string table. False:
+    /// leave the event to `next_step` (which decodes it, by its plan or the general path, or
+    /// says what is wrong).
+    #[inline]
+    pub fn next_hot(&mut self, h: &mut Hot<'a>) -> bool {
+        const LO: u64 = 0x0101_0101_0101_0101;
+        const HI: u64 = 0x8080_8080_8080_8080;
+        if !self.use_plans || self.layout != Layout::Fork || self.done {
+            return false;
+        }
+        let data = self.data;
+        {
+            let Some((start, mut p, plan)) = self.next_plan() else {
+                return false;
+            };
+            if !plan.hot {
+                return false;
+            }
+            // slots the resolver reads that the plan does not fill (a StartLink's Size) are
+            // empty, as `hot_view` leaves them
+            let mut unset = plan.unset;
+            while unset != 0 {
+                let i = unset.trailing_zeros() as usize & 7;
+                h.s[i] = &[];
+                h.k[i] = memo::key(b"");
+                unset &= unset - 1;
+            }
+            for k in 0..plan.len as usize {
+                let slot = plan.slot[k] as usize & 7;
+                match plan.codes[k] {
+                    1 => {
+                        let (n, key) = match data.get(p..p + 8) {
+                            Some(w) => {
+                                let v = u64::from_le_bytes([
+                                    w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7],
+                                ]);
+                                let z = v.wrapping_sub(LO) & !v & HI;
+                                if z != 0 {
+                                    let n = (z.trailing_zeros() / 8) as usize;
+                                    (n, memo::key_of_word(v, n))
+                                } else {
+                                    let Some(n) = nul(&data[p..]) else {
+                                        return false;
+                                    };
+                                    (n, memo::key(&data[p..p + n]))
+                                }
+                            }
+                            None => {
+                                let Some(n) = data.get(p..).and_then(nul) else {
+                                    return false;
+                                };
+                                (n, memo::key(&data[p..p + n]))
+                            }
+                        };
+                        h.s[slot] = &data[p..p + n];
+                        h.k[slot] = key;
+                        p = align4(p + n + 1);
+                    }
+                    2 => {
+                        let Some(x) = self.u64_at(p) else {
+                            return false;
+                        };
+                        h.num[slot] = f64::from_bits(x);
+                        p += 8;
+                    }
+                    7 => {
+                        if p + 4 > data.len() {
+                            return false;
+                        }
+                        p += 4;
+                    }
+                    _ => {
+                        let Some(b) = data.get(p..p + 2) else {
+                            return false;
+                        };
+                        let r = u16::from_le_bytes([b[0], b[1]]);
+                        let Some(v) = self.string_ref(r) else {
+                            return false;
+                        };
+                        h.s[slot] = v;
+                        h.k[slot] = self.table_keys[r as usize];
+                        p += 2;
+                    }
+                }
+            }
+            let end = align4(p);
+            if end > data.len() {
+                return false;
+            }
+            h.offset = start as u64;
+            h.kind = self.defs[plan.def as usize].kind;
+            h.timed = true;
+            self.pos = end;
+            self.events += 1;
+            true
+        }
+    }
+
+    /// `h` of the event `ev` if it is a state or link event (`next_hot`'s result, had it
+    /// decoded the event); false for the other kinds.
+    pub fn hot_view(&self, ev: &Event<'a>, h: &mut Hot<'a>) -> bool {
+        let d = &self.defs[ev.def as usize];
+        let Some(slots) = d.hot else {
+            return false;
+        };
+        h.s = [&[]; 8];
+        h.k = [memo::key(b""); 8];
+        h.timed = false;
+        for (j, v) in ev.fields().iter().enumerate() {
+            let slot = slots[j] as usize & 7;
+            match (*v, slot) {
+                (Val::Num(x), HOT_TIME) => {
+                    h.num[slot] = x;
+                    h.timed = true;
+                }
+                (Val::Str(s), HOT_TYPE..=HOT_SIZE) => {
+                    h.s[slot] = s;
+                    h.k[slot] = memo::key(s);
+                }
+                _ => {}
+            }
+        }
+        h.offset = ev.offset;
+        h.kind = d.kind;
+        true
     }
 
     #[inline]

@@ -330,6 +330,51 @@ fn exact_dates<'a>(
 /// Times converted to ticks, remembered by the binary decoder: 2^this.
 const TIME_SLOT_BITS: u32 = 12;
 
+/// Recently converted times of the binary read, (bits, ticks) by a hash of the bits (0.0 s
+/// is 0 ticks): times recur (on every container, at the start and end of a state), so each
+/// is converted once.
+struct Times {
+    slots: Vec<(u64, u64)>,
+    /// The previous event's time: a state ends when the next begins, so consecutive events
+    /// often share it (checked before the table, whose lines are rarely in the first-level
+    /// cache).
+    prev: (u64, u64),
+}
+
+impl Times {
+    fn new() -> Times {
+        Times {
+            slots: vec![(0, 0); 1 << TIME_SLOT_BITS],
+            prev: (0, 0),
+        }
+    }
+
+    #[inline(always)]
+    fn slot(bits: u64) -> usize {
+        (bits.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - TIME_SLOT_BITS)) as usize
+    }
+
+    #[inline(always)]
+    fn get(&mut self, x: f64) -> Option<u64> {
+        let bits = x.to_bits();
+        if self.prev.0 == bits {
+            return Some(self.prev.1);
+        }
+        let e = self.slots[Self::slot(bits)];
+        if e.0 == bits {
+            self.prev = e;
+            return Some(e.1);
+        }
+        None
+    }
+
+    fn put(&mut self, x: f64, t: u64) {
+        let bits = x.to_bits();
+        self.slots[Self::slot(bits)] = (bits, t);
+        self.prev = (bits, t);
+    }
+}
+
 /// Ops per batch handed from the binary decoding thread to the simulation.
 const OPS_PER_BATCH: usize = 1 << 12;
 
@@ -483,69 +528,55 @@ impl<'a> Reader<'a> {
         let mut dec = binary::Decoder::new(self.path, data)?;
         let mut f: [&[u8]; binary::MAX_FIELDS] = [&[]; binary::MAX_FIELDS];
         let mut ev = binary::Event::new();
+        let mut hot = binary::Hot::default();
         let mut released = 0;
         let mut memo = Memo::new();
-        // recently converted times, (bits, ticks) by a hash of the bits (0.0 s is 0 ticks)
-        let mut times = vec![(0u64, 0u64); 1 << TIME_SLOT_BITS];
-        let time_slot = |x: f64| {
-            (x.to_bits().wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - TIME_SLOT_BITS)) as usize
-        };
-        // the previous event's time, (bits, ticks): a state ends when the next begins, so
-        // consecutive events often share it (checked before the table, whose lines are
-        // rarely in the first-level cache)
-        let mut prev = (0u64, 0u64);
+        let mut times = Times::new();
         loop {
-            match dec.next_step(&mut ev)? {
-                binary::Step::End => break,
-                binary::Step::Def(_) => continue,
-                binary::Step::Event => {}
-            }
-            let d = &dec.defs[ev.def as usize];
-            let t = match d.def.has(Role::Time).then(|| ev.vals[d.def.at(Role::Time)]) {
-                // times recur (on every container, at the start and end of a state):
-                // convert each once
-                Some(binary::Val::Num(x)) if prev.0 == x.to_bits() => prev.1,
-                Some(binary::Val::Num(x)) if times[time_slot(x)].0 == x.to_bits() => {
-                    prev = times[time_slot(x)];
-                    prev.1
+            // state and link events straight from the bytes where their plan allows, the
+            // others (and those the plan does not fit) through `next_step`
+            let line = if dec.next_hot(&mut hot) {
+                let t = self.ticks(&mut times, hot.time(), hot.kind, hot.offset)?;
+                self.hot(&mut memo, &hot, t, batch)?;
+                hot.offset
+            } else {
+                match dec.next_step(&mut ev)? {
+                    binary::Step::End => break,
+                    binary::Step::Def(_) => continue,
+                    binary::Step::Event => {}
                 }
-                Some(binary::Val::Num(x)) => {
-                    let t = lex::seconds_to_ticks(x, self.digits, &mut self.inexact).map_err(
-                        |e| {
-                            self.err(
-                                ev.offset,
-                                format!("{} has the time {x} s ({e:?}); expected a date of at least 0 s", d.kind),
-                            )
-                        },
-                    )?;
-                    times[time_slot(x)] = (x.to_bits(), t);
-                    prev = (x.to_bits(), t);
-                    t
+                let d = &dec.defs[ev.def as usize];
+                let time = match d.def.has(Role::Time).then(|| ev.vals[d.def.at(Role::Time)]) {
+                    Some(binary::Val::Num(x)) => Some(x),
+                    _ => None,
+                };
+                let t = self.ticks(&mut times, time, d.kind, ev.offset)?;
+                if dec.hot_view(&ev, &mut hot) {
+                    self.hot(&mut memo, &hot, t, batch)?;
+                } else {
+                    for (slot, v) in f.iter_mut().zip(&ev.vals).take(ev.n) {
+                        *slot = text(v);
+                    }
+                    self.event(&d.def, &f[..ev.n], t, ev.offset, batch)?;
+                    if !matches!(
+                        d.def.kind,
+                        Kind::NewEvent
+                            | Kind::DestroyContainer
+                            | Kind::SetVariable
+                            | Kind::AddVariable
+                            | Kind::SubVariable
+                    ) {
+                        // a definition or a container: names may resolve differently now
+                        memo.clear();
+                    }
                 }
-                _ => 0,
+                ev.offset
             };
-            if !self.hot(&mut memo, &d.def, &ev.vals[..ev.n], t, ev.offset, batch)? {
-                for (slot, v) in f.iter_mut().zip(&ev.vals).take(ev.n) {
-                    *slot = text(v);
-                }
-                self.event(&d.def, &f[..ev.n], t, ev.offset, batch)?;
-                if !matches!(
-                    d.def.kind,
-                    Kind::NewEvent
-                        | Kind::DestroyContainer
-                        | Kind::SetVariable
-                        | Kind::AddVariable
-                        | Kind::SubVariable
-                ) {
-                    // a definition or a container: names may resolve differently now
-                    memo.clear();
-                }
-            }
             if let Some(release) = release {
                 // nothing refers to the bytes before the event just decoded any more (names
                 // and keys are copied; references of the reference variant that point back
                 // are read again from the file)
-                let upto = (ev.offset as usize) & !(RELEASE_STEP - 1);
+                let upto = (line as usize) & !(RELEASE_STEP - 1);
                 if upto > released {
                     release(released, upto);
                     released = upto;
@@ -564,68 +595,73 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    /// The state and link events of the binary read, their names resolved through `memo`
-    /// (each distinct name once): the same ops and errors as `event`. False for the other
-    /// kinds, which go to `event`.
+    /// The ticks of an event's time `x` in seconds (0 without one), each distinct time
+    /// converted once (`times`); the error names the event's kind and byte offset.
     #[inline(always)]
-    fn hot(
-        &mut self,
-        memo: &mut Memo,
-        def: &EventDef,
-        vals: &[binary::Val],
-        t: u64,
-        line: u64,
-        out: &mut Batch,
-    ) -> Result<bool> {
-        let code = match def.kind {
+    fn ticks(&mut self, times: &mut Times, x: Option<f64>, kind: Kind, line: u64) -> Result<u64> {
+        let Some(x) = x else { return Ok(0) };
+        if let Some(t) = times.get(x) {
+            return Ok(t);
+        }
+        let t = lex::seconds_to_ticks(x, self.digits, &mut self.inexact).map_err(|e| {
+            self.err(
+                line,
+                format!("{kind} has the time {x} s ({e:?}); expected a date of at least 0 s"),
+            )
+        })?;
+        times.put(x, t);
+        Ok(t)
+    }
+
+    /// A state or link event of the binary read, its names resolved through `memo` (each
+    /// distinct name once): the same ops and errors as `event`.
+    #[inline(always)]
+    fn hot(&mut self, memo: &mut Memo, h: &binary::Hot, t: u64, out: &mut Batch) -> Result<()> {
+        use binary::{HOT_CONTAINER, HOT_KEY, HOT_OTHER, HOT_SIZE, HOT_TYPE};
+        let line = h.offset;
+        let code = match h.kind {
             Kind::SetState => Code::SetState,
             Kind::PushState => Code::PushState,
             Kind::PopState => Code::PopState,
             Kind::ResetState => Code::ResetState,
             Kind::StartLink => Code::StartLink,
-            Kind::EndLink => Code::EndLink,
-            _ => return Ok(false),
+            _ => Code::EndLink,
         };
         let (nature, what) = match code {
             Code::StartLink | Code::EndLink => (Nature::Link, "a link event"),
             _ => (Nature::State, "a state event"),
         };
-        let ty = self.memo_type(memo, text(&vals[def.at(Role::Type)]), nature, what, line)?;
-        let c = self.memo_container(memo, text(&vals[def.at(Role::Container)]), line)?;
+        let ty = self.memo_type(memo, h.s[HOT_TYPE], h.k[HOT_TYPE], nature, what, line)?;
+        let c = self.memo_container(memo, h.s[HOT_CONTAINER], h.k[HOT_CONTAINER], line)?;
         let x = match code {
             Code::PushState | Code::SetState => {
-                let s = text(&vals[def.at(Role::Value)]);
+                let (s, key) = (h.s[HOT_OTHER], h.k[HOT_OTHER]);
                 let tag = memo::VALUE.wrapping_add(ty);
-                match memo.get(tag, s) {
+                match memo.get(tag, key) {
                     Some(r) => r,
                     None => {
                         let v = self.value(ty, s);
                         let r = self.region_of_value(v, ty, out);
-                        memo.put(tag, s, r);
+                        memo.put(tag, key, r);
                         r
                     }
                 }
             }
             Code::StartLink | Code::EndLink => {
                 let start = code == Code::StartLink;
-                let end_role = if start {
-                    Role::StartContainer
-                } else {
-                    Role::EndContainer
-                };
-                let e = self.memo_container(memo, text(&vals[def.at(end_role)]), line)?;
-                let size = if start && def.has(Role::Size) {
-                    lex::lenient_count(text(&vals[def.at(Role::Size)])).unwrap_or(0)
+                let e = self.memo_container(memo, h.s[HOT_OTHER], h.k[HOT_OTHER], line)?;
+                let size = if start {
+                    lex::lenient_count(h.s[HOT_SIZE]).unwrap_or(0)
                 } else {
                     0
                 };
-                self.link_end(out, c, ty, text(&vals[def.at(Role::Key)]), size, start);
+                self.link_end(out, c, ty, h.s[HOT_KEY], size, start);
                 e
             }
             _ => 0,
         };
         out.push(code, ty, c, x, t, line);
-        Ok(true)
+        Ok(())
     }
 
     #[inline(always)]
@@ -633,26 +669,27 @@ impl<'a> Reader<'a> {
         &self,
         memo: &mut Memo,
         s: &[u8],
+        key: u64,
         nature: Nature,
         what: &str,
         line: u64,
     ) -> Result<u32> {
         let tag = memo::TYPE + nature as u32;
-        if let Some(v) = memo.get(tag, s) {
+        if let Some(v) = memo.get(tag, key) {
             return Ok(v);
         }
         let v = self.type_of(s, nature, what, line)?;
-        memo.put(tag, s, v);
+        memo.put(tag, key, v);
         Ok(v)
     }
 
     #[inline(always)]
-    fn memo_container(&self, memo: &mut Memo, s: &[u8], line: u64) -> Result<u32> {
-        if let Some(v) = memo.get(memo::CONTAINER, s) {
+    fn memo_container(&self, memo: &mut Memo, s: &[u8], key: u64, line: u64) -> Result<u32> {
+        if let Some(v) = memo.get(memo::CONTAINER, key) {
             return Ok(v);
         }
         let v = self.container(s, line)?;
-        memo.put(memo::CONTAINER, s, v);
+        memo.put(memo::CONTAINER, key, v);
         Ok(v)
     }
 
