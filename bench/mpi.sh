@@ -45,14 +45,16 @@ p1=""
 for P in 1 2 4; do
     t=$(best mpirun --oversubscribe -np "$P" "$BIN" run --mpi "${ARGS[@]}" "$TRACE")
     [[ -n $p1 ]] || p1=$t
-    rm -f "$OUT"/rss.* "$OUT/timings"
+    rm -f "$OUT"/rss.* "$OUT"/timings.*
+    # each process's --timings line to its own file (lines of several processes on one
+    # stream can interleave)
     mpirun --oversubscribe -np "$P" sh -c \
-        "/usr/bin/time -v -o $OUT/rss.\${OMPI_COMM_WORLD_RANK:-0} $BIN run --mpi ${ARGS[*]} --timings $TRACE" \
-        >/dev/null 2>"$OUT/timings"
+        "/usr/bin/time -v -o $OUT/rss.\${OMPI_COMM_WORLD_RANK:-0} $BIN run --mpi ${ARGS[*]} --timings $TRACE 2>$OUT/timings.\${OMPI_COMM_WORLD_RANK:-0}" \
+        >/dev/null
     rss=$(for f in "$OUT"/rss.*; do awk '/Maximum resident/ {printf "%d ", $6/1024}' "$f"; done)
-    bytes=$(grep -o 'process [0-9]* of [0-9]*: [0-9]* bytes' "$OUT/timings" | sort -n -k2 |
+    bytes=$(cat "$OUT"/timings.* | grep -o 'process [0-9]* of [0-9]*: [0-9]* bytes' | sort -n -k2 |
         awk '{printf "%s ", $5}')
-    rounds=$(grep -o 'in [0-9]* rounds' "$OUT/timings" | sort -u | awk '{printf "%s ", $2}')
+    rounds=$(cat "$OUT"/timings.* | grep -o 'in [0-9]* rounds' | sort -u | awk '{printf "%s ", $2}')
     printf '| %d | %.2f | %.2f | %s| %s| %s|\n' "$P" "$t" "$(echo "$t / $p1" | bc -l)" "$rss" "$bytes" "$rounds"
 done
 echo
