@@ -169,10 +169,7 @@ fn analyse(args: &RunArgs, trace: Trace, rules: RuleSet) -> Result<(Report, Opti
         what_if: args.what_if.clone(),
         phases: structure,
         views: args.format.contains(&Format::Html),
-        root_causes: args.root_causes
-            || [Format::Json, Format::Html, Format::Cubex]
-                .iter()
-                .any(|f| args.format.contains(f)),
+        root_causes: root_causes(args),
         ..Options::new(rules)
     };
     let cubex = args.format.contains(&Format::Cubex);
@@ -196,6 +193,15 @@ fn refused(args: &RunArgs, e: Refusal) -> Error {
         Refusal::NoSuchRegion(r) => no_such_region(args, &r),
         Refusal::Error(e) => e,
     }
+}
+
+/// Whether the run computes the root causes: `--root-causes`, or a report that carries them
+/// (JSON, Cube, HTML).
+fn root_causes(args: &RunArgs) -> bool {
+    args.root_causes
+        || [Format::Json, Format::Html, Format::Cubex]
+            .iter()
+            .any(|f| args.format.contains(f))
 }
 
 /// The Cube report of the whole analysis, with its root causes when computed.
@@ -451,6 +457,11 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
         d::ghost::needs(&rules).map_err(Error::Usage)?;
         let spill = spill_for(args)?;
         let (trace, keep) = crate::formats::open_share(&args.trace, spill.as_ref(), &pick)?;
+        // the root causes the JSON, Cube and HTML reports carry: refused for OpenMP before
+        // the events are replayed (the definitions say it alike on every process)
+        if root_causes(args) && crate::replay::omp::has_openmp(&trace) {
+            return Err(Error::Usage(d::rootcause::OPENMP_REFUSED.into()));
+        }
         // the single process's refusal, before the job's exchanges
         if let Some(r) =
             (args.what_if.iter()).find(|r| !trace.defs.regions.iter().any(|x| &x.name == *r))
@@ -487,10 +498,7 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
                 what_if: args.what_if.clone(),
                 phases: full && args.phase.is_none(),
                 views: args.format.contains(&Format::Html),
-                root_causes: args.root_causes
-                    || [Format::Json, Format::Html, Format::Cubex]
-                        .iter()
-                        .any(|f| args.format.contains(f)),
+                root_causes: root_causes(args),
             };
             d::agree(&mpi, d::analyse::analyse(trace, &keep, rules, &want, &mpi))
         });

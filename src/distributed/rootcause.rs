@@ -31,6 +31,13 @@ use crate::rules::causes::Shape;
 use crate::rules::RuleSet;
 use std::collections::BTreeMap;
 
+/// Why a job refuses the root causes of a trace with OpenMP regions (`run --mpi` says it
+/// right after reading its share, before the replay; `synchpoints` again should a caller
+/// skip that check).
+pub const OPENMP_REFUSED: &str =
+    "--mpi: the root causes of OpenMP and hybrid traces are not distributed yet \
+     (docs/distributed.md)";
+
 /// The ghosts the synchronisation points read: partners (with their request event),
 /// collective members, every rank's first MPI_Init and MPI_Finalize.
 pub fn needs() -> Needs {
@@ -131,11 +138,7 @@ pub(crate) fn synchpoints(
     t: &dyn Transport,
 ) -> Result<Vec<Vec<Sp>>, String> {
     if crate::replay::omp::has_openmp(&g.trace) {
-        return Err(
-            "--mpi: the root causes of OpenMP and hybrid traces are not distributed \
-                    yet (docs/distributed.md)"
-                .into(),
-        );
+        return Err(OPENMP_REFUSED.into());
     }
     let me = t.rank() as u32;
     let held: Vec<bool> = g.owner.iter().map(|&o| o == me).collect();
