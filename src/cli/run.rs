@@ -156,13 +156,7 @@ fn check(args: &RunArgs, rules: &RuleSet) -> Result<()> {
 /// The analysis the report and options ask for, as the report (and the Cube archive when
 /// one is written).
 fn analyse(args: &RunArgs, trace: Trace, rules: RuleSet) -> Result<(Report, Option<Cube>)> {
-    // the critical path and matrices cost about a quarter of a text-only run: only when a
-    // report shows them or an option asks for them
-    let structure = args.format.contains(&Format::Json)
-        || args.format.contains(&Format::Html)
-        || args.critical_path
-        || !args.what_if.is_empty()
-        || args.matrices_csv.is_some();
+    let structure = structure(args);
     let opts = Options {
         phase: args.phase,
         structure,
@@ -193,6 +187,16 @@ fn refused(args: &RunArgs, e: Refusal) -> Error {
         Refusal::NoSuchRegion(r) => no_such_region(args, &r),
         Refusal::Error(e) => e,
     }
+}
+
+/// Whether the run computes the critical path and the matrices: they cost about a quarter
+/// of a text-only run, so only when a report shows them or an option asks for them.
+fn structure(args: &RunArgs) -> bool {
+    args.format.contains(&Format::Json)
+        || args.format.contains(&Format::Html)
+        || args.critical_path
+        || !args.what_if.is_empty()
+        || args.matrices_csv.is_some()
 }
 
 /// Whether the run computes the root causes: `--root-causes`, or a report that carries them
@@ -486,15 +490,13 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
                     part
                 }
             };
-            // the extras of the reports asked for, as without --mpi (`analyse`)
+            // the extras of the reports asked for, as without --mpi (`analyse`); the phase
+            // summaries only for the reports that show them
             let full = [Format::Json, Format::Html]
                 .iter()
                 .any(|f| args.format.contains(f));
             let want = d::analyse::Wanted {
-                structure: full
-                    || args.critical_path
-                    || !args.what_if.is_empty()
-                    || args.matrices_csv.is_some(),
+                structure: structure(args),
                 what_if: args.what_if.clone(),
                 phases: full && args.phase.is_none(),
                 views: args.format.contains(&Format::Html),
