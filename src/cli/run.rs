@@ -143,14 +143,34 @@ fn check(args: &RunArgs, rules: &RuleSet) -> Result<()> {
             )));
         }
     }
-    if args.format.contains(&Format::Cubex) && args.output.is_none() {
-        return Err(Error::Usage(
-            "--format cubex writes a binary archive: name the file (or, with several formats, \
-             the directory) with -o"
-                .to_string(),
-        ));
+    if args.format.contains(&Format::Cubex) {
+        if args.output.is_none() {
+            return Err(Error::Usage(
+                "--format cubex writes a binary archive: name the file (or, with several \
+                 formats, the directory) with -o"
+                    .to_string(),
+            ));
+        }
+        archive_time()?;
     }
     Ok(())
+}
+
+/// The Cube archive's member times: `SOURCE_DATE_EPOCH` when set (reproducible archives, as
+/// reproducible-builds.org defines it: decimal seconds since 1970; an empty value counts as
+/// unset, a malformed one is refused), else now.
+fn archive_time() -> Result<u64> {
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(v) if !v.is_empty() => v.parse::<u64>().map_err(|_| {
+            Error::Usage(format!(
+                "SOURCE_DATE_EPOCH={v:?}: expected the archive time as whole seconds since \
+                 1970 (digits only), or the variable unset"
+            ))
+        }),
+        _ => Ok(std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())),
+    }
 }
 
 /// The analysis the report and options ask for, as the report (and the Cube archive when
@@ -220,15 +240,11 @@ fn cube_of(w: &crate::analysis::pipeline::Whole<'_>) -> Cube {
 /// Write the reports: to `out`, or to the file `-o` names (one format), or into the
 /// directory it names (several: report.txt, ...; the text also to `out`).
 fn write(args: &RunArgs, report: &Report, cube: Option<&Cube>, out: &mut dyn Write) -> Result<()> {
-    // the Cube archive's member times: SOURCE_DATE_EPOCH when set (reproducible archives,
-    // as reproducible-builds.org defines it), else now
-    let mtime = (std::env::var("SOURCE_DATE_EPOCH").ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs())
-        });
+    // checked by `check` before the trace was read; read only when an archive is written
+    let mtime = match args.format.contains(&Format::Cubex) {
+        true => archive_time()?,
+        false => 0,
+    };
     // under an MPI launcher stdout is the launcher's pseudo-terminal, whatever the user's is
     let color = args.output.is_none()
         && !args.mpi
