@@ -111,3 +111,71 @@ fn get(r: &mut Reader, limit: u64, nloc: usize) -> Result<Option<(usize, Walk)>,
     };
     Ok(Some((at, walk)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::rootcause::{omp, sync};
+    use crate::distributed::local;
+    use crate::replay::Replay;
+    use crate::rules::RuleSet;
+
+    /// The walk handed on between two pretend processes at every location it may not look
+    /// at (a process holding the even locations, one the odd, so even a team's threads are
+    /// split, which `run --mpi` never does), through `put` and `get`: the same steps and
+    /// profile, to the bit, as the walk over the whole trace, on every testdata trace with
+    /// thread teams.
+    #[test]
+    fn a_walk_handed_on_anywhere_is_the_whole_walk() {
+        let (mut traces, mut handoffs) = (0, 0);
+        for path in local::testdata_traces() {
+            let trace = crate::formats::open(&path).unwrap_or_else(|e| panic!("{e}"));
+            let replay = Replay::new(&trace);
+            let rules = RuleSet::load(&[]).unwrap_or_else(|e| panic!("built-in rules: {e:?}"));
+            let a = crate::analysis::analyse(&trace, &replay, rules);
+            let res = trace.timer_resolution.max(1) as f64;
+            let sync = sync::synchpoints(&trace, &replay, res, &a);
+            let (Some(o), Some(start)) = (sync.omp.as_ref(), omp::start(&trace, &replay, &sync))
+            else {
+                continue;
+            };
+            let on = PathCtx {
+                trace: &trace,
+                replay: &replay,
+                sync: &sync,
+                o,
+                res,
+            };
+            let (nloc, ncn) = (trace.events.len(), replay.tree.len());
+            let limit = trace.events.iter().map(|e| e.len() as u64).sum::<u64>() + 1;
+            let run = |split: bool, handoffs: &mut usize| {
+                let (mut prof, mut steps) = (vec![0.0; ncn * nloc], Vec::new());
+                let mut walk = Walk::new(start, limit);
+                let mut side = start.0 % 2;
+                loop {
+                    let held = |l: usize| !split || l % 2 == side;
+                    let at = walk.advance(&on, &held, &mut prof, &mut steps);
+                    let mut w = Writer::default();
+                    put(&mut w, &walk, at);
+                    match get(&mut Reader::new(&w.0), limit, nloc).unwrap() {
+                        None => break,
+                        Some((l, next)) => {
+                            assert_ne!(l % 2, side);
+                            (walk, side) = (next, l % 2);
+                            *handoffs += 1;
+                        }
+                    }
+                }
+                let bits: Vec<u64> = prof.iter().map(|x| x.to_bits()).collect();
+                (bits, steps)
+            };
+            let want = run(false, &mut 0);
+            assert_eq!(run(true, &mut handoffs), want, "{}", path.display());
+            traces += 1;
+        }
+        assert!(
+            traces >= 6 && handoffs > 50,
+            "{traces} traces, {handoffs} handoffs"
+        );
+    }
+}
