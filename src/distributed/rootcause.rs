@@ -13,16 +13,23 @@
 //! collective's members): every point, renumbered to the owner's events, goes to its
 //! location's owner (one `all_to_all`) with its generator and its place in the
 //! single-process order, and the owner merges them in that order (`sync::merge`). The
-//! critical path is walked back by the owner of each step's location; the delay costs are
-//! replayed backwards by the owners of the causing locations (`backward`); rank 0 gathers
-//! the values. OpenMP and hybrid traces are refused.
+//! critical path is walked back by the owner of each step's location (with thread teams,
+//! `team_walk`); the delay costs are replayed backwards by the owners of the causing
+//! locations (`backward`); rank 0 gathers the values.
+//!
+//! OpenMP and hybrid traces: the threads of a traced process are held by one process, so
+//! each thread team's points (`omp::points`, with the barrier kinds its passes found,
+//! `Caused::bars`), its time maps (`omp::info_of`), its barrier and idle-thread delays
+//! (`costs::omp_tasks`) are local work; only the MPI points cross processes, as above.
 
 mod backward;
+mod team_walk;
 
 use super::ghost::{Ghosted, Needs};
 use super::wire::{Reader, Writer};
 use super::Transport;
 use crate::analysis::rootcause::costs::Costs;
+use crate::analysis::rootcause::omp;
 use crate::analysis::rootcause::sync::{self, Cand, Ctx, Kind, Ranks, Sp, Sync};
 use crate::analysis::rootcause::{self as rc, RootCauses};
 use crate::analysis::{CausedColl, CausedWait, ShareFound};
@@ -30,13 +37,6 @@ use crate::replay::matching::EventRef;
 use crate::rules::causes::Shape;
 use crate::rules::RuleSet;
 use std::collections::BTreeMap;
-
-/// Why a job refuses the root causes of a trace with OpenMP regions (`run --mpi` says it
-/// right after reading its share, before the replay; `synchpoints` again should a caller
-/// skip that check).
-pub const OPENMP_REFUSED: &str =
-    "--mpi: the root causes of OpenMP and hybrid traces are not distributed yet \
-     (docs/distributed.md)";
 
 /// The ghosts the synchronisation points read: partners (with their request event),
 /// collective members, every rank's first MPI_Init and MPI_Finalize.
@@ -47,11 +47,14 @@ pub fn needs() -> Needs {
 /// The caused wait states a process holds after its share passes (in the owners'
 /// numbering), each with a key that orders them as the single process lists them
 /// (`Analysis::waits`, `Analysis::colls`): the point-to-point waits its location passes
-/// found, the collective instances whose first member it holds.
+/// found, the collective instances whose first member it holds; and per thread barrier of
+/// its processes (`replay.omp.barriers` of its share) the rules with a thread `[cause]` that
+/// accepted it, in rule order.
 #[derive(Clone, Debug, Default)]
 pub struct Caused {
     pub waits: Vec<([u32; 3], CausedWait)>,
     pub colls: Vec<([u32; 2], CausedColl)>,
+    pub bars: Vec<Vec<u16>>,
 }
 
 impl Caused {
@@ -71,6 +74,13 @@ impl Caused {
             let keyed = colls.iter().enumerate();
             c.colls.extend(keyed.map(|(i, x)| ([*n, i as u32], *x)));
         }
+        c.bars = (found.threads[1].iter())
+            .map(|(_, _, rules)| {
+                let mut r = rules.clone();
+                r.sort_unstable();
+                r
+            })
+            .collect();
         c
     }
 }
@@ -79,16 +89,24 @@ impl Caused {
 /// wait, 4: a send's) and its wait state's key in the single-process order.
 type Key = [u32; 4];
 
+/// The caused point-to-point waits of the locations held, keyed by their place in the
+/// single-process order.
+type Routed = Vec<([u32; 3], CausedWait)>;
+
 /// The waits of `caused` on the owners of their locations (one `all_to_all`: 32 bytes a
-/// wait booked at another process's location), sorted by key.
+/// wait booked at another process's location, and 4 bytes saying whether the process holds
+/// thread teams), sorted by key; and whether any process holds thread teams.
 fn route(
     g: &Ghosted,
     held: &[bool],
     caused: &Caused,
     t: &dyn Transport,
-) -> Result<Vec<([u32; 3], CausedWait)>, String> {
+) -> Result<(Routed, bool), String> {
     let mut mine = Vec::new();
     let mut to = vec![Writer::default(); t.size()];
+    let teams = !g.replay.omp.teams.is_empty();
+    to.iter_mut().for_each(|w| w.u32(teams as u32));
+    let mut any = false;
     for &(k, w) in &caused.waits {
         match (held.get(w.loc as usize), g.owner.get(w.loc as usize)) {
             (Some(true), _) => mine.push((k, w)),
@@ -107,6 +125,7 @@ fn route(
         .enumerate()
     {
         let mut r = Reader::new(b);
+        any |= r.u32().map_err(|e| format!("rank {rank}: {e}"))? == 1;
         let read = |r: &mut Reader| -> Result<_, String> {
             let k = [r.u32()?, r.u32()?, r.u32()?];
             let (rule, loc, event) = (r.u32()? as u16, r.u32()?, r.u32()?);
@@ -126,23 +145,22 @@ fn route(
         }
     }
     mine.sort_by_key(|x| x.0);
-    Ok(mine)
+    Ok((mine, any))
 }
 
 /// The synchronisation points of the held locations of `g` (every other location empty), in
-/// the owner's numbering, from the caused wait states `caused` of the rules `rules`.
+/// the owner's numbering, from the caused wait states `caused` of the rules `rules` (the
+/// thread teams' points among them: their members are all held here); and whether the job
+/// has thread teams (the single process's `Sync::omp`).
 pub(crate) fn synchpoints(
     g: &Ghosted,
     rules: &RuleSet,
     caused: &Caused,
     t: &dyn Transport,
-) -> Result<Vec<Vec<Sp>>, String> {
-    if crate::replay::omp::has_openmp(&g.trace) {
-        return Err(OPENMP_REFUSED.into());
-    }
+) -> Result<(Vec<Vec<Sp>>, bool), String> {
     let me = t.rank() as u32;
     let held: Vec<bool> = g.owner.iter().map(|&o| o == me).collect();
-    let waits = route(g, &held, caused, t)?;
+    let (waits, teams) = route(g, &held, caused, t)?;
     let mut keyed = world(g, &held);
     let (trace, replay) = (&g.trace, &g.replay);
     let proc = sync::processes(trace, replay);
@@ -167,7 +185,7 @@ pub(crate) fn synchpoints(
             continue;
         }
         let c = CausedColl { instance: n, ..c };
-        // a thread barrier's kind (`Err`) cannot occur without OpenMP
+        // `caused.colls` are MPI collectives (the thread barriers' kinds are `caused.bars`)
         let _ = sync::coll_candidates(trace, replay, &c, ctx, &mut out);
         keyed.extend(out.drain(..).map(|x| ([2, a, b, 0], x)));
     }
@@ -195,6 +213,21 @@ pub(crate) fn synchpoints(
         sync::send_points(trace, replay, ctx, &mut out);
         keyed.extend(out.drain(..).map(|x| ([4, *a, *b, *c], x)));
     }
+    // the thread teams' points, registered last as the single process does
+    let bar_kinds: Vec<Vec<u16>> = (caused.bars.iter().enumerate())
+        .map(|(n, rules)| {
+            let accepted = |&rule: &u16| {
+                let c = CausedColl {
+                    instance: n as u32,
+                    rule,
+                };
+                sync::coll_candidates(trace, replay, &c, ctx, &mut Vec::new()).err()
+            };
+            rules.iter().filter_map(accepted).collect()
+        })
+        .collect();
+    omp::points(trace, replay, ctx.res, &bar_kinds, &mut out);
+    keyed.extend(out.drain(..).map(|x| ([5, 0, 0, 0], x)));
     let mut to = vec![Writer::default(); t.size()];
     for (key, (l, stage, mut sp)) in keyed {
         sp.event = g.original(l, sp.event);
@@ -212,10 +245,8 @@ pub(crate) fn synchpoints(
         }
     }
     mine.sort_by_key(|(k, c)| (c.0, c.2.event, c.1, *k));
-    Ok(sync::merge(
-        held.len(),
-        mine.into_iter().map(|x| x.1).collect(),
-    ))
+    let sps = sync::merge(held.len(), mine.into_iter().map(|x| x.1).collect());
+    Ok((sps, teams))
 }
 
 /// The MPI_Init and MPI_Finalize points of the held locations: every location's first call
@@ -352,14 +383,14 @@ pub fn root_causes(
     caused: &Caused,
     t: &dyn Transport,
 ) -> Result<Option<RootCauses>, String> {
-    let sps = synchpoints(g, rules, caused, t)?;
+    let (sps, teams) = synchpoints(g, rules, caused, t)?;
     let me = t.rank() as u32;
     let held: Vec<bool> = g.owner.iter().map(|&o| o == me).collect();
     let (trace, replay) = (&g.trace, &g.replay);
     let res = trace.timer_resolution.max(1) as f64;
     let (nloc, ncn) = (trace.events.len(), replay.tree.len());
     let (kinds, shapes) = sync::kinds_of(&rules.rules);
-    let sync = Sync {
+    let mut sync = Sync {
         sps,
         init: sync::first_call(trace, replay, "MPI_INIT"),
         fin: sync::first_call(trace, replay, "MPI_FINALIZE"),
@@ -368,9 +399,15 @@ pub fn root_causes(
         shapes,
         omp: None,
     };
+    if teams {
+        sync.omp = Some(omp::info_of(trace, replay, &sync.sps, &|l| held[l]));
+    }
     // every location's first MPI_Finalize is here (a ghost where not held)
-    let start = rc::path_start(trace, &sync.fin).map(|(l, x)| (l, g.original(l as u32, x)));
-    let Some(start) = start else {
+    let start = match sync.omp {
+        Some(_) => omp::start(trace, replay, &sync),
+        None => rc::path_start(trace, &sync.fin),
+    };
+    let Some(start) = start.map(|(l, x)| (l, g.original(l as u32, x))) else {
         return Ok((me == 0).then(|| RootCauses {
             nloc,
             ..RootCauses::default()
@@ -414,6 +451,12 @@ pub fn root_causes(
     }
     path.steps.sort_by_key(|x| x.0);
     let steps: Vec<(u32, u32, u32)> = path.steps.into_iter().map(|x| x.1).collect();
+    if steps.is_empty() {
+        return Ok(Some(RootCauses {
+            nloc,
+            ..RootCauses::default()
+        }));
+    }
     let derived = rc::derived(nloc, ncn, &path.prof, &path.lt);
     let mut cells = path.cells.into_iter();
     let mut take = || -> Vec<Vec<f64>> { cells.by_ref().take(sync.kinds.len()).collect() };
@@ -439,27 +482,31 @@ pub fn root_causes(
     )))
 }
 
+/// This process's part of the critical path: the profile (seconds, `cnode * nloc + loc`) of
+/// its locations and its steps, each with its place on the path.
+type PathPart = (Vec<f64>, Vec<(u64, (u32, u32, u32))>);
+
 /// Walk the critical path back from `start` (location, its MPI_Finalize LEAVE in the
-/// owner's numbering): this process's part of the profile and its steps, each with its
-/// place on the path.
-#[allow(clippy::type_complexity)]
+/// owner's numbering; with thread teams, `team_walk`): this process's part.
 fn walk(
     g: &Ghosted,
     sync: &Sync,
     (held, start): (&[bool], (usize, u32)),
     t: &dyn Transport,
-) -> Result<(Vec<f64>, Vec<(u64, (u32, u32, u32))>), String> {
+) -> Result<PathPart, String> {
     let (trace, replay) = (&g.trace, &g.replay);
     let res = trace.timer_resolution.max(1) as f64;
     let (nloc, ncn) = (trace.events.len(), replay.tree.len());
-    let mut w = Writer::default();
-    let evs = (trace.events.iter().zip(held)).filter(|x| *x.1);
-    w.u64(evs.map(|(e, _)| e.len() as u64).sum());
-    let mut limit = 1;
-    for (rank, b) in t.all_gather(&w.0)?.iter().enumerate() {
-        limit += Reader::new(b)
-            .u64()
-            .map_err(|e| format!("rank {rank}: {e}"))?;
+    let limit = steps_limit(g, held, t)?;
+    if let Some(o) = sync.omp.as_ref() {
+        let on = omp::PathCtx {
+            trace,
+            replay,
+            sync,
+            o,
+            res,
+        };
+        return team_walk::walk(&on, g, (held, start, limit), t);
     }
     let mut prof = vec![0.0; ncn * nloc];
     let mut steps: Vec<(u64, (u32, u32, u32))> = Vec::new();
@@ -503,6 +550,21 @@ fn walk(
         }
     }
     Ok((prof, steps))
+}
+
+/// The bound of the critical path's steps, the single process's: the job's events + 1 (one
+/// `all_gather` of each process's held events).
+fn steps_limit(g: &Ghosted, held: &[bool], t: &dyn Transport) -> Result<u64, String> {
+    let mut w = Writer::default();
+    let evs = (g.trace.events.iter().zip(held)).filter(|x| *x.1);
+    w.u64(evs.map(|(e, _)| e.len() as u64).sum());
+    let mut limit = 1;
+    for (rank, b) in t.all_gather(&w.0)?.iter().enumerate() {
+        limit += Reader::new(b)
+            .u64()
+            .map_err(|e| format!("rank {rank}: {e}"))?;
+    }
+    Ok(limit)
 }
 
 /// The non-zero cells of the delay costs and waits (array: 5 arrays of `nk` kinds, short,
@@ -575,55 +637,65 @@ mod tests {
     use crate::replay::Replay;
     use crate::rules::causes::RcWhat;
 
-    /// The trace at `path` (`None` with OpenMP), its replay and its analysis with the
-    /// built-in rules.
-    fn analysed(path: &std::path::Path) -> Option<(Trace, Replay, Analysis)> {
+    /// The trace at `path`, its replay and its analysis with the built-in rules (recording
+    /// the caused wait states, as for the reports).
+    fn analysed(path: &std::path::Path) -> (Trace, Replay, Analysis) {
         let whole = crate::formats::open(path).unwrap_or_else(|e| panic!("{e}"));
-        if crate::replay::omp::has_openmp(&whole) {
-            return None;
-        }
         let replay = Replay::new(&whole);
         let rules = RuleSet::load(&[]).unwrap_or_else(|e| panic!("built-in rules: {e:?}"));
         let analysis = crate::analysis::analyse(&whole, &replay, rules);
-        Some((whole, replay, analysis))
+        (whole, replay, analysis)
     }
 
     /// The caused wait states of `analysis` as the share passes of rank `me` of a job hold
     /// them (a wait on its location's owner, or with `waits_on_0` every wait on rank 0, as
     /// a booking at another process's location would be; a collective on its first
-    /// member's), keyed by their place in the single-process lists.
+    /// member's; a thread barrier on its team master's, numbered among that process's
+    /// barriers), keyed by their place in the single-process lists.
     pub(super) fn caused(
         a: &Analysis,
         replay: &Replay,
         (owner, me): (&[u32], u32),
         waits_on_0: bool,
     ) -> Caused {
+        use crate::rules::Trigger;
         let waits = (a.waits.iter().enumerate())
             .filter(|(_, w)| match waits_on_0 {
                 true => me == 0,
                 false => owner[w.loc as usize] == me,
             })
             .map(|(i, w)| ([i as u32, 0, 0], *w));
+        let root = |c: &CausedColl| a.rules.rules[c.rule as usize].root;
         let first = |c: &CausedColl| replay.instances[c.instance as usize].members[0].loc;
         let colls = (a.colls.iter().enumerate())
-            .filter(|(_, c)| owner[first(c) as usize] == me)
+            .filter(|(_, c)| root(c) == Trigger::Collective && owner[first(c) as usize] == me)
             .map(|(i, c)| ([c.instance, i as u32], *c));
+        // this process's thread barriers: those of the teams whose master it holds
+        let omp = &replay.omp;
+        let mine: Vec<usize> = (0..omp.barriers.len())
+            .filter(|&n| owner[omp.teams[omp.barriers[n].team as usize].master as usize] == me)
+            .collect();
+        let mut bars = vec![Vec::new(); mine.len()];
+        for c in a.colls.iter().filter(|c| root(c) == Trigger::ThreadBarrier) {
+            if let Ok(k) = mine.binary_search(&(c.instance as usize)) {
+                bars[k].push(c.rule);
+            }
+        }
         Caused {
             waits: waits.collect(),
             colls: colls.collect(),
+            bars,
         }
     }
 
-    /// Every testdata trace without OpenMP at P = 1..4 threads as processes: each held
+    /// Every testdata trace (MPI, OpenMP, hybrid) at P = 1..4 threads as processes: each held
     /// location's synchronisation points are the single-process ones (floats to the bit),
     /// the waits handed in on rank 0 (routed to their owners).
     #[test]
     fn the_distributed_synchronisation_points_are_the_single_process_ones() {
         let (mut traces, mut waits) = (0, 0);
         for path in local::testdata_traces() {
-            let Some((whole, replay, analysis)) = analysed(&path) else {
-                continue;
-            };
+            let (whole, replay, analysis) = analysed(&path);
             let res = whole.timer_resolution.max(1) as f64;
             let want = sync::synchpoints(&whole, &replay, res, &analysis).sps;
             let show = |v: &[Sp]| format!("{v:?}");
@@ -635,7 +707,7 @@ mod tests {
                     let g = ghost::replay(trace.clone(), keep, &needs(), t)?;
                     let me = t.rank() as u32;
                     let caused = caused(&analysis, &replay, (&g.owner, me), true);
-                    let sps = synchpoints(&g, &analysis.rules, &caused, t)?;
+                    let (sps, _) = synchpoints(&g, &analysis.rules, &caused, t)?;
                     Ok((
                         keep.to_vec(),
                         sps.iter().map(|v| show(v)).collect::<Vec<_>>(),
@@ -661,9 +733,7 @@ mod tests {
     fn the_distributed_root_causes_are_the_single_process_ones() {
         let (mut steps, mut delays) = (0, 0);
         for path in local::testdata_traces() {
-            let Some((whole, replay, analysis)) = analysed(&path) else {
-                continue;
-            };
+            let (whole, replay, analysis) = analysed(&path);
             let want = rc::root_causes(&whole, &replay, &analysis);
             steps += want.steps.len();
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();

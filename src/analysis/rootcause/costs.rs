@@ -375,6 +375,14 @@ fn tasks(sync: &Sync, replay: &Replay) -> Vec<Vec<Pending>> {
             t[c.loc as usize].push((cj, (1, n as u32, 0), Task::Coll(n), pts));
         }
     }
+    omp_tasks(sync, &mut t);
+    order(&mut t);
+    t
+}
+
+/// The OpenMP tasks (thread barriers, idle threads) added to their locations' tasks: all on
+/// the locations of their process, so `run --mpi` makes those of its processes alike.
+pub(crate) fn omp_tasks(sync: &Sync, t: &mut [Vec<Pending>]) {
     for (seq, (l, j, task, needs)) in super::omp::tasks(sync).into_iter().enumerate() {
         let task = match task {
             super::omp::OmpTask::Barrier(n) => Task::OmpBarrier(n),
@@ -382,8 +390,6 @@ fn tasks(sync: &Sync, replay: &Replay) -> Vec<Vec<Pending>> {
         };
         t[l].push((j, (2, seq as u32, 0), task, needs));
     }
-    order(&mut t);
-    t
 }
 
 /// The backward pass over every wait state's delay.

@@ -27,7 +27,7 @@
 
 pub(crate) mod costs;
 pub(crate) mod delay;
-mod omp;
+pub(crate) mod omp;
 mod section;
 pub(crate) mod sync;
 mod wrong_order;

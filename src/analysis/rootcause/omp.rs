@@ -26,7 +26,7 @@ fn secs(a: u64, b: u64, res: f64) -> f64 {
 /// region (no wait; its call time is the fork interval, its completion the time since the
 /// first member entered) and each member's LEAVE of a barrier (its wait: the last member's
 /// ENTER less its own; no completion).
-pub(super) fn points(
+pub(crate) fn points(
     trace: &Trace,
     replay: &Replay,
     res: f64,
@@ -148,10 +148,19 @@ impl OmpInfo {
 
 /// The OpenMP state of the analysis (`None` without thread teams).
 pub(super) fn info(trace: &Trace, replay: &Replay, sps: &[Vec<Sp>]) -> Option<OmpInfo> {
+    (!replay.omp.teams.is_empty()).then(|| info_of(trace, replay, sps, &|_| true))
+}
+
+/// The OpenMP state of the analysis with the time maps of the locations `held` (the others
+/// have none): `info` of a trace with thread teams; a `run --mpi` process makes it of its
+/// share when the job has teams, whether or not it holds some.
+pub(crate) fn info_of(
+    trace: &Trace,
+    replay: &Replay,
+    sps: &[Vec<Sp>],
+    held: &dyn Fn(usize) -> bool,
+) -> OmpInfo {
     let omp = &replay.omp;
-    if omp.teams.is_empty() {
-        return None;
-    }
     let nloc = trace.events.len();
     let t = |l: u32, i: u32| trace.events[l as usize].time[i as usize];
     // per location: (parallel ENTER, fork interval), (parallel LEAVE, join interval), ticks
@@ -201,17 +210,24 @@ pub(super) fn info(trace: &Trace, replay: &Replay, sps: &[Vec<Sp>]) -> Option<Om
         .map(|l| per_proc[&omp.master.get(l).copied().unwrap_or(l as u32)])
         .collect();
     let is_join = |k| matches!(k, EventKind::ThreadJoin | EventKind::OmpJoin);
-    let joins: Vec<Vec<u32>> = (trace.events.iter())
-        .map(|ev| {
-            (0..ev.len() as u32)
+    let joins: Vec<Vec<u32>> = (trace.events.iter().enumerate())
+        .map(|(l, ev)| match held(l) {
+            true => (0..ev.len() as u32)
                 .filter(|&i| is_join(ev.kind[i as usize]))
-                .collect()
+                .collect(),
+            false => Vec::new(),
         })
         .collect();
     let locs = (0..nloc)
-        .map(|l| pieces(trace, replay, l, &sps[l], (&fork_at[l], &join_at[l])))
+        .map(|l| match held(l) {
+            true => pieces(trace, replay, l, &sps[l], (&fork_at[l], &join_at[l])),
+            false => Pieces {
+                pieces: Vec::new(),
+                cuts: Vec::new(),
+            },
+        })
         .collect();
-    Some(OmpInfo {
+    OmpInfo {
         locs,
         bars,
         bar_of,
@@ -219,7 +235,7 @@ pub(super) fn info(trace: &Trace, replay: &Replay, sps: &[Vec<Sp>]) -> Option<Om
         team_master,
         joins,
         nthreads,
-    })
+    }
 }
 
 /// A parallel region's ENTER (LEAVE) and its fork (join) interval in ticks.
@@ -568,45 +584,42 @@ pub(super) fn tasks(sync: &Sync) -> Vec<Pending> {
 }
 
 /// What a critical-path segment ends at, going backwards on a location.
-#[derive(Clone, Copy, PartialEq)]
-enum Next {
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Next {
     /// A point where it waited for another process (its index).
     Mpi(usize),
     /// The LEAVE of MPI_Init, or the start of the location.
     Start(u32),
+    /// A thread barrier's LEAVE (instance, point index); a parallel region's ENTER (team,
+    /// point index).
     Barrier(usize, usize),
     Fork(usize, usize),
 }
 
-/// Scalasca's critical path of a run with thread teams: from the LEAVE of the last
-/// MPI_Finalize (without MPI: from the end of the master thread) backwards; at a point where
-/// the location waited for another process, on to the causing one; at a thread barrier,
-/// on to every member that did not wait there (the last to enter); at a parallel region's
-/// ENTER, on to the master's; it ends at MPI_Init's LEAVE (without MPI: at the start of the
-/// master thread). Returns the profile (seconds, `cnode * nloc + loc`) and the steps.
-pub(super) fn walk(
-    trace: &Trace,
-    replay: &Replay,
-    sync: &Sync,
-    res: f64,
-) -> (Vec<f64>, Vec<(u32, u32, u32)>) {
-    let (nloc, ncn) = (trace.events.len(), replay.tree.len());
-    let mut prof = vec![0.0; ncn * nloc];
-    let mut steps = Vec::new();
-    let Some(o) = sync.omp.as_ref() else {
-        return (prof, steps);
-    };
-    let mpi = sync.fin.iter().any(|f| f.is_some());
-    let start = match super::path_start(trace, &sync.fin) {
-        Some(s) => s,
-        None if mpi => return (prof, steps),
-        None => (
-            replay.omp.master.first().copied().unwrap_or(0) as usize,
-            u32::MAX,
-        ),
-    };
-    let mut active: Vec<(usize, u32)> = vec![start];
-    let next = |l: usize, end: u32| -> Next {
+/// A location the critical path is on: where its segment ends and, once the process holding
+/// the location has looked, what the segment ends at, with the key that orders the team
+/// events (`PathCtx::key`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Active {
+    pub(crate) loc: usize,
+    pub(crate) end: u32,
+    pub(crate) next: Option<(Next, [u32; 4])>,
+}
+
+/// What the critical path reads: the trace, its replay, the synchronisation points and the
+/// OpenMP state, the timer resolution.
+pub(crate) struct PathCtx<'a> {
+    pub(crate) trace: &'a Trace,
+    pub(crate) replay: &'a Replay,
+    pub(crate) sync: &'a Sync,
+    pub(crate) o: &'a OmpInfo,
+    pub(crate) res: f64,
+}
+
+impl PathCtx<'_> {
+    /// What location `l`'s segment ending at event `end` ends at, going backwards.
+    fn next(&self, l: usize, end: u32) -> Next {
+        let (sync, o) = (self.sync, self.o);
         let w = &sync.sps[l];
         let k = w.partition_point(|x| x.event < end);
         let init = sync.init[l].map(|(_, x)| x).filter(|&x| x < end);
@@ -631,13 +644,176 @@ pub(super) fn walk(
             }
         }
         Next::Start(init.unwrap_or(0))
-    };
-    let mut book = |l: usize, from: u32, end: u32, wait: f64, steps: &mut Vec<(u32, u32, u32)>| {
-        let rt = o.runtimes(l, from, end, res);
+    }
+
+    /// The order of the team events: (the team's master, team, 1 for a barrier, barrier).
+    /// Teams are numbered master by master, so this orders them as their indices do, and a
+    /// `run --mpi` process, whose teams are those of the masters it holds, orders them alike.
+    fn key(&self, n: Next) -> [u32; 4] {
+        let omp = &self.replay.omp;
+        let master = |t: usize| omp.teams.get(t).map_or(0, |x| x.master);
+        match n {
+            Next::Barrier(b, _) => {
+                let t = omp.barriers.get(b).map_or(0, |x| x.team);
+                [master(t as usize), t, 1, b as u32]
+            }
+            Next::Fork(t, _) => [master(t), t as u32, 0, 0],
+            _ => [0; 4],
+        }
+    }
+}
+
+/// Where Scalasca's critical path of a run with thread teams starts: at the LEAVE of the last
+/// MPI_Finalize; without MPI, at the end of the first location's master thread.
+pub(crate) fn start(trace: &Trace, replay: &Replay, sync: &Sync) -> Option<(usize, u32)> {
+    let mpi = sync.fin.iter().any(|f| f.is_some());
+    match super::path_start(trace, &sync.fin) {
+        Some(s) => Some(s),
+        None if mpi => None,
+        None => Some((
+            replay.omp.master.first().copied().unwrap_or(0) as usize,
+            u32::MAX,
+        )),
+    }
+}
+
+/// Scalasca's critical path of a run with thread teams, walked backwards from `start`: at a
+/// point where the location waited for another process, on to the causing one; at a thread
+/// barrier, on to every member that did not wait there (the last to enter); at a parallel
+/// region's ENTER, on to the master's; it ends at MPI_Init's LEAVE (without MPI: at the start
+/// of the master thread). The walk stops where it must look at a location held elsewhere
+/// (`advance`), so `run --mpi` hands it on to that location's process.
+pub(crate) struct Walk {
+    pub(crate) active: Vec<Active>,
+    /// The steps booked so far, and their bound.
+    pub(crate) steps: u64,
+    pub(crate) limit: u64,
+}
+
+impl Walk {
+    pub(crate) fn new((loc, end): (usize, u32), limit: u64) -> Walk {
+        Walk {
+            active: vec![Active {
+                loc,
+                end,
+                next: None,
+            }],
+            steps: 0,
+            limit,
+        }
+    }
+
+    /// Walks on while every location it must look at is `held`: returns the first one that
+    /// is not (its process goes on), `None` when the path is done. Each step is booked into
+    /// `prof` (seconds, `cnode * nloc + loc`) and pushed to `steps` with its place on the
+    /// path. A location's own transition comes first; then the latest team event.
+    pub(crate) fn advance(
+        &mut self,
+        on: &PathCtx,
+        held: &dyn Fn(usize) -> bool,
+        prof: &mut [f64],
+        steps: &mut Vec<(u64, (u32, u32, u32))>,
+    ) -> Option<usize> {
+        while !self.active.is_empty() && self.steps < self.limit {
+            for a in self.active.iter_mut().filter(|a| a.next.is_none()) {
+                if !held(a.loc) {
+                    return Some(a.loc);
+                }
+                let n = on.next(a.loc, a.end);
+                a.next = Some((n, on.key(n)));
+            }
+            let nexts: Vec<(Next, [u32; 4])> = self.active.iter().filter_map(|a| a.next).collect();
+            let own = |n: &(Next, [u32; 4])| matches!(n.0, Next::Mpi(_) | Next::Start(_));
+            if let Some(k) = nexts.iter().position(own) {
+                let a = self.active[k];
+                if !held(a.loc) {
+                    return Some(a.loc);
+                }
+                self.active.remove(k);
+                match nexts[k].0 {
+                    Next::Mpi(j) => {
+                        let s = &on.sync.sps[a.loc][j];
+                        self.book(on, (a.loc, s.event, a.end, s.wait), prof, steps);
+                        let target = s.cause.loc as usize;
+                        self.active.retain(|x| x.loc != target);
+                        self.active.push(Active {
+                            loc: target,
+                            end: s.cause.event,
+                            next: None,
+                        });
+                    }
+                    Next::Start(from) => self.book(on, (a.loc, from, a.end, 0.0), prof, steps),
+                    _ => {}
+                }
+                continue;
+            }
+            let Some(&(pick, key)) = nexts.iter().max_by_key(|n| n.1) else {
+                break;
+            };
+            // the members of one team event: on one process
+            let at_pick = |a: &Active| a.next.is_some_and(|n| n.1 == key);
+            if let Some(a) = self.active.iter().find(|a| at_pick(a) && !held(a.loc)) {
+                return Some(a.loc);
+            }
+            let (team, rest): (Vec<Active>, Vec<Active>) =
+                self.active.iter().partition(|a| at_pick(a));
+            for a in &team {
+                if let Some((Next::Barrier(_, j) | Next::Fork(_, j), _)) = a.next {
+                    let s = &on.sync.sps[a.loc][j];
+                    self.book(on, (a.loc, s.event, a.end, s.wait), prof, steps);
+                }
+            }
+            self.active = rest;
+            self.on_from(on, pick);
+        }
+        None
+    }
+
+    /// The locations the path goes on from after a team event: at a barrier, every member
+    /// that did not wait there; at a parallel region's ENTER, the master's.
+    fn on_from(&mut self, on: &PathCtx, pick: Next) {
+        let mut go = |l: usize, end: u32| {
+            self.active.retain(|a| a.loc != l);
+            self.active.push(Active {
+                loc: l,
+                end,
+                next: None,
+            });
+        };
+        match pick {
+            Next::Barrier(b, _) => {
+                for &(l, x, _) in &on.o.bars[b] {
+                    let waited = (on.sync.at(l as usize, x))
+                        .is_some_and(|j| on.sync.sps[l as usize][j].wait > 0.0);
+                    if !waited {
+                        go(l as usize, x);
+                    }
+                }
+            }
+            Next::Fork(t, _) => {
+                if let Some((l, e)) = on.o.team_master[t] {
+                    go(l as usize, e);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Books location `l`'s time from event `from` to `end` (less `wait` at `from`'s call
+    /// path) as the path's next step.
+    fn book(
+        &mut self,
+        on: &PathCtx,
+        (l, from, end, wait): (usize, u32, u32, f64),
+        prof: &mut [f64],
+        steps: &mut Vec<(u64, (u32, u32, u32))>,
+    ) {
+        let nloc = on.trace.events.len();
+        let rt = on.o.runtimes(l, from, end, on.res);
         for (&c, &t) in &rt {
             prof[c as usize * nloc + l] += t;
         }
-        let st = &replay.locations[l];
+        let st = &on.replay.locations[l];
         let c = match from as usize {
             f if f < st.len() => st.cnode(f),
             _ => NO_CNODE,
@@ -645,76 +821,33 @@ pub(super) fn walk(
         if wait > 0.0 && c != NO_CNODE && from != 0 {
             prof[c as usize * nloc + l] -= wait.min(rt.get(&c).copied().unwrap_or(0.0));
         }
-        steps.push((l as u32, from, end));
-    };
-    let limit: usize = trace.events.iter().map(|e| e.len()).sum::<usize>() + 1;
-    while !active.is_empty() && steps.len() < limit {
-        let nexts: Vec<Next> = active.iter().map(|&(l, e)| next(l, e)).collect();
-        // a location's own transition first; then the latest team event
-        if let Some(k) = nexts
-            .iter()
-            .position(|n| matches!(n, Next::Mpi(_) | Next::Start(_)))
-        {
-            let (l, end) = active.remove(k);
-            match nexts[k] {
-                Next::Mpi(j) => {
-                    let s = &sync.sps[l][j];
-                    book(l, s.event, end, s.wait, &mut steps);
-                    let target = (s.cause.loc as usize, s.cause.event);
-                    active.retain(|a| a.0 != target.0);
-                    active.push(target);
-                }
-                Next::Start(from) => book(l, from, end, 0.0, &mut steps),
-                _ => {}
-            }
-            continue;
-        }
-        let key = |n: &Next| match *n {
-            Next::Barrier(b, _) => (replay.omp.barriers[b].team, 1, b),
-            Next::Fork(t, _) => (t as u32, 0, 0),
-            _ => (0, 0, 0),
-        };
-        let Some(pick) = nexts.iter().copied().max_by_key(key) else {
-            break;
-        };
-        let mut keep = Vec::new();
-        let mut flag = false;
-        for (a, n) in active.iter().zip(&nexts) {
-            if key(n) != key(&pick) {
-                keep.push(*a);
-                continue;
-            }
-            let (Next::Barrier(_, j) | Next::Fork(_, j)) = *n else {
-                continue;
-            };
-            let s = &sync.sps[a.0][j];
-            book(a.0, s.event, a.1, s.wait, &mut steps);
-            flag = true;
-        }
-        active = keep;
-        if !flag {
-            break;
-        }
-        match pick {
-            Next::Barrier(b, _) => {
-                for &(l, x, _) in &o.bars[b] {
-                    let waited = sync
-                        .at(l as usize, x)
-                        .is_some_and(|j| sync.sps[l as usize][j].wait > 0.0);
-                    if !waited {
-                        active.retain(|a| a.0 != l as usize);
-                        active.push((l as usize, x));
-                    }
-                }
-            }
-            Next::Fork(t, _) => {
-                if let Some((l, e)) = o.team_master[t] {
-                    active.retain(|a| a.0 != l as usize);
-                    active.push((l as usize, e));
-                }
-            }
-            _ => {}
-        }
+        steps.push((self.steps, (l as u32, from, end)));
+        self.steps += 1;
     }
-    (prof, steps)
+}
+
+/// Scalasca's critical path of a run with thread teams (`Walk`) over the whole trace: the
+/// profile (seconds, `cnode * nloc + loc`) and the steps.
+pub(super) fn walk(
+    trace: &Trace,
+    replay: &Replay,
+    sync: &Sync,
+    res: f64,
+) -> (Vec<f64>, Vec<(u32, u32, u32)>) {
+    let (nloc, ncn) = (trace.events.len(), replay.tree.len());
+    let mut prof = vec![0.0; ncn * nloc];
+    let (Some(o), Some(s)) = (sync.omp.as_ref(), start(trace, replay, sync)) else {
+        return (prof, Vec::new());
+    };
+    let limit = trace.events.iter().map(|e| e.len() as u64).sum::<u64>() + 1;
+    let on = PathCtx {
+        trace,
+        replay,
+        sync,
+        o,
+        res,
+    };
+    let mut steps = Vec::new();
+    Walk::new(s, limit).advance(&on, &|_| true, &mut prof, &mut steps);
+    (prof, steps.into_iter().map(|x| x.1).collect())
 }

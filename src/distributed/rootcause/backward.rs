@@ -52,6 +52,8 @@ pub(super) fn costs(
     let mut all: Vec<Vec<Pending>> = vec![Vec::new(); held.len()];
     let mut subs = Subs::new();
     setup(g, held, t, (&mut p, &mut all, &mut subs))?;
+    // the thread barriers and idle threads: on the locations of their process, all held
+    costs::omp_tasks(sync, &mut all);
     costs::order(&mut all);
     replay_back(g, held, t, &mut p, &all, subs)?;
     Ok(p.finish())
