@@ -75,6 +75,14 @@ pub struct Ctx<'a> {
     /// The values of `Expr::Shared` subexpressions for the current event (`None`: not
     /// evaluated yet); empty where no expression has them.
     pub shared: &'a [std::cell::Cell<Option<Value>>],
+    /// The trace's global offset and timer resolution as `f64` (`clock_of`), what
+    /// `seconds` converts every tick with: converted once, not per event read.
+    pub clock: [f64; 2],
+}
+
+/// `Ctx::clock` of `trace`.
+pub fn clock_of(trace: &Trace) -> [f64; 2] {
+    [trace.global_offset as f64, trace.timer_resolution as f64]
 }
 
 /// `metric()` where no metric is known (0).
@@ -106,6 +114,7 @@ impl<'a> Ctx<'a> {
             had: &[],
             metric: &no_metric,
             shared: &[],
+            clock: clock_of(trace),
         }
     }
 }
@@ -114,7 +123,7 @@ impl Ctx<'_> {
     #[inline]
     pub fn seconds(&self, loc: u32, ev: u32) -> f64 {
         let t = self.trace.events[loc as usize].time[ev as usize];
-        (t as f64 - self.trace.global_offset as f64) / self.trace.timer_resolution as f64
+        (t as f64 - self.clock[0]) / self.clock[1]
     }
 
     fn enter_of(&self, loc: u32, ev: u32) -> Value {
@@ -671,6 +680,15 @@ fn compile_fn(e: &Expr) -> Dyn {
             let e = e.clone();
             Box::new(move |c, env| c.eval(&e, env))
         }
+    }
+}
+
+/// Field `f` of value `v`, as a step of a path (`Expr::Path`) reads it.
+#[inline(always)]
+fn path_step(c: &Ctx, v: Value, f: Field) -> Value {
+    match v {
+        Value::Event(l, i) => c.event_field_of(l, i, f),
+        v => c.field(v, f),
     }
 }
 

@@ -69,6 +69,7 @@ impl Engine<'_> {
             had,
             metric,
             shared: &[],
+            clock: eval::clock_of(self.trace),
         }
     }
 

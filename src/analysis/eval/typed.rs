@@ -325,6 +325,17 @@ pub fn typed_num(e: &Expr) -> Option<Num> {
             let m = *m;
             Num::Fn(Box::new(move |c, _| Some((c.metric)(m))))
         }
+        Expr::If(k, a, b) if if_exists_path(k, a).is_some() => {
+            let (s, f, g) = if_exists_path(k, a)?;
+            let b = typed_num(b)?;
+            Num::Fn(Box::new(move |c, env| {
+                // `exists(X.f)` reads `X.f` once: its field `g` when it exists
+                match super::path_step(c, env[s], f) {
+                    Value::None => b.strict(c, env),
+                    v => strict(super::path_step(c, v, g)),
+                }
+            }))
+        }
         Expr::If(k, a, b) => {
             let (a, b) = (typed_num(a)?, typed_num(b)?);
             let k = truth(k);
@@ -342,6 +353,22 @@ pub fn typed_num(e: &Expr) -> Option<Num> {
         } => Num::Dyn(compile_fn(e)),
         _ => return None,
     })
+}
+
+/// `(s, f, g)` when `if k then a else ..` is `if exists(X.f) then X.f.g else ..` (`X` in
+/// slot `s`, `g` a numeric field): the condition holds exactly when `X.f` is not absent,
+/// and the branch reads field `g` of that same value.
+fn if_exists_path(k: &Expr, a: &Expr) -> Option<(usize, Field, Field)> {
+    match (k, a) {
+        (Expr::Call(Func::Exists, args), Expr::Path(s, f, Some(g)))
+            if args.len() == 1
+                && numeric_field(*g)
+                && matches!(args[0], Expr::Path(t, h, None) if t == *s && h == *f) =>
+        {
+            Some((*s as usize, *f, *g))
+        }
+        _ => None,
+    }
 }
 
 /// Entry of table `t` (per region, last for "no enclosing call") for the value `v` of its
@@ -519,6 +546,16 @@ mod tests {
                 v.push(Expr::Bin(BinOp::Add, b(sub.clone()), b(x.clone())));
                 v.push(Expr::Bin(BinOp::And, b(Expr::Not(b(x.clone()))), b(lt)));
                 v.push(Expr::Call(Func::Min, vec![sub, y.clone()]));
+                // `if exists(X.f) then X.f.g else y` (`typed::if_exists_path`)
+                for (s, f, g) in [
+                    (0, Field::Send, Field::Bytes),
+                    (1, Field::Recv, Field::Time),
+                    (0, Field::Enter, Field::Time),
+                ] {
+                    let p = |g| Expr::Path(s, f, g);
+                    let exists = Expr::Call(Func::Exists, vec![p(None)]);
+                    v.push(Expr::If(b(exists), b(p(Some(g))), b(y.clone())));
+                }
             }
         }
         v

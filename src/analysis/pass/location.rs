@@ -214,13 +214,13 @@ pub(crate) fn walk(
     let nrules = eng.plan.rs.rules.len();
     let ev = &trace.events[l];
     let links = &replay.msg_links[l];
-    let mut envs: Vec<Vec<Value>> = eng
-        .plan
-        .rs
-        .rules
-        .iter()
-        .map(|r| vec![Value::None; r.slots as usize])
-        .collect();
+    // One environment for every rule of the pass, the trigger's bindings written once per
+    // trigger: they are the same slots in every rule of the pass (`trigger_slots`), and a
+    // rule reads no other slot it has not written in the same trial (its lets in order,
+    // each after those it reads; `at` and `value` set before an instance is handed on), so
+    // what an earlier rule or trigger left is never read. Each rule sees its own length.
+    let width = pr.folded.iter().map(|r| r.slots).max().unwrap_or(0).max(4);
+    let mut env_buf = vec![Value::None; width];
     let mut pass = LocPass::new(l as u32, nrules);
     pass.out = out;
     if let Some(book) = accumulate {
@@ -285,24 +285,24 @@ pub(crate) fn walk(
         for c in &cells[..pr.shared[kind as usize] as usize] {
             c.set(None);
         }
+        // the trigger's bindings, one store each (a copy of a length known only here calls
+        // memcpy); `width` is at least 4
+        env_buf[0] = bind[0];
+        if trigger != Trigger::Event {
+            env_buf[1] = bind[1];
+        }
+        if trigger == Trigger::Send {
+            env_buf[2] = bind[2];
+            env_buf[3] = bind[3];
+        }
         for &j in rules_here {
-            let KindRule { rule: k, code } = &folded[j];
+            let KindRule {
+                rule: k,
+                slots,
+                code,
+            } = &folded[j];
             let k = *k;
-            // one environment per rule and location, not reset per trigger: the rule reads
-            // no slot it has not written in this trial (the trigger's bindings below, then
-            // its lets in order, each after those it reads; `at` and `value` are set before
-            // an instance is handed on), so what an earlier trigger left is never read
-            let env = &mut envs[k];
-            // the trigger's bindings, one store each (a copy of a length known only here
-            // calls memcpy)
-            env[0] = bind[0];
-            if trigger != Trigger::Event {
-                env[1] = bind[1];
-            }
-            if trigger == Trigger::Send {
-                env[2] = bind[2];
-                env[3] = bind[3];
-            }
+            let env = &mut env_buf[..*slots];
             match code {
                 None => eng.consume(k, env, &mut pass, &mut taken, had),
                 Some((code, prefilter)) => {

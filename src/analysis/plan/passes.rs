@@ -61,6 +61,8 @@ pub(crate) struct PassRules {
 /// expressions folded for that kind (`fold_kinds`), compiled, and their prefilter.
 pub(crate) struct KindRule {
     pub(crate) rule: usize,
+    /// The size of the rule's environment (`Rule::slots`).
+    pub(crate) slots: usize,
     /// `None` for a queue consumer (run as it is, `Engine::consume`).
     pub(crate) code: Option<(RuleCode, Option<Prefilter>)>,
 }
@@ -157,7 +159,12 @@ impl PassRules {
             for (k, r) in here {
                 let code = r.map(|r| (RuleCode::new(&r, &rs.rules), prefilter_of(&r)));
                 by_kind[kind as usize].push(folded.len());
-                folded.push(KindRule { rule: k, code });
+                let slots = rs.rules[k].slots as usize;
+                folded.push(KindRule {
+                    rule: k,
+                    slots,
+                    code,
+                });
             }
         }
         let skip = Skip::new(&by_kind, present);

@@ -76,6 +76,7 @@ impl Specialised {
             had: &self.had,
             metric,
             shared: &[],
+            clock: crate::analysis::eval::clock_of(&self.trace),
         }
     }
 }
