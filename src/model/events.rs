@@ -600,6 +600,29 @@ impl EventsFiller {
         more(&mut self.bytes, msgs);
     }
 
+    /// The unused capacity of the columns every event or message writes, as (address, bytes)
+    /// ranges: for a reader that has another thread fault their pages in ahead of the writes
+    /// (the binary Paje read, after `reserve`). Addresses only; nothing is read or written.
+    pub fn spare(&self) -> [(usize, usize); 7] {
+        fn s<T>(v: &Vec<T>) -> (usize, usize) {
+            let z = std::mem::size_of::<T>();
+            (
+                (v.as_ptr() as usize) + v.len() * z,
+                (v.capacity() - v.len()) * z,
+            )
+        }
+        let (a, b, c) = (s(&self.time), s(&self.kind), s(&self.arg));
+        [
+            a,
+            b,
+            c,
+            s(&self.peer),
+            s(&self.comm),
+            s(&self.tag),
+            s(&self.bytes),
+        ]
+    }
+
     /// Events that fit before the columns grow.
     #[inline]
     pub fn room(&self) -> usize {

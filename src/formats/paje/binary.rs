@@ -299,6 +299,18 @@ pub struct Decoder<'a> {
     plans: Vec<Option<Plan>>,
     /// Whether `next_step` may use the plans (always, but for the fuzz target's comparison).
     use_plans: bool,
+    /// Changes whenever the same bytes may decode differently from now on (a definition, the
+    /// first 888 event, a string-table slot written again): `memo::Recent` entries of an
+    /// older epoch are stale.
+    pub epoch: u32,
+    /// Set by `next_hot` for a state event of one header word whose first item is its time
+    /// and whose other items are strings or references: (start of the items after the time,
+    /// end of the event). Such events are the same event whenever their bytes are
+    /// (`memo::Recent`).
+    pub tail: Option<(usize, usize)>,
+    /// Per string-table slot: whether `next_hot` has decoded a reference to it since the
+    /// last `epoch` (writing such a slot again starts a new epoch; other slots do not).
+    pinned: Vec<bool>,
 }
 
 const NO_DEF: u32 = u32::MAX;
@@ -328,6 +340,9 @@ struct Plan {
     slot: [u8; MAX_PLAN],
     /// The string slots the resolver reads (`read_slots`) that no item of the plan fills.
     unset: u8,
+    /// A state event of one header word: its time, then only strings or references
+    /// (`Decoder::tail`).
+    tail: bool,
 }
 
 fn kind_of(id: u32) -> Option<Kind> {
@@ -501,6 +516,9 @@ impl<'a> Decoder<'a> {
             spare: None,
             plans: Vec::new(),
             use_plans: true,
+            epoch: 0,
+            tail: None,
+            pinned: Vec::new(),
         };
         if !sniff(data) {
             return Err(d.err(
@@ -686,6 +704,7 @@ impl<'a> Decoder<'a> {
                     if self.entries == 0 {
                         // string fields are references from now on
                         self.plans.clear();
+                        self.epoch = self.epoch.wrapping_add(1);
                     }
                     self.put_string(items.s[0]);
                 }
@@ -859,6 +878,7 @@ impl<'a> Decoder<'a> {
         if let Some(p) = self.plans.get_mut(id as usize) {
             *p = None;
         }
+        self.epoch = self.epoch.wrapping_add(1);
         Ok(k)
     }
 
@@ -1079,6 +1099,7 @@ impl<'a> Decoder<'a> {
             hot: false,
             slot: [HOT_SKIP as u8; MAX_PLAN],
             unset: 0,
+            tail: false,
         };
         let mut used = [false; MAX_FIELDS];
         for (i, &c) in codes.iter().enumerate() {
@@ -1111,6 +1132,14 @@ impl<'a> Decoder<'a> {
         if let Some(slots) = d.hot {
             plan.hot = hot_plan(&mut plan, &slots, d.kind);
         }
+        plan.tail = plan.hot
+            && w1 == 0
+            && matches!(
+                d.kind,
+                Kind::PushState | Kind::PopState | Kind::SetState | Kind::ResetState
+            )
+            && codes[0] == 2
+            && codes[1..].iter().all(|&c| c == 1 || c == 5);
         if self.plans.len() <= ty as usize {
             self.plans.resize(ty as usize + 1, None);
         }
@@ -1124,9 +1153,15 @@ impl<'a> Decoder<'a> {
         if slot == self.table.len() {
             self.table.push(s);
             self.table_keys.push(memo::key(s));
+            self.pinned.push(false);
         } else {
             self.table[slot] = s;
             self.table_keys[slot] = memo::key(s);
+            if self.pinned[slot] {
+                // a reference some event `next_hot` decoded used now means another string
+                self.epoch = self.epoch.wrapping_add(1);
+                self.pinned.fill(false);
+            }
         }
         self.entries += 1;
     }
@@ -1250,6 +1285,7 @@ impl<'a> Decoder<'a> {
                         };
                         h.s[slot] = v;
                         h.k[slot] = self.table_keys[r as usize];
+                        self.pinned[r as usize] = true;
                         p += 2;
                     }
                 }
@@ -1261,10 +1297,49 @@ impl<'a> Decoder<'a> {
             h.offset = start as u64;
             h.kind = self.defs[plan.def as usize].kind;
             h.timed = true;
+            self.tail = plan.tail.then_some((start + 12, end));
             self.pos = end;
             self.events += 1;
             true
         }
+    }
+
+    /// The event at the current position as words, for `memo::Recent`: its start, header
+    /// word, the 8 bytes after it (the time, if it is such an event) and the 16 after those;
+    /// None where the fast paths are off or fewer bytes are left.
+    #[inline(always)]
+    pub fn peek(&self) -> Option<(usize, u32, u64, [u64; 2])> {
+        if !self.use_plans || self.layout != Layout::Fork || self.done {
+            return None;
+        }
+        self.peek_at(self.pos)
+    }
+
+    /// `peek` at byte `at`.
+    #[inline(always)]
+    pub fn peek_at(&self, at: usize) -> Option<(usize, u32, u64, [u64; 2])> {
+        let b = self.data.get(at..at + 28)?;
+        let w = |i: usize| {
+            u64::from_le_bytes([
+                b[i],
+                b[i + 1],
+                b[i + 2],
+                b[i + 3],
+                b[i + 4],
+                b[i + 5],
+                b[i + 6],
+                b[i + 7],
+            ])
+        };
+        let w0 = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        Some((at, w0, w(4), [w(12), w(20)]))
+    }
+
+    /// The event `peek` saw, `memo::Recent` knowing it, ends at `end`: go on from there.
+    #[inline(always)]
+    pub fn skip_to(&mut self, end: usize) {
+        self.pos = end;
+        self.events += 1;
     }
 
     /// `h` of the event `ev` if it is a state or link event (`next_hot`'s result, had it

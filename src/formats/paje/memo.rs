@@ -5,6 +5,9 @@
 //! O(1) (a generation counter) and is called whenever a definition, a container or an entity
 //! value could change what a name resolves to.
 
+use super::header::Kind;
+use super::sim::Code;
+
 /// Slots: 2^this.
 const BITS: u32 = 12;
 
@@ -64,6 +67,12 @@ impl Memo {
         }
     }
 
+    /// Changes with every `clear`.
+    #[inline(always)]
+    pub fn generation(&self) -> u32 {
+        self.generation
+    }
+
     /// Forget everything.
     #[inline]
     pub fn clear(&mut self) {
@@ -100,6 +109,136 @@ impl Memo {
     }
 }
 
+/// Slots of `Recent`: 2^this.
+const RECENT_BITS: u32 = 12;
+
+/// A state event of the binary read as resolved before (`Recent`).
+#[derive(Clone, Copy)]
+pub(super) struct Seen {
+    /// The header word and the bytes after the time (4 to 16 of them, the rest of the two
+    /// words zero), and when it was true.
+    w0: u32,
+    w: [u64; 2],
+    epoch: u32,
+    generation: u32,
+    /// What the resolver made of it: the op (`Batch::push` but the time) and the kind.
+    pub code: Code,
+    pub kind: Kind,
+    pub ty: u32,
+    pub c: u32,
+    pub x: u32,
+}
+
+/// State events of the binary read by their bytes: a state event of one header word holds
+/// its time and then names only (strings, or references in the reference variant), so two
+/// such events whose bytes after the time are equal are the same event at another time, as
+/// long as the decoder's `epoch` (definitions, the string table) and the memo's generation
+/// (symbols) have not changed. Most events of a large trace repeat a few hundred such
+/// tails; one lookup here replaces decoding and resolving them. Direct-mapped by the header
+/// word and the tail's bytes.
+pub(super) struct Recent {
+    slots: Vec<Option<Seen>>,
+}
+
+/// How long the items after the time of an event with header word `w0` are, read from the
+/// 16 bytes `w` after the time, as the decoder would decode them (a string up to its NUL,
+/// then padding to 4 bytes; a reference 2 bytes; the end padded to 4): None unless `w0` is
+/// one header word whose first item is a double and whose others are strings or references,
+/// all within `w`.
+#[inline(always)]
+pub(super) fn tail_len(w0: u32, w: [u64; 2]) -> Option<usize> {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    if w0 & 0x2_f000 != 0x2_2000 {
+        return None;
+    }
+    // the high bit of every zero byte, exactly (no borrow from one byte into the next)
+    let zero = |v: u64| !(((v & LOW7) + LOW7) | v | LOW7);
+    let z = (zero(w[1]) as u128) << 64 | zero(w[0]) as u128;
+    let mut pos = 0usize;
+    for i in (0..3).rev() {
+        match (w0 >> (4 * i)) & 0xf {
+            0 => break,
+            1 => {
+                let rest = z.checked_shr(8 * pos as u32).unwrap_or(0);
+                if rest == 0 {
+                    return None;
+                }
+                pos = (pos + rest.trailing_zeros() as usize / 8 + 1 + 3) & !3;
+            }
+            5 => pos += 2,
+            _ => return None,
+        }
+    }
+    let len = (pos + 3) & !3;
+    (1..=16).contains(&len).then_some(len)
+}
+
+/// `w` with the bytes from `len` on zero.
+#[inline(always)]
+fn masked(w: [u64; 2], len: usize) -> [u64; 2] {
+    let m = |n: usize| match n {
+        0 => 0,
+        1..=7 => (1u64 << (8 * n)) - 1,
+        _ => u64::MAX,
+    };
+    [w[0] & m(len), w[1] & m(len.saturating_sub(8))]
+}
+
+impl Recent {
+    pub fn new() -> Recent {
+        Recent {
+            slots: vec![None; 1 << RECENT_BITS],
+        }
+    }
+
+    #[inline(always)]
+    fn slot(w0: u32, w: [u64; 2]) -> usize {
+        ((w[0] ^ w[1].rotate_left(17) ^ (w0 as u64).rotate_left(40))
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            >> (64 - RECENT_BITS)) as usize
+    }
+
+    /// The event whose header word is `w0` and whose 16 bytes after the time are `w`, if
+    /// seen before with the same `epoch` and `generation`; with its length after the time.
+    #[inline(always)]
+    pub fn get(&self, w0: u32, w: [u64; 2], epoch: u32, generation: u32) -> Option<(&Seen, usize)> {
+        let len = tail_len(w0, w)?;
+        let w = masked(w, len);
+        let s = self.slots[Self::slot(w0, w)].as_ref()?;
+        (s.w0 == w0 && s.w == w && s.epoch == epoch && s.generation == generation)
+            .then_some((s, len))
+    }
+
+    /// Remember the event with header word `w0` whose 16 bytes after the time are `w` (its
+    /// items there `len` bytes long), resolved to `op` (code, kind, type, container, x).
+    pub fn put(
+        &mut self,
+        w0: u32,
+        w: [u64; 2],
+        len: usize,
+        epoch: u32,
+        generation: u32,
+        op: (Code, Kind, u32, u32, u32),
+    ) {
+        if tail_len(w0, w) != Some(len) {
+            return;
+        }
+        let w = masked(w, len);
+        let (code, kind, ty, c, x) = op;
+        self.slots[Self::slot(w0, w)] = Some(Seen {
+            w0,
+            w,
+            epoch,
+            generation,
+            code,
+            kind,
+            ty,
+            c,
+            x,
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,6 +257,37 @@ mod tests {
         assert_eq!(m.get(CONTAINER, key(b"rank-12345")), None);
         m.clear();
         assert_eq!(m.get(CONTAINER, key(b"31")), None);
+    }
+
+    #[test]
+    fn tail_lengths() {
+        let words = |b: &[u8]| {
+            let mut a = [0xa5u8; 16];
+            a[..b.len()].copy_from_slice(b);
+            [
+                u64::from_le_bytes(a[..8].try_into().unwrap()),
+                u64::from_le_bytes(a[8..].try_into().unwrap()),
+            ]
+        };
+        // PushState d s s s: "41", "2", "7" (stale padding bytes count for nothing)
+        let w = words(b"41\0\x012\0\0\0\x37\0\xff\0");
+        assert_eq!(tail_len(0x002a_2111, w), Some(12));
+        // PopState d s s: "41", "2"
+        assert_eq!(tail_len(0x002e_2110, w), Some(8));
+        // a string of 7 bytes then one of 3
+        let w = words(b"rank-12\0abc\0");
+        assert_eq!(tail_len(0x002e_2110, w), Some(12));
+        // references: two (4 bytes), three (6, padded to 8)
+        assert_eq!(tail_len(0x002e_2550, w), Some(4));
+        assert_eq!(tail_len(0x002a_2555, w), Some(8));
+        // a string without its NUL in the 16 bytes; no LAST bit; no time; time not first
+        assert_eq!(tail_len(0x002e_2110, words(b"0123456789abcdef")), None);
+        assert_eq!(tail_len(0x002c_2110, w), None);
+        assert_eq!(tail_len(0x002e_0110, w), None);
+        assert_eq!(tail_len(0x002e_1210, w), None);
+        let w = words(b"41\0\x012\0\0\0\x37\0\xff\0");
+        assert_eq!(masked(w, 12)[1], 0x00ff_0037);
+        assert_eq!(masked(w, 8)[1], 0);
     }
 
     #[test]

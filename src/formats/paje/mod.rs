@@ -497,7 +497,12 @@ impl<'a> Reader<'a> {
                     break;
                 }
                 b.clear();
-                let _ = back_tx.try_send(b);
+                // the column memory reserved in this batch goes back with it, to be faulted
+                // in there (kept for the next one if the channel is full)
+                std::mem::swap(&mut b.populate, &mut sim.populate);
+                if let Err(std::sync::mpsc::TrySendError::Full(mut b)) = back_tx.try_send(b) {
+                    std::mem::swap(&mut b.populate, &mut sim.populate);
+                }
             }
             drop(rx);
             (result, decoder.join())
@@ -531,13 +536,31 @@ impl<'a> Reader<'a> {
         let mut hot = binary::Hot::default();
         let mut released = 0;
         let mut memo = Memo::new();
+        let mut recent = memo::Recent::new();
         let mut times = Times::new();
         loop {
-            // state and link events straight from the bytes where their plan allows, the
-            // others (and those the plan does not fit) through `next_step`
-            let line = if dec.next_hot(&mut hot) {
+            // a state event whose bytes were seen before (`memo::Recent`): only its time is
+            // new; state and link events straight from the bytes where their plan allows,
+            // the others (and those the plan does not fit) through `next_step`
+            let seen = dec.peek().and_then(|(start, w0, time, w)| {
+                let (s, len) = recent.get(w0, w, dec.epoch, memo.generation())?;
+                Some((start, time, *s, len))
+            });
+            let line = if let Some((start, time, s, len)) = seen {
+                let t = self.ticks(&mut times, Some(f64::from_bits(time)), s.kind, start as u64)?;
+                batch.push(s.code, s.ty, s.c, s.x, t, start as u64);
+                dec.skip_to(start + 12 + len);
+                start as u64
+            } else if dec.next_hot(&mut hot) {
                 let t = self.ticks(&mut times, hot.time(), hot.kind, hot.offset)?;
                 self.hot(&mut memo, &hot, t, batch)?;
+                if let (Some((from, end)), Some(op)) = (dec.tail, batch.ops.last()) {
+                    if let Some((_, w0, _, w)) = dec.peek_at(from - 12) {
+                        let (epoch, generation) = (dec.epoch, memo.generation());
+                        let op = (op.code, hot.kind, op.ty, op.c, op.x);
+                        recent.put(w0, w, end - from, epoch, generation, op);
+                    }
+                }
                 hot.offset
             } else {
                 match dec.next_step(&mut ev)? {
@@ -583,9 +606,11 @@ impl<'a> Reader<'a> {
                 }
             }
             if batch.len() >= OPS_PER_BATCH {
-                let next = back
+                let mut next = back
                     .try_recv()
                     .unwrap_or_else(|_| Batch::with_capacity(OPS_PER_BATCH));
+                sim::populate(&next.populate);
+                next.populate.clear();
                 if tx.send(std::mem::replace(batch, next)).is_err() {
                     return Ok(()); // the simulation stopped at an error
                 }

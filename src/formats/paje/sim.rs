@@ -83,6 +83,32 @@ impl LinkEnd {
     }
 }
 
+/// Fault in the pages inside each (address, bytes) range for writing (`MADV_POPULATE_WRITE`,
+/// Linux 5.14 and later; elsewhere, or if it fails, nothing happens and the writer's own
+/// first touch faults them in). The ranges are column memory the simulation thread reserved
+/// (`Sim::populate`): populating a page never changes what it holds, and a range freed or
+/// reused since is at worst populated for its new owner or refused by the kernel.
+pub(super) fn populate(ranges: &[(usize, usize)]) {
+    #[cfg(target_os = "linux")]
+    for &(at, bytes) in ranges {
+        const PAGE: usize = 4096;
+        let (start, end) = (at.next_multiple_of(PAGE), (at + bytes) & !(PAGE - 1));
+        if end > start {
+            // SAFETY: MADV_POPULATE_WRITE only maps pages (as a write fault would) and never
+            // writes to them; the range needs no particular owner (see above).
+            unsafe {
+                libc::madvise(
+                    start as *mut libc::c_void,
+                    end - start,
+                    libc::MADV_POPULATE_WRITE,
+                );
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = ranges;
+}
+
 /// Whether the first `len` bytes of two keys are equal.
 fn same_prefix(a: &LinkKey, b: &LinkKey, len: usize) -> bool {
     a.with_bytes(|x| b.with_bytes(|y| x.get(..len) == y.get(..len)))
@@ -97,6 +123,8 @@ pub(super) struct Batch {
     pub keys: Vec<LinkEnd>,
     pub names: Vec<String>,
     pub err: Option<Box<Error>>,
+    /// On the way back to the decoding thread: column memory to fault in (`Sim::populate`).
+    pub populate: Vec<(usize, usize)>,
 }
 
 impl Batch {
@@ -107,6 +135,7 @@ impl Batch {
             keys: Vec::with_capacity(n / 4),
             names: Vec::new(),
             err: None,
+            populate: Vec::new(),
         }
     }
 
@@ -281,19 +310,131 @@ impl LinkKey {
 /// resolved (on the decoding thread of the binary read). It follows the simulation's rule
 /// exactly: an end whose key is open with the other kind of end closes the pair; with the
 /// same kind it gets that slot too, and the simulation stops there with its error.
+///
+/// Keys of up to 23 bytes (`LinkKey::Short`, all of SimGrid's) live in an open-addressing
+/// table of their words (linear probing, backward-shift removal: no tombstones, no
+/// allocation per link); longer ones in a hash map.
 #[derive(Default)]
 pub(super) struct Pairing {
-    open: FxMap<(u32, u32, LinkKey), (u32, bool)>,
+    table: Vec<Open>,
+    /// Entries in `table`.
+    used: usize,
+    long: FxMap<LongEnd, (u32, bool)>,
     free: Vec<u32>,
     next: u32,
+}
+
+/// A link end of a key longer than 23 bytes: container, type, key.
+type LongEnd = (u32, u32, Box<[u8]>);
+
+/// An open link end in `Pairing::table`: its container, type, key words, slot and kind
+/// (`state` 0: an empty entry, 1: a StartLink, 2: an EndLink).
+#[derive(Clone, Copy, Default)]
+struct Open {
+    w: [u64; 3],
+    c: u32,
+    ty: u32,
+    slot: u32,
+    state: u32,
 }
 
 impl Pairing {
     /// The slot of a StartLink (`start`) or EndLink of type `ty` on container `c`.
     #[inline]
     pub fn slot(&mut self, c: u32, ty: u32, key: &LinkKey, start: bool) -> u32 {
+        match key {
+            LinkKey::Short(w) => self.short(c, ty, w, start),
+            LinkKey::Long(b) => self.long(c, ty, b, start),
+        }
+    }
+
+    #[inline]
+    fn home(&self, c: u32, ty: u32, w: &[u64; 3]) -> usize {
+        let h =
+            (w[0] ^ w[1].rotate_left(21) ^ w[2].rotate_left(42) ^ ((c as u64) << 32 | ty as u64))
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (h >> 32) as usize & (self.table.len() - 1)
+    }
+
+    #[inline]
+    fn short(&mut self, c: u32, ty: u32, w: &[u64; 3], start: bool) -> u32 {
+        if (self.used + 1) * 4 > self.table.len() * 3 {
+            self.grow();
+        }
+        let mask = self.table.len() - 1;
+        let mut i = self.home(c, ty, w);
+        loop {
+            let e = self.table[i];
+            if e.state == 0 {
+                let slot = self.take_slot();
+                self.table[i] = Open {
+                    w: *w,
+                    c,
+                    ty,
+                    slot,
+                    state: if start { 1 } else { 2 },
+                };
+                self.used += 1;
+                return slot;
+            }
+            if e.w == *w && e.c == c && e.ty == ty {
+                if (e.state == 1) != start {
+                    self.remove(i);
+                    self.free.push(e.slot);
+                }
+                return e.slot;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Empty entry `i`, moving later entries of its probe run back (no tombstones).
+    fn remove(&mut self, mut i: usize) {
+        let mask = self.table.len() - 1;
+        let mut j = i;
+        loop {
+            j = (j + 1) & mask;
+            let e = self.table[j];
+            if e.state == 0 {
+                break;
+            }
+            let k = self.home(e.c, e.ty, &e.w);
+            // entry j may move to i unless its home lies cyclically in (i, j]
+            let stays = if i <= j {
+                i < k && k <= j
+            } else {
+                i < k || k <= j
+            };
+            if !stays {
+                self.table[i] = e;
+                i = j;
+            }
+        }
+        self.table[i] = Open::default();
+        self.used -= 1;
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let old = std::mem::take(&mut self.table);
+        self.table = vec![Open::default(); (old.len() * 2).max(64)];
+        let mask = self.table.len() - 1;
+        for e in old.into_iter().filter(|e| e.state != 0) {
+            let mut i = self.home(e.c, e.ty, &e.w);
+            while self.table[i].state != 0 {
+                i = (i + 1) & mask;
+            }
+            self.table[i] = e;
+        }
+    }
+
+    fn take_slot(&mut self) -> u32 {
+        new_slot(&mut self.free, &mut self.next)
+    }
+
+    fn long(&mut self, c: u32, ty: u32, key: &[u8], start: bool) -> u32 {
         use std::collections::hash_map::Entry;
-        match self.open.entry((c, ty, key.clone())) {
+        match self.long.entry((c, ty, Box::from(key))) {
             Entry::Occupied(o) => {
                 let (slot, s) = *o.get();
                 if s != start {
@@ -303,15 +444,20 @@ impl Pairing {
                 slot
             }
             Entry::Vacant(v) => {
-                let slot = self.free.pop().unwrap_or_else(|| {
-                    self.next += 1;
-                    self.next - 1
-                });
+                let slot = new_slot(&mut self.free, &mut self.next);
                 v.insert((slot, start));
                 slot
             }
         }
     }
+}
+
+/// A free pairing slot, or the next new one.
+fn new_slot(free: &mut Vec<u32>, next: &mut u32) -> u32 {
+    free.pop().unwrap_or_else(|| {
+        *next += 1;
+        *next - 1
+    })
 }
 
 /// One half of a link waiting for the other (in its pairing slot).
@@ -348,6 +494,9 @@ pub(super) struct Sim<'p> {
     /// which `reserve` estimates how many events a location will hold (0: unknown).
     pub size: u64,
     at: u64,
+    /// Address ranges of reserved column memory not yet written, for the decoding thread to
+    /// fault in (`populate`): handed over with the emptied batches.
+    pub populate: Vec<(usize, usize)>,
     pub end_time: u64,
     order_warnings: u64,
     first_order_warning: Option<String>,
@@ -374,6 +523,7 @@ impl<'p> Sim<'p> {
             pairs: 0,
             size: 0,
             at: 0,
+            populate: Vec::new(),
             end_time: 0,
             order_warnings: 0,
             first_order_warning: None,
@@ -545,6 +695,15 @@ impl<'p> Sim<'p> {
             .max(n / 4);
         let msgs = (ev.msgs() as f64 * more as f64 / n as f64) as usize;
         ev.reserve(more, msgs);
+        // the pages of what the rate says will be written (not the margins) are faulted
+        // in by the decoding thread (`populate`), so their first touch is not on this one
+        let expect = ((n as f64 * rate) as usize).saturating_sub(n).min(more);
+        for (at, bytes) in ev.spare() {
+            let part = (bytes as f64 * expect as f64 / more.max(1) as f64) as usize;
+            if part >= 1 << 16 {
+                self.populate.push((at, part));
+            }
+        }
     }
 
     fn leave_top(&mut self, l: u32, t: u64) {
@@ -804,5 +963,54 @@ impl<'p> Sim<'p> {
                 ),
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Pairing` against the rule it implements, kept in a plain map, over many random
+    /// link ends of few distinct keys (long probe runs, removals in their middle, growth).
+    #[test]
+    fn pairing_follows_the_rule() {
+        let mut p = Pairing::default();
+        let mut model: std::collections::HashMap<(u32, u32, Vec<u8>), (u32, bool)> =
+            Default::default();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _ in 0..200_000 {
+            let (c, ty) = (rnd(3) as u32, rnd(2) as u32);
+            let k = rnd(300);
+            let key = if k % 7 == 0 {
+                format!("a-long-key-of-more-than-23-bytes-{k}")
+            } else {
+                format!("{}_{}_1_{k}", k % 5, k % 3)
+            };
+            let start = rnd(2) == 0;
+            let slot = p.slot(c, ty, &LinkKey::of(key.as_bytes()), start);
+            let m = (c, ty, key.into_bytes());
+            match model.get(&m).copied() {
+                Some((s, was)) => {
+                    assert_eq!(slot, s);
+                    if was != start {
+                        model.remove(&m);
+                    }
+                }
+                None => {
+                    assert!(
+                        model.values().all(|&(s, _)| s != slot),
+                        "slot {slot} in use"
+                    );
+                    model.insert(m, (slot, start));
+                }
+            }
+        }
+        assert_eq!(p.used + p.long.len(), model.len());
     }
 }
