@@ -194,7 +194,7 @@ struct Proc {
 }
 
 /// The kinds `collect` looks at: messages and the request records that link them.
-pub(super) static MATCHED_KINDS: [bool; 256] = {
+static MATCHED_KINDS: [bool; 256] = {
     let mut t = [false; 256];
     let kinds = [
         EventKind::MpiSend,
@@ -212,32 +212,6 @@ pub(super) static MATCHED_KINDS: [bool; 256] = {
     }
     t
 };
-
-/// A point-to-point message record (a send or a receive)?
-#[inline]
-pub(super) fn is_message(kind: EventKind) -> bool {
-    matches!(
-        kind,
-        EventKind::MpiSend | EventKind::MpiIsend | EventKind::MpiRecv | EventKind::MpiIrecv
-    )
-}
-
-/// Where `collect` finds each location's events of `MATCHED_KINDS`.
-pub enum Candidates<'a> {
-    /// On the kind column; a message record for which `in_mpi(l, i)` is false lies outside
-    /// any MPI call and is ignored (§4.1.3).
-    Filter(&'a (dyn Fn(usize, usize) -> bool + Sync)),
-    /// Per location, the events pass A listed (those outside MPI calls left out, each list
-    /// freed once read) and how many message records it left out.
-    Listed(Vec<Vec<u32>>, Vec<u64>),
-}
-
-/// One process's part of `Candidates`: for `Listed`, its locations' lists and the records
-/// they left out.
-enum ProcCandidates<'a> {
-    Filter(&'a (dyn Fn(usize, usize) -> bool + Sync)),
-    Listed(Vec<Vec<u32>>, u64),
-}
 
 /// The payload index, communicator and tag of message event `i` of location `l`.
 #[inline]
@@ -261,7 +235,12 @@ fn partners(links: &mut [MsgLinks]) -> Vec<&mut [EventRef]> {
 
 /// Collect one process's sides (in location order, then event order) and its request
 /// links, then sort them.
-fn collect(trace: &Trace, me: LocIdx, locs: Vec<LocIdx>, mut cands: ProcCandidates) -> Proc {
+fn collect(
+    trace: &Trace,
+    me: LocIdx,
+    locs: Vec<LocIdx>,
+    in_mpi: &(dyn Fn(usize, usize) -> bool + Sync),
+) -> Proc {
     let threaded = locs.len() > 1;
     let mut p = Proc {
         me,
@@ -276,10 +255,7 @@ fn collect(trace: &Trace, me: LocIdx, locs: Vec<LocIdx>, mut cands: ProcCandidat
     // the runs and whether the sides are in order, noted as they come (most traces have
     // them in event order: then no sort)
     let (mut send_b, mut recv_b) = (Runs::default(), Runs::default());
-    if let ProcCandidates::Listed(_, ignored) = cands {
-        p.ignored = ignored;
-    }
-    for (slot, &l) in p.locs.iter().enumerate() {
+    for &l in &p.locs {
         let ev = &trace.events[l as usize];
         let nmsg = ev.msg.peer.len();
         let mut links = MsgLinks {
@@ -290,22 +266,29 @@ fn collect(trace: &Trace, me: LocIdx, locs: Vec<LocIdx>, mut cands: ProcCandidat
         let mut pending_isend: HashMap<u64, u32> = HashMap::new(); // request → msg index
         let mut posted_irecv: HashMap<u64, u32> = HashMap::new(); // request → IRECV_REQUEST
         let kinds = &ev.kind[..];
-        let mut one = |i: usize| {
-            let kind = kinds[i];
+        for (i, &kind) in kinds.iter().enumerate() {
+            // most events are none of the kinds below: one table lookup passes them
+            if !MATCHED_KINDS[kind as usize] {
+                continue;
+            }
             match kind {
                 EventKind::MpiSend
                 | EventKind::MpiIsend
                 | EventKind::MpiRecv
                 | EventKind::MpiIrecv => {
+                    if !in_mpi(l as usize, i) {
+                        p.ignored += 1; // §4.1.3: a record outside any MPI call
+                        continue;
+                    }
                     let (k, comm, tag) = payload(trace, l, i as u32);
                     let Some(peer) =
                         trace.defs.comms[comm as usize].location_of(ev.msg.peer[k], me)
                     else {
                         p.unresolved += 1;
-                        return;
+                        continue;
                     };
                     let mut order = i as u32;
-                    match kind {
+                    match ev.kind[i] {
                         EventKind::MpiIsend => {
                             if let Some(r) = ev.msg(i).and_then(|m| m.request) {
                                 pending_isend.insert(r, k as u32);
@@ -323,7 +306,7 @@ fn collect(trace: &Trace, me: LocIdx, locs: Vec<LocIdx>, mut cands: ProcCandidat
                     let at = if threaded { ev.time[order as usize] } else { 0 };
                     let key = (comm, peer, tag, at, order, l);
                     let (side, locv, b) =
-                        if matches!(kind, EventKind::MpiSend | EventKind::MpiIsend) {
+                        if matches!(ev.kind[i], EventKind::MpiSend | EventKind::MpiIsend) {
                             (&mut p.sends, &mut send_loc, &mut send_b)
                         } else {
                             (&mut p.recvs, &mut recv_loc, &mut recv_b)
@@ -346,7 +329,7 @@ fn collect(trace: &Trace, me: LocIdx, locs: Vec<LocIdx>, mut cands: ProcCandidat
                 }
                 EventKind::MpiRequestCancelled => {
                     let Some(&r) = ev.fields(i).first() else {
-                        return;
+                        continue;
                     };
                     if let Some(k) = pending_isend.remove(&r) {
                         links.set_cancelled(k as usize);
@@ -354,27 +337,6 @@ fn collect(trace: &Trace, me: LocIdx, locs: Vec<LocIdx>, mut cands: ProcCandidat
                     posted_irecv.remove(&r);
                 }
                 _ => {}
-            }
-        };
-        match &mut cands {
-            ProcCandidates::Filter(in_mpi) => {
-                for (i, &kind) in kinds.iter().enumerate() {
-                    // most events are none of the kinds: one table lookup passes them
-                    if !MATCHED_KINDS[kind as usize] {
-                        continue;
-                    }
-                    if is_message(kind) && !in_mpi(l as usize, i) {
-                        p.ignored += 1; // §4.1.3: a record outside any MPI call
-                        continue;
-                    }
-                    one(i);
-                }
-            }
-            ProcCandidates::Listed(lists, _) => {
-                let list = lists.get_mut(slot).map(std::mem::take).unwrap_or_default();
-                for i in list {
-                    one(i as usize);
-                }
             }
         }
         // §4.1.4: a cancelled send takes part in nothing
@@ -564,9 +526,8 @@ struct Found {
     unmatched: BTreeSet<u32>,
 }
 
-/// Match every receive to its send, the sides found as `cands` says (on the kind column
-/// with `in_mpi(l, i)` saying whether event `i` of location `l` lies inside an MPI call,
-/// §4.1.3, or as pass A listed them). Returns the links per location, the statistics, the
+/// Match every receive to its send. `in_mpi(l, i)` says whether event `i` of location `l`
+/// lies inside an MPI call (§4.1.3). Returns the links per location, the statistics, the
 /// locations touched by clock-condition violations and those with unmatched messages.
 /// `master[l]` is the location standing for `l`'s process in the communicators (the process's
 /// master thread; `l` itself without threads).
@@ -577,10 +538,10 @@ struct Found {
 /// only its own locations' links.
 pub fn match_messages(
     trace: &Trace,
-    cands: Candidates,
+    in_mpi: &(dyn Fn(usize, usize) -> bool + Sync),
     master: &[u32],
 ) -> (Vec<MsgLinks>, MatchStats, Violators, Vec<u32>) {
-    let m = collect_sides(trace, cands, master, None).pair(trace, Vec::new());
+    let m = collect_share(trace, in_mpi, master, None).pair(trace, Vec::new());
     (m.links, m.stats, m.violators, m.unmatched)
 }
 
@@ -665,32 +626,11 @@ pub fn collect_share(
     master: &[u32],
     keep: Option<&[bool]>,
 ) -> Share {
-    collect_sides(trace, Candidates::Filter(in_mpi), master, keep)
-}
-
-/// `collect_share` with the sides found as `cands` says.
-fn collect_sides(trace: &Trace, cands: Candidates, master: &[u32], keep: Option<&[bool]>) -> Share {
     let nloc = trace.events.len();
     let (proc_of, groups) = processes(nloc, master, keep);
-    let groups: Vec<_> = match cands {
-        Candidates::Filter(in_mpi) => (groups.into_iter())
-            .map(|g| (g, ProcCandidates::Filter(in_mpi)))
-            .collect(),
-        Candidates::Listed(mut lists, ignored) => (groups.into_iter())
-            .map(|(me, locs)| {
-                let mut take = |l: &LocIdx| lists.get_mut(*l as usize).map(std::mem::take);
-                let mine = locs.iter().map(|l| take(l).unwrap_or_default()).collect();
-                let n = locs
-                    .iter()
-                    .map(|&l| ignored.get(l as usize).unwrap_or(&0))
-                    .sum();
-                ((me, locs), ProcCandidates::Listed(mine, n))
-            })
-            .collect(),
-    };
     let procs: Vec<Proc> = groups
         .into_par_iter()
-        .map(|((me, locs), cands)| collect(trace, me, locs, cands))
+        .map(|(me, locs)| collect(trace, me, locs, in_mpi))
         .collect();
     let unresolved = procs.iter().map(|p| p.unresolved).sum();
     let ignored = procs.iter().map(|p| p.ignored).sum();

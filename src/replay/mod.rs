@@ -155,6 +155,13 @@ impl From<Cnodes> for CnodeColumn {
 }
 
 impl Cnodes {
+    /// An empty column with room for `n` call paths (in huge pages where it is large).
+    fn with_capacity(n: usize) -> Cnodes {
+        let v = Vec::with_capacity(n);
+        crate::model::spill::advise_huge_full(&v);
+        Cnodes::Narrow(v)
+    }
+
     #[cfg(test)]
     fn get(&self, i: usize) -> CnodeIdx {
         match self {
@@ -166,31 +173,25 @@ impl Cnodes {
         }
     }
 
-    /// A column of `n` events, all outside any region until set (in huge pages where it
-    /// is large).
-    fn outside(n: usize) -> Cnodes {
-        Cnodes::Narrow(crate::model::spill::filled(n, NARROW_NONE))
-    }
-
-    /// Event `i`'s call path (`NO_CNODE`: none; every event starts as none).
+    /// The next event's call path (`NO_CNODE`: none).
     #[inline(always)]
-    fn set(&mut self, i: usize, c: CnodeIdx) {
+    fn push(&mut self, c: CnodeIdx) {
         match self {
-            Cnodes::Narrow(v) if c < NARROW_NONE as CnodeIdx => v[i] = c as u16,
-            Cnodes::Narrow(_) => self.set_rare(i, c),
-            Cnodes::Wide(v) => v[i] = c,
+            Cnodes::Narrow(v) if c < NARROW_NONE as CnodeIdx => v.push(c as u16),
+            Cnodes::Narrow(_) => self.push_rare(c),
+            Cnodes::Wide(v) => v.push(c),
         }
     }
 
-    /// `set` of `NO_CNODE` (already there), or of a call path beyond 16 bits (the column
-    /// widened first).
+    /// `push` of `NO_CNODE`, or of a call path beyond 16 bits (the column widened first).
     #[cold]
-    fn set_rare(&mut self, i: usize, c: CnodeIdx) {
+    fn push_rare(&mut self, c: CnodeIdx) {
         if c != NO_CNODE {
             self.widen();
-            if let Cnodes::Wide(v) = self {
-                v[i] = c;
-            }
+        }
+        match self {
+            Cnodes::Narrow(v) => v.push(NARROW_NONE),
+            Cnodes::Wide(v) => v.push(c),
         }
     }
 
@@ -275,10 +276,6 @@ struct PassA {
     time: Vec<u64>,
     visits: Vec<u64>,
     repairs: Vec<u64>,
-    /// The events matching reads (`matching::MATCHED_KINDS`), in order, without the
-    /// message records outside any MPI call (§4.1.3), which are only counted (`ignored`).
-    matched: Vec<u32>,
-    ignored: u64,
 }
 
 /// What a worker thread needs from its master (§3.1.3): the master's stack at each fork,
@@ -296,10 +293,6 @@ type Frame = (RegionIdx, CnodeIdx, u32);
 /// the worker's inherited prefix, and the columns and per-call-path counts it fills.
 struct Walk<'w> {
     worker: Option<Worker<'w>>,
-    /// Which regions are MPI regions (by region index).
-    mpi: &'w [bool],
-    matched: Vec<u32>,
-    ignored: u64,
     local: LocalTree,
     cnode: Cnodes,
     ptr: Vec<u32>,
@@ -327,10 +320,10 @@ type Cell = (u32, CnodeIdx);
 
 const OUTSIDE: Cell = (NONE, NO_CNODE);
 
-fn pass_a<'w>(ev: &Events, worker: Option<Worker<'w>>, mpi: &'w [bool]) -> PassA {
-    let mut w = Walk::new(ev, worker, mpi);
+fn pass_a(ev: &Events, worker: Option<Worker>) -> PassA {
+    let mut w = Walk::new(ev, worker);
     // the three columns side by side (no bounds check per event); each event's pointer and
-    // call path written once, in event order (an ENTER's pointer set again at its LEAVE)
+    // call path pushed once, in event order (an ENTER's pointer set again at its LEAVE)
     let (times, kinds, args) = (&ev.time[..], &ev.kind[..], &ev.arg[..]);
     for (i, ((&t, &kind), &arg)) in times.iter().zip(kinds).zip(args).enumerate() {
         let t = w.clock(t);
@@ -341,33 +334,26 @@ fn pass_a<'w>(ev: &Events, worker: Option<Worker<'w>>, mpi: &'w [bool]) -> PassA
             EventKind::ThreadTeamEnd if w.base > 0 && !w.by_enter => w.team_end(),
             EventKind::Enter => w.enter(i, arg, t),
             EventKind::Leave => w.leave(i, arg),
-            kind => {
-                let cell = w.other(ev, i, kind);
-                if matching::MATCHED_KINDS[kind as usize] {
-                    w.matched(i, kind);
-                }
-                cell
-            }
+            kind => w.other(ev, i, kind),
         };
-        w.ptr[i] = p;
-        w.cnode.set(i, c);
+        w.ptr.push(p);
+        w.cnode.push(c);
     }
     w.finish()
 }
 
 impl<'w> Walk<'w> {
-    fn new(ev: &Events, worker: Option<Worker<'w>>, mpi: &'w [bool]) -> Walk<'w> {
+    fn new(ev: &Events, worker: Option<Worker<'w>>) -> Walk<'w> {
         let n = ev.len();
         Walk {
             worker,
-            mpi,
-            matched: Vec::new(),
-            ignored: 0,
             local: LocalTree::default(),
-            // filled in event order, every event once (the pointer of an ENTER again at its
-            // LEAVE): written in place, no `push` per event
-            cnode: Cnodes::outside(n),
-            ptr: crate::model::spill::filled(n, NONE),
+            cnode: Cnodes::with_capacity(n),
+            ptr: {
+                let v = Vec::with_capacity(n);
+                crate::model::spill::advise_huge_full(&v);
+                v
+            },
             time: Vec::new(),
             visits: Vec::new(),
             repairs: Vec::new(),
@@ -532,24 +518,6 @@ impl<'w> Walk<'w> {
         cell
     }
 
-    /// Event `i`, of a kind matching reads: listed, unless it is a message record outside
-    /// any MPI call (§4.1.3: the enclosing instance, not an inherited frame, is of an MPI
-    /// region), which is counted.
-    #[inline]
-    fn matched(&mut self, i: usize, kind: EventKind) {
-        if matching::is_message(kind) {
-            let in_mpi = match self.stack.last() {
-                Some(&(r, _, e)) => e != NONE && self.mpi.get(r as usize) == Some(&true),
-                None => false,
-            };
-            if !in_mpi {
-                self.ignored += 1;
-                return;
-            }
-        }
-        self.matched.push(i as u32);
-    }
-
     /// Any other event: task switches and completions, the enclosing instance, pauses.
     #[inline(always)]
     fn other(&mut self, ev: &Events, i: usize, kind: EventKind) -> Cell {
@@ -596,8 +564,6 @@ impl<'w> Walk<'w> {
             time: self.time,
             visits: self.visits,
             repairs: self.repairs,
-            matched: self.matched,
-            ignored: self.ignored,
         }
     }
 }
@@ -629,9 +595,6 @@ fn pass_a_all(
         })
         .collect();
     let empty = Events::default();
-    let mpi: Vec<bool> = (trace.defs.regions.iter())
-        .map(|r| r.paradigm == crate::model::Paradigm::MPI)
-        .collect();
     trace
         .events
         .par_iter()
@@ -643,7 +606,7 @@ fn pass_a_all(
                 forks: &forks[m],
                 kinds,
             });
-            let mut p = pass_a(ev, worker, &mpi);
+            let mut p = pass_a(ev, worker);
             ev.spill_beside(&mut [&mut p.state.ptr]);
             ev.release_resident();
             p
@@ -741,13 +704,7 @@ impl Replay {
         } else {
             Vec::new()
         };
-        let mut parts = pass_a_all(trace, &master, &kinds, None);
-        // the sides matching reads, as pass A listed them
-        let listed: Vec<Vec<u32>> = parts
-            .iter_mut()
-            .map(|p| std::mem::take(&mut p.matched))
-            .collect();
-        let ignored: Vec<u64> = parts.iter().map(|p| p.ignored).collect();
+        let parts = pass_a_all(trace, &master, &kinds, None);
         let locals: Vec<LocalTree> = parts.iter().map(|p| p.local.clone()).collect();
         let loc_ids: Vec<u64> = trace.defs.locations.iter().map(|l| l.id).collect();
         let region_ids: Vec<u64> = trace.defs.regions.iter().map(|r| r.id).collect();
@@ -772,9 +729,15 @@ impl Replay {
             (master, thread),
             |_| true,
         );
-        let cands = matching::Candidates::Listed(listed, ignored);
+        let mpi: Vec<bool> = (trace.defs.regions.iter())
+            .map(|r| r.paradigm == crate::model::Paradigm::MPI)
+            .collect();
+        let in_mpi = |l: usize, i: usize| {
+            let e = locations[l].enterptr(i);
+            e != NONE && mpi.get(trace.events[l].arg[e as usize] as usize) == Some(&true)
+        };
         let (mut msg_links, matching, p2p_violators, unmatched_locations) =
-            matching::match_messages(trace, cands, &omp.master);
+            matching::match_messages(trace, &in_mpi, &omp.master);
         for (ev, links) in trace.events.iter().zip(&mut msg_links) {
             ev.spill_beside(&mut [&mut links.partner]);
         }
@@ -832,12 +795,12 @@ mod tests {
 
     #[test]
     fn call_path_column_widens_and_narrows() {
-        let mut c = Cnodes::outside(3);
-        c.set(0, 7);
-        c.set(1, NO_CNODE);
+        let mut c = Cnodes::with_capacity(3);
+        c.push(7);
+        c.push(NO_CNODE);
         assert!(matches!(c, Cnodes::Narrow(_)));
         // a local call path beyond 16 bits widens the column, keeping what it held
-        c.set(2, 70_000);
+        c.push(70_000);
         assert!(matches!(c, Cnodes::Wide(_)));
         assert_eq!((c.get(0), c.get(1), c.get(2)), (7, NO_CNODE, 70_000));
         // merged into a small global tree: narrow again

@@ -408,22 +408,15 @@ fn le_u64(b: &[u8]) -> u64 {
     u64::from_le_bytes(a)
 }
 
-/// The mask of the low `n` bytes of a u64, `n` = 0..=8.
-static BYTE_MASKS: [u64; 9] = {
-    let mut m = [0u64; 9];
-    let mut n = 1;
-    while n <= 8 {
-        m[n] = u64::MAX >> (64 - 8 * n);
-        n += 1;
-    }
-    m
-};
-
-/// The low `n` bytes of `v` (a compressed integer's value, `n` <= 8): one load of a mask,
-/// no branch for `n` = 0.
+/// The low `n` bytes of `v` (a compressed integer's value, `n` <= 8).
 #[inline(always)]
 fn masked(v: u64, n: usize) -> u64 {
-    v & BYTE_MASKS[n.min(8)]
+    // n = 0: the value 0; 1 <= n <= 8 keeps the shift below 64
+    if n == 0 {
+        0
+    } else {
+        v & (u64::MAX >> (64 - 8 * n as u32))
+    }
 }
 
 /// A little-endian compressed integer of at most `max` bytes (A.4) at `pos` and its length
