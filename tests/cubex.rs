@@ -437,25 +437,24 @@ fn bad_requests_exit_2_with_one_line() {
     // a malformed SOURCE_DATE_EPOCH (reproducible-builds.org: exit non-zero) is refused before
     // the trace is read, and nothing is written; without a Cube archive it is not read at all
     let out = tmp.path().join("r.cubex");
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_perfexpert"))
-        .args(["run", "--format", "cubex", "-o", out.to_str().unwrap(), LS])
-        .env("SOURCE_DATE_EPOCH", "17e8")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let epoch = |args: &[&str]| {
+        let o = common::bin()
+            .args(args)
+            .env("SOURCE_DATE_EPOCH", "17e8")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        (o.status.code(), err)
+    };
+    let (code, err) = epoch(&["run", "--format", "cubex", "-o", out.to_str().unwrap(), LS]);
+    assert_eq!(code, Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
         err.contains("SOURCE_DATE_EPOCH") && err.contains("17e8"),
         "{err}"
     );
     assert!(!out.exists());
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_perfexpert"))
-        .args(["run", "-q", LS])
-        .env("SOURCE_DATE_EPOCH", "17e8")
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(epoch(&["run", "-q", LS]).0, Some(0));
 }
 
 #[test]
