@@ -9,6 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The Cube archive's member times of every run here, so that two runs' archives compare.
+const EPOCH: &str = "1700000000";
+
 /// `mpirun` on PATH; without it, a SKIPPED line (the caller's test then returns).
 fn mpirun() -> Option<PathBuf> {
     let found = (std::env::var_os("PATH").iter())
@@ -27,6 +30,7 @@ fn job(mpirun: &Path, p: usize, args: &[&str]) -> Output {
         .arg(env!("CARGO_BIN_EXE_perfexpert"))
         .args(["run", "--mpi", "-q"])
         .args(args)
+        .env("SOURCE_DATE_EPOCH", EPOCH)
         // as root (containers, CI) Open MPI's mpirun wants these
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -80,6 +84,18 @@ fn traces() -> Vec<PathBuf> {
     out
 }
 
+/// The shipped traces the single process reads (the others it refuses, and so does the job),
+/// each with whether it has OpenMP.
+fn readable_traces() -> Vec<(PathBuf, bool)> {
+    (traces().into_iter())
+        .filter_map(|t| {
+            let trace = perfexpert::open(&t).ok()?;
+            let omp = perfexpert::replay::omp::has_openmp(&trace);
+            Some((t, omp))
+        })
+        .collect()
+}
+
 fn walk(d: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Ok(rd) = std::fs::read_dir(d) {
@@ -102,6 +118,7 @@ fn single(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_perfexpert"))
         .args(["run", "-q"])
         .args(args)
+        .env("SOURCE_DATE_EPOCH", EPOCH)
         .output()
         .expect("runs")
 }
@@ -112,12 +129,8 @@ fn every_process_count_writes_the_single_process_text_report() {
         return;
     };
     let (mut checked, mut openmp) = (0, 0);
-    for t in traces() {
-        let Ok(trace) = perfexpert::open(&t) else {
-            continue; // the single process refuses it too
-        };
-        openmp += perfexpert::replay::omp::has_openmp(&trace) as usize;
-        drop(trace);
+    for (t, omp) in readable_traces() {
+        openmp += omp as usize;
         let ts = t.to_string_lossy().into_owned();
         // the options of the text report on the testdata traces, the default elsewhere
         let mut args = vec![ts.as_str()];
@@ -161,44 +174,23 @@ fn every_process_count_writes_the_single_process_json_cube_and_html() {
     let tmp = tempfile::tempdir().expect("a temporary directory");
     let files = ["report.txt", "report.json", "report.cubex", "report.html"];
     let (mut checked, mut openmp) = (0, 0);
-    for t in traces() {
-        let Ok(trace) = perfexpert::open(&t) else {
-            continue; // the single process refuses it too
-        };
-        openmp += perfexpert::replay::omp::has_openmp(&trace) as usize;
-        drop(trace);
+    for (t, omp) in readable_traces() {
+        openmp += omp as usize;
         let ts = t.to_string_lossy().into_owned();
         let run = |p: usize, dir: &Path| {
             let d = dir.to_string_lossy().into_owned();
             let args = [
-                &ts,
+                ts.as_str(),
                 "--root-causes",
                 "--format",
                 "text,json,cubex,html",
                 "-o",
-                &d,
+                d.as_str(),
             ];
-            let mut c = match p {
-                0 => Command::new(env!("CARGO_BIN_EXE_perfexpert")),
-                _ => {
-                    let mut c = Command::new(&mpirun);
-                    c.args(["--oversubscribe", "-np", &p.to_string()])
-                        .arg(env!("CARGO_BIN_EXE_perfexpert"))
-                        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-                        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-                    c
-                }
+            let o = match p {
+                0 => single(&args),
+                _ => job(&mpirun, p, &args),
             };
-            c.arg("run");
-            if p > 0 {
-                c.arg("--mpi");
-            }
-            let o = c
-                .args(["-q"])
-                .args(args)
-                .env("SOURCE_DATE_EPOCH", "1700000000")
-                .output()
-                .expect("runs");
             let err = String::from_utf8_lossy(&o.stderr);
             assert!(o.status.success(), "{ts}, P = {p}: {err}");
         };
