@@ -328,13 +328,23 @@ pub fn typed_num(e: &Expr) -> Option<Num> {
         Expr::If(k, a, b) if if_exists_path(k, a).is_some() => {
             let (s, f, g) = if_exists_path(k, a)?;
             let b = typed_num(b)?;
-            Num::Fn(Box::new(move |c, env| {
-                // `exists(X.f)` reads `X.f` once: its field `g` when it exists
-                match super::path_step(c, env[s], f) {
-                    Value::None => b.strict(c, env),
-                    v => strict(super::path_step(c, v, g)),
-                }
-            }))
+            // `exists(X.f)` reads `X.f` once: its field `g` when it exists; the fields of the
+            // point-to-point rules get a closure each, their reading inlined (`compile_fields`)
+            macro_rules! exists_path {
+                ($f:expr, $g:expr) => {
+                    Num::Fn(Box::new(move |c, env| {
+                        match super::path_step(c, env[s], $f) {
+                            Value::None => b.strict(c, env),
+                            v => strict(super::path_step(c, v, $g)),
+                        }
+                    }))
+                };
+            }
+            match (f, g) {
+                (Field::Send, Field::Bytes) => exists_path!(Field::Send, Field::Bytes),
+                (Field::Recv, Field::Bytes) => exists_path!(Field::Recv, Field::Bytes),
+                _ => exists_path!(f, g),
+            }
         }
         Expr::If(k, a, b) => {
             let (a, b) = (typed_num(a)?, typed_num(b)?);
@@ -549,6 +559,7 @@ mod tests {
                 // `if exists(X.f) then X.f.g else y` (`typed::if_exists_path`)
                 for (s, f, g) in [
                     (0, Field::Send, Field::Bytes),
+                    (1, Field::Recv, Field::Bytes),
                     (1, Field::Recv, Field::Time),
                     (0, Field::Enter, Field::Time),
                 ] {
