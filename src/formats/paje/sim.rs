@@ -338,7 +338,7 @@ impl Growth<'_> {
     #[inline(never)]
     fn reserve(&mut self, ev: &mut EventsFiller) {
         /// Events a location holds before its rate is trusted.
-        const MIN: usize = 1 << 12;
+        const MIN: usize = 1 << 16;
         let n = ev.len();
         if self.size == 0 || self.at == 0 || n < MIN {
             return;
