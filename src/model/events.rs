@@ -412,27 +412,49 @@ pub struct EventsFiller {
     bytes: Vec<u32>,
     large_bytes: Vec<(u32, u64)>,
     msg_request: Vec<(u32, u64)>,
-    /// Collectives, `extra` and attributes (its core and message columns stay empty).
+    /// The collectives' columns but their requests (those and the large byte counts are
+    /// `rest`'s own).
+    coll_op: Vec<u8>,
+    coll_comm: Vec<CommIdx>,
+    coll_root: Vec<u32>,
+    sent: Vec<u32>,
+    received: Vec<u32>,
+    /// Collectives' requests, `extra` and attributes (its core, message and other collective
+    /// columns stay empty; `coll.sent` and `coll.received` hold only the large values).
     rest: Events,
+    /// The columns that grow together have the same length (core: time, kind, arg; messages:
+    /// peer, comm, tag, bytes; collectives: op, comm, root, sent, received): the smallest
+    /// capacity of each group (`sync_caps` after any change), below which a push writes
+    /// every column of the group with one check (`append`).
+    cap: usize,
+    msg_cap: usize,
+    coll_cap: usize,
 }
 
-/// `v.push(x)`, growing the buffer in huge pages where it is large (`spill::advise_huge`).
+/// `x` appended to `v`, whose length is `n`, without a capacity check.
+///
+/// # Safety
+/// `n == v.len()` and `n < v.capacity()`.
 #[inline(always)]
-fn put<T>(v: &mut Vec<T>, x: T) {
-    if v.len() == v.capacity() {
-        grow(v);
+unsafe fn append<T>(v: &mut Vec<T>, n: usize, x: T) {
+    // SAFETY: (the caller's contract) slot `n` lies inside the allocation and holds no value
+    // yet; the length then covers exactly the values written.
+    unsafe {
+        v.as_mut_ptr().add(n).write(x);
+        v.set_len(n + 1);
     }
-    v.push(x);
 }
 
-#[cold]
-#[inline(never)]
-fn grow<T>(v: &mut Vec<T>) {
-    v.reserve(1);
-    super::spill::advise_huge(v);
+/// Room for one more value in `v` if it is full, in huge pages where it is large
+/// (`spill::advise_huge`).
+fn grow_full<T>(v: &mut Vec<T>) {
+    if v.len() == v.capacity() {
+        v.reserve(1);
+        super::spill::advise_huge(v);
+    }
 }
 
-/// `v.extend_from_slice(xs)`, growing the buffer like `put`.
+/// `v.extend_from_slice(xs)`, growing the buffer in huge pages where it is large.
 #[inline(always)]
 fn put_all<T: Copy>(v: &mut Vec<T>, xs: &[T]) {
     if v.capacity() - v.len() < xs.len() {
@@ -469,19 +491,78 @@ fn small_bytes(large: &mut Vec<(u32, u64)>, i: u32, b: u64) -> u32 {
 impl EventsFiller {
     /// Room for `n` events (the message columns grow as messages come).
     pub fn with_capacity(n: usize) -> EventsFiller {
-        EventsFiller {
+        let mut f = EventsFiller {
             time: with_room(n),
             kind: with_room(n),
             arg: with_room(n),
             ..EventsFiller::default()
-        }
+        };
+        f.sync_caps();
+        f
+    }
+
+    /// `cap`, `msg_cap` and `coll_cap` from the columns' capacities.
+    fn sync_caps(&mut self) {
+        self.cap = self.time.capacity();
+        self.cap = self.cap.min(self.kind.capacity()).min(self.arg.capacity());
+        self.msg_cap = self.peer.capacity().min(self.comm.capacity());
+        self.msg_cap = self
+            .msg_cap
+            .min(self.tag.capacity())
+            .min(self.bytes.capacity());
+        self.coll_cap = self.coll_op.capacity().min(self.coll_comm.capacity());
+        self.coll_cap = (self.coll_cap.min(self.coll_root.capacity()))
+            .min(self.sent.capacity())
+            .min(self.received.capacity());
+    }
+
+    /// One more event fits in the core columns (each one full grows), then `sync_caps`.
+    #[cold]
+    #[inline(never)]
+    fn grow_core(&mut self) {
+        grow_full(&mut self.time);
+        grow_full(&mut self.kind);
+        grow_full(&mut self.arg);
+        self.sync_caps();
+    }
+
+    /// One more message fits, like `grow_core`.
+    #[cold]
+    #[inline(never)]
+    fn grow_msgs(&mut self) {
+        grow_full(&mut self.peer);
+        grow_full(&mut self.comm);
+        grow_full(&mut self.tag);
+        grow_full(&mut self.bytes);
+        self.sync_caps();
+    }
+
+    /// One more collective fits, like `grow_core`.
+    #[cold]
+    #[inline(never)]
+    fn grow_colls(&mut self) {
+        grow_full(&mut self.coll_op);
+        grow_full(&mut self.coll_comm);
+        grow_full(&mut self.coll_root);
+        grow_full(&mut self.sent);
+        grow_full(&mut self.received);
+        self.sync_caps();
     }
 
     #[inline(always)]
     fn event(&mut self, time: u64, kind: EventKind, arg: u32) {
-        put(&mut self.time, time);
-        put(&mut self.kind, kind);
-        put(&mut self.arg, arg);
+        let n = self.time.len();
+        if n >= self.cap {
+            self.grow_core();
+        }
+        // SAFETY: the three core columns all have length `n` (they grow only here and in
+        // `extend_events`, by as many values each) and `cap` > `n` is at most the capacity
+        // of each (`sync_caps`; capacities never shrink).
+        unsafe {
+            append(&mut self.time, n, time);
+            append(&mut self.kind, n, kind);
+            append(&mut self.arg, n, arg);
+        }
     }
 
     /// `Events::push_region`.
@@ -493,16 +574,23 @@ impl EventsFiller {
     /// `Events::push_msg`.
     #[inline(always)]
     pub fn push_msg(&mut self, time: u64, kind: EventKind, m: Msg) {
-        let i = self.peer.len() as u32;
+        let n = self.peer.len();
+        let i = n as u32;
         // column by column, not through `extend_messages` with slices of one (a call and a
         // memcpy per column per message)
-        put(&mut self.peer, m.peer);
-        put(&mut self.comm, m.comm);
-        put(&mut self.tag, m.tag);
-        put(
-            &mut self.bytes,
-            small_bytes(&mut self.large_bytes, i, m.bytes),
-        );
+        if n >= self.msg_cap {
+            self.grow_msgs();
+        }
+        let small = small_bytes(&mut self.large_bytes, i, m.bytes);
+        // SAFETY: the four message columns all have length `n` (they grow only here and in
+        // `extend_messages`, by as many values each) and `msg_cap` > `n` is at most the
+        // capacity of each (`sync_caps`).
+        unsafe {
+            append(&mut self.peer, n, m.peer);
+            append(&mut self.comm, n, m.comm);
+            append(&mut self.tag, n, m.tag);
+            append(&mut self.bytes, n, small);
+        }
         if let Some(r) = m.request {
             self.msg_request.push((i, r));
         }
@@ -518,11 +606,14 @@ impl EventsFiller {
     /// The payloads of messages whose events `extend_events` appends next, in order, as
     /// columns (peer, communicator, tag; byte counts; (index, request) of the non-blocking
     /// ones): what `push_msg` would store for each, with the events left out.
+    /// (Columns of unequal lengths are cut to the shortest.)
     pub fn extend_messages(&mut self, ptc: [&[u32]; 3], bytes: &[u64], requests: &[(u32, u64)]) {
         let i = self.peer.len() as u32;
-        put_all(&mut self.peer, ptc[0]);
-        put_all(&mut self.comm, ptc[1]);
-        put_all(&mut self.tag, ptc[2]);
+        let m = ptc.iter().map(|c| c.len()).fold(bytes.len(), usize::min);
+        let bytes = &bytes[..m];
+        put_all(&mut self.peer, &ptc[0][..m]);
+        put_all(&mut self.comm, &ptc[1][..m]);
+        put_all(&mut self.tag, &ptc[2][..m]);
         if self.bytes.capacity() - self.bytes.len() < bytes.len() {
             grow_by(&mut self.bytes, bytes.len());
         }
@@ -531,29 +622,59 @@ impl EventsFiller {
             self.bytes.push(small);
         }
         self.msg_request.extend_from_slice(requests);
+        self.sync_caps();
     }
 
     /// Events appended as `time`, `kind` and `arg` columns side by side (a message's `arg`
-    /// its index, its payload stored by `extend_messages`).
+    /// its index, its payload stored by `extend_messages`; columns of unequal lengths are
+    /// cut to the shortest).
     pub fn extend_events(&mut self, time: &[u64], kind: &[EventKind], arg: &[u32]) {
-        put_all(&mut self.time, time);
-        put_all(&mut self.kind, kind);
-        put_all(&mut self.arg, arg);
+        let n = time.len().min(kind.len()).min(arg.len());
+        put_all(&mut self.time, &time[..n]);
+        put_all(&mut self.kind, &kind[..n]);
+        put_all(&mut self.arg, &arg[..n]);
+        self.sync_caps();
     }
 
     /// `Events::push_coll`.
+    #[inline]
     pub fn push_coll(&mut self, time: u64, kind: EventKind, c: Coll) {
-        let i = self.rest.coll.op.len() as u32;
+        let i = self.coll_op.len() as u32;
         let co = &mut self.rest.coll;
-        co.op.push(c.op);
-        co.comm.push(c.comm);
-        co.root.push(c.root);
-        co.sent.push(c.sent);
-        co.received.push(c.received);
+        let sent = small_bytes(&mut co.sent.large, i, c.sent);
+        let received = small_bytes(&mut co.received.large, i, c.received);
         if let Some(r) = c.request {
             co.request.push((i, r));
         }
+        self.coll(c.op, c.comm, c.root, sent, received);
         self.event(time, kind, i);
+    }
+
+    /// `push_coll` of a collective's end with no payload (both byte counts 0) and no
+    /// request: the columns written directly.
+    #[inline(always)]
+    pub fn push_coll_end(&mut self, time: u64, kind: EventKind, op: u8, comm: CommIdx, root: u32) {
+        let i = self.coll_op.len() as u32;
+        self.coll(op, comm, root, 0, 0);
+        self.event(time, kind, i);
+    }
+
+    /// A collective's columns (byte counts as `small_bytes` gives them).
+    #[inline(always)]
+    fn coll(&mut self, op: u8, comm: CommIdx, root: u32, sent: u32, received: u32) {
+        let n = self.coll_op.len();
+        if n >= self.coll_cap {
+            self.grow_colls();
+        }
+        // SAFETY: the five collective columns all have length `n` (they grow only here) and
+        // `coll_cap` > `n` is at most the capacity of each (`sync_caps`).
+        unsafe {
+            append(&mut self.coll_op, n, op);
+            append(&mut self.coll_comm, n, comm);
+            append(&mut self.coll_root, n, root);
+            append(&mut self.sent, n, sent);
+            append(&mut self.received, n, received);
+        }
     }
 
     /// `Events::push_extra`.
@@ -583,10 +704,11 @@ impl EventsFiller {
         r.attributes.extend_from_slice(attrs);
     }
 
-    /// Room for `events` more events and `msgs` more messages, in one step and in huge pages
-    /// where large (`spill::advise_huge_full`): for a reader that can estimate how many are
-    /// still to come (the Paje read, from how far into the file it is).
-    pub fn reserve(&mut self, events: usize, msgs: usize) {
+    /// Room for `events` more events, `msgs` more messages and `colls` more collectives, in
+    /// one step and in huge pages where large (`spill::advise_huge_full`): for a reader that
+    /// can estimate how many are still to come (the Paje read, from how far into the file it
+    /// is).
+    pub fn reserve(&mut self, events: usize, msgs: usize, colls: usize) {
         fn more<T>(v: &mut Vec<T>, n: usize) {
             v.reserve_exact(n);
             super::spill::advise_huge_full(v);
@@ -598,6 +720,12 @@ impl EventsFiller {
         more(&mut self.comm, msgs);
         more(&mut self.tag, msgs);
         more(&mut self.bytes, msgs);
+        more(&mut self.coll_op, colls);
+        more(&mut self.coll_comm, colls);
+        more(&mut self.coll_root, colls);
+        more(&mut self.sent, colls);
+        more(&mut self.received, colls);
+        self.sync_caps();
     }
 
     /// The unused capacity of the columns every event or message writes, as (address, bytes)
@@ -626,12 +754,17 @@ impl EventsFiller {
     /// Events that fit before the columns grow.
     #[inline]
     pub fn room(&self) -> usize {
-        self.time.capacity() - self.time.len()
+        self.cap.saturating_sub(self.time.len())
     }
 
     /// Messages pushed so far (the index `push_msg` gives the next one).
     pub fn msgs(&self) -> usize {
         self.peer.len()
+    }
+
+    /// Collectives pushed so far.
+    pub fn colls(&self) -> usize {
+        self.coll_op.len()
     }
 
     /// Set the peer and tag of message `i` once its other end is known (a reader that pairs
@@ -665,6 +798,21 @@ impl EventsFiller {
                 large: self.large_bytes,
             },
             request: self.msg_request,
+        };
+        let co = std::mem::take(&mut e.coll);
+        e.coll = CollColumns {
+            op: self.coll_op.into(),
+            comm: self.coll_comm.into(),
+            root: self.coll_root.into(),
+            sent: ByteColumn {
+                small: self.sent.into(),
+                large: co.sent.large,
+            },
+            received: ByteColumn {
+                small: self.received.into(),
+                large: co.received.large,
+            },
+            request: co.request,
         };
         e
     }
@@ -757,13 +905,23 @@ mod tests {
         f.push_msg(3, EventKind::MpiRecv, m(12, None));
         e.push_coll(4, EventKind::MpiCollectiveEnd, c);
         f.push_coll(4, EventKind::MpiCollectiveEnd, c);
+        let end = Coll {
+            op: 3,
+            comm: 2,
+            root: 0,
+            sent: 0,
+            received: 0,
+            request: None,
+        };
+        e.push_coll(4, EventKind::MpiCollectiveEnd, end);
+        f.push_coll_end(4, EventKind::MpiCollectiveEnd, 3, 2, 0);
         assert!(e.push_extra(5, EventKind::ProgramEnd, &[6, 7]));
         assert!(f.push_extra(5, EventKind::ProgramEnd, &[6, 7]));
         e.push_unknown(6, 200);
         f.push_unknown(6, 200);
         e.push_region(7, EventKind::Leave, 5);
         f.push_region(7, EventKind::Leave, 5);
-        assert_eq!(f.len(), 7);
+        assert_eq!(f.len(), 8);
         assert_eq!(f.finish(), e);
     }
 

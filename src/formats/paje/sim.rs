@@ -216,8 +216,12 @@ fn replace(list: &mut Vec<(u32, u64)>, key: u32, v: u64) -> Option<u64> {
 pub(super) struct Loc {
     pub container: u32,
     pub events: EventsFiller,
-    /// Open states: region of each.
-    stack: Vec<RegionIdx>,
+    /// Open states: how many, the region of the innermost (`top`, when `depth` > 0) and those
+    /// of the others, outermost first (`below`): SMPI's states nest one deep, so a state costs
+    /// no vector push and pop.
+    depth: u32,
+    top: RegionIdx,
+    below: Vec<RegionIdx>,
     /// Time of the last state change (time-order check per (container, type)).
     last: u64,
     /// States entered so far: identifies the current state instance.
@@ -226,6 +230,138 @@ pub(super) struct Loc {
     /// time, key, length of its prefix + 1, counter), to spot SimGrid's duplicated links (see
     /// `link`).
     last_start: Option<(u32, u64, LinkKey, u32, u64)>,
+}
+
+impl Loc {
+    fn new(container: u32) -> Loc {
+        Loc {
+            container,
+            events: EventsFiller::default(),
+            depth: 0,
+            top: 0,
+            below: Vec::new(),
+            last: 0,
+            enters: 0,
+            last_start: None,
+        }
+    }
+
+    /// Open a state of region `r`.
+    #[inline(always)]
+    fn open(&mut self, r: RegionIdx) {
+        if self.depth > 0 {
+            self.below.push(self.top);
+        }
+        self.top = r;
+        self.depth += 1;
+    }
+
+    /// Close the innermost open state: its region.
+    #[inline(always)]
+    fn close(&mut self) -> Option<RegionIdx> {
+        if self.depth == 0 {
+            return None;
+        }
+        let r = self.top;
+        self.depth -= 1;
+        if let Some(below) = self.below.pop() {
+            self.top = below;
+        }
+        Some(r)
+    }
+
+    /// The region of the innermost open state.
+    #[inline(always)]
+    fn innermost(&self) -> Option<RegionIdx> {
+        (self.depth > 0).then_some(self.top)
+    }
+
+    /// Make room for one more event before the columns are full (`reserve`).
+    #[inline(always)]
+    fn room(&mut self, g: &mut Growth) {
+        if self.events.room() == 0 {
+            g.reserve(&mut self.events);
+        }
+    }
+
+    /// Close the innermost open state at `t`, if any: its Leave, after the collective's end
+    /// when its region is a blocking MPI collective.
+    #[inline(always)]
+    fn leave_top(&mut self, regions: &[RegionInfo], t: u64, g: &mut Growth) {
+        let Some(r) = self.close() else { return };
+        self.room(g);
+        if let Some(info) = regions.get(r as usize).filter(|i| i.coll.is_some()) {
+            // the region for now (the reconstructed communicator in `finish`); the trace
+            // holds no payload: unknown, stored as 0 (the analysis treats unknown payloads of
+            // reconstructed instances as > 0)
+            let op = info.coll.unwrap_or(0);
+            self.events
+                .push_coll_end(t, EventKind::MpiCollectiveEnd, op, r, info.root);
+        }
+        self.events.push_region(t, EventKind::Leave, r);
+    }
+
+    /// Close every open state at `t`.
+    fn leave_all(&mut self, regions: &[RegionInfo], t: u64, g: &mut Growth) {
+        while self.depth > 0 {
+            self.leave_top(regions, t, g);
+        }
+    }
+}
+
+/// What the simulation needs to know of a region: Some(op) for blocking MPI collectives and
+/// the root its end records; whether it is MPI point-to-point (or wait/test); whether its
+/// name starts with `MPI_I`.
+#[derive(Clone, Copy)]
+struct RegionInfo {
+    coll: Option<u8>,
+    p2p: bool,
+    isend: bool,
+    root: u32,
+}
+
+/// How the columns of a location grow once full (`Growth::reserve`): the file's size and the
+/// byte offset of the batch being applied (binary Paje; 0: unknown), and the reserved memory
+/// for the decoding thread to fault in.
+struct Growth<'a> {
+    size: u64,
+    at: u64,
+    populate: &'a mut Vec<(usize, usize)>,
+}
+
+impl Growth<'_> {
+    /// A location's columns are full: if the binary read is far enough into the file,
+    /// reserve what the location will hold by the end at the rate it has filled so far
+    /// (one step, in huge pages: no copy per doubling, few page faults), at least a quarter
+    /// more; otherwise leave it to the columns' own doubling.
+    #[cold]
+    #[inline(never)]
+    fn reserve(&mut self, ev: &mut EventsFiller) {
+        /// Events a location holds before its rate is trusted.
+        const MIN: usize = 1 << 16;
+        let n = ev.len();
+        if self.size == 0 || self.at == 0 || n < MIN {
+            return;
+        }
+        let rate = self.size as f64 / self.at as f64;
+        // at most one event per byte still to come (an event of the file takes 4 bytes or
+        // more and adds at most three to a location): a bound whatever the rate says
+        let more = ((n as f64 * rate * 1.02) as usize)
+            .saturating_sub(n)
+            .min(self.size.saturating_sub(self.at) as usize)
+            .max(n / 4);
+        let part = |k: usize| (k as f64 * more as f64 / n as f64) as usize;
+        ev.reserve(more, part(ev.msgs()), part(ev.colls()));
+        // the pages of what the rate says will be written (not the margins) are faulted
+        // in by the decoding thread (`populate`), so their first touch is not on this one
+        let expect = ((n as f64 * rate) as usize).saturating_sub(n).min(more);
+        for (at, bytes) in ev.spare() {
+            let part = (bytes as f64 * expect as f64 / more.max(1) as f64) as usize;
+            if part >= 1 << 16 {
+                self.populate.push((at, part));
+            }
+        }
+    }
 }
 
 /// A SimGrid SMPI key `<src>_<dst>_<tag>_<n>`: (`<src>_<dst>_<tag>`, n).
@@ -480,11 +616,10 @@ pub(super) struct Sim<'p> {
     digits: u32,
     pub containers: Vec<Container>,
     pub locs: Vec<Loc>,
-    /// Per region: Some(op) for blocking MPI collectives; whether it is MPI point-to-point
-    /// (or wait/test); whether its name starts with `MPI_I`.
-    region_coll: Vec<Option<u8>>,
-    region_p2p: Vec<bool>,
-    region_isend: Vec<bool>,
+    /// Per container: the first of its (state type, location) pairs (`Container::locs`), or
+    /// location u32::MAX while it has none: most lookups in one dense table.
+    first_loc: Vec<(u32, u32)>,
+    regions: Vec<RegionInfo>,
     /// Open link halves by pairing slot, and how many there are.
     halves: Vec<Option<Half>>,
     open: u64,
@@ -511,9 +646,8 @@ impl<'p> Sim<'p> {
             // the implicit root container `0`
             containers: vec![Container::new("0".into(), 0, None)],
             locs: Vec::new(),
-            region_coll: Vec::new(),
-            region_p2p: Vec::new(),
-            region_isend: Vec::new(),
+            first_loc: vec![(u32::MAX, u32::MAX)],
+            regions: Vec::new(),
             halves: Vec::new(),
             open: 0,
             counts: PajeCounts {
@@ -549,32 +683,37 @@ impl<'p> Sim<'p> {
         for (i, op) in b.ops.iter().enumerate() {
             let Op { code, ty, c, x, t } = *op;
             self.time(t);
+            let lines = &b.lines;
             match code {
-                Code::PushState | Code::PopState | Code::SetState | Code::ResetState => {
-                    let kind = match code {
-                        Code::PushState => Kind::PushState,
-                        Code::PopState => Kind::PopState,
-                        Code::SetState => Kind::SetState,
-                        _ => Kind::ResetState,
-                    };
-                    self.state(kind, ty, c, x, t, &b.lines, i)?;
-                }
+                // one arm per kind: `state` is specialised for each
+                Code::PushState => self.state(Kind::PushState, ty, c, x, t, lines, i)?,
+                Code::PopState => self.state(Kind::PopState, ty, c, x, t, lines, i)?,
+                Code::SetState => self.state(Kind::SetState, ty, c, x, t, lines, i)?,
+                Code::ResetState => self.state(Kind::ResetState, ty, c, x, t, lines, i)?,
                 Code::StartLink | Code::EndLink => {
-                    let end = std::mem::take(&mut b.keys[keys]);
+                    let end = &b.keys[keys];
                     keys += 1;
                     let start = code == Code::StartLink;
-                    self.link(start, ty, c, x, end, t, &b.lines, i)?;
+                    self.link(start, ty, c, x, end, t, lines, i)?;
                 }
                 Code::Container => {
                     let name = std::mem::take(&mut b.names[names]);
                     names += 1;
                     self.containers.push(Container::new(name, ty, Some(c)));
+                    self.first_loc.push((u32::MAX, u32::MAX));
                     self.counts.containers += 1;
                 }
                 Code::Region => {
-                    self.region_coll.push((ty != u32::MAX).then_some(ty as u8));
-                    self.region_p2p.push(c != 0);
-                    self.region_isend.push(x != 0);
+                    let coll = (ty != u32::MAX).then_some(ty as u8);
+                    self.regions.push(RegionInfo {
+                        coll,
+                        p2p: c != 0,
+                        isend: x != 0,
+                        root: match coll {
+                            Some(op) if super::mpi::rooted(op) => 0,
+                            _ => u32::MAX,
+                        },
+                    });
                 }
                 Code::Destroy => {
                     let locs: Vec<u32> = self.containers[c as usize]
@@ -622,30 +761,35 @@ impl<'p> Sim<'p> {
     }
 
     /// The location of (container, state type); `u32::MAX` = the container's message location.
+    #[inline(always)]
     fn loc(&mut self, c: u32, stype: u32) -> u32 {
-        let cont = &mut self.containers[c as usize];
-        if let Some(&(_, l)) = cont.locs.iter().find(|x| x.0 == stype) {
-            return l;
+        match self.first_loc.get(c as usize) {
+            // a (u32::MAX, l) pair is only ever the first (see `new_loc`)
+            Some(&(st, l)) if l != u32::MAX && (st == stype || stype == u32::MAX) => l,
+            _ => self.new_loc(c, stype),
         }
-        if stype == u32::MAX {
-            if let Some(&(_, l)) = cont.locs.first() {
-                return l;
-            }
+    }
+
+    /// `loc` past its first pair: another pair of the container, or a new location.
+    #[cold]
+    #[inline(never)]
+    fn new_loc(&mut self, c: u32, stype: u32) -> u32 {
+        let cont = &mut self.containers[c as usize];
+        let l = if let Some(&(_, l)) = cont.locs.iter().find(|x| x.0 == stype) {
+            l
+        } else if let (u32::MAX, Some(&(_, l))) = (stype, cont.locs.first()) {
+            l
         } else if let Some(x) = cont.locs.iter_mut().find(|x| x.0 == u32::MAX) {
             // a location made for messages before the first state: it takes this type
             x.0 = stype;
-            return x.1;
-        }
-        let l = self.locs.len() as u32;
-        cont.locs.push((stype, l));
-        self.locs.push(Loc {
-            container: c,
-            events: EventsFiller::default(),
-            stack: Vec::new(),
-            last: 0,
-            enters: 0,
-            last_start: None,
-        });
+            x.1
+        } else {
+            let l = self.locs.len() as u32;
+            cont.locs.push((stype, l));
+            self.locs.push(Loc::new(c));
+            l
+        };
+        self.first_loc[c as usize] = cont.locs[0];
         l
     }
 
@@ -664,79 +808,22 @@ impl<'p> Sim<'p> {
         }
     }
 
-    /// Make room for one more event of location `l` before its columns are full.
-    #[inline(always)]
-    fn room(&mut self, l: u32) {
-        if self.locs[l as usize].events.room() == 0 {
-            self.reserve(l);
-        }
-    }
-
-    /// Location `l`'s columns are full: if the binary read is far enough into the file,
-    /// reserve what the location will hold by the end at the rate it has filled so far
-    /// (one step, in huge pages: no copy per doubling, few page faults), at least a quarter
-    /// more; otherwise leave it to the columns' own doubling.
-    #[cold]
-    #[inline(never)]
-    fn reserve(&mut self, l: u32) {
-        /// Events a location holds before its rate is trusted.
-        const MIN: usize = 1 << 16;
-        let ev = &mut self.locs[l as usize].events;
-        let n = ev.len();
-        if self.size == 0 || self.at == 0 || n < MIN {
-            return;
-        }
-        let rate = self.size as f64 / self.at as f64;
-        // at most one event per byte still to come (an event of the file takes 4 bytes or
-        // more and adds at most three to a location): a bound whatever the rate says
-        let more = ((n as f64 * rate * 1.02) as usize)
-            .saturating_sub(n)
-            .min(self.size.saturating_sub(self.at) as usize)
-            .max(n / 4);
-        let msgs = (ev.msgs() as f64 * more as f64 / n as f64) as usize;
-        ev.reserve(more, msgs);
-        // the pages of what the rate says will be written (not the margins) are faulted
-        // in by the decoding thread (`populate`), so their first touch is not on this one
-        let expect = ((n as f64 * rate) as usize).saturating_sub(n).min(more);
-        for (at, bytes) in ev.spare() {
-            let part = (bytes as f64 * expect as f64 / more.max(1) as f64) as usize;
-            if part >= 1 << 16 {
-                self.populate.push((at, part));
-            }
-        }
-    }
-
-    fn leave_top(&mut self, l: u32, t: u64) {
-        self.room(l);
-        let loc = &mut self.locs[l as usize];
-        if let Some(r) = loc.stack.pop() {
-            if let Some(op) = self.region_coll[r as usize] {
-                loc.events.push_coll(
-                    t,
-                    EventKind::MpiCollectiveEnd,
-                    Coll {
-                        op,
-                        // the region for now; the reconstructed communicator in `finish`
-                        comm: r,
-                        root: if super::mpi::rooted(op) { 0 } else { u32::MAX },
-                        // the trace holds no payload: unknown, stored as 0 (the analysis
-                        // treats unknown payloads of reconstructed instances as > 0)
-                        sent: 0,
-                        received: 0,
-                        request: None,
-                    },
-                );
-            }
-            loc.events.push_region(t, EventKind::Leave, r);
-        }
-    }
-
     /// Close every open state of location `l` at `t`.
-    #[inline]
     pub fn leave_all(&mut self, l: u32, t: u64) {
-        while !self.locs[l as usize].stack.is_empty() {
-            self.leave_top(l, t);
-        }
+        let Sim {
+            locs,
+            regions,
+            size,
+            at,
+            populate,
+            ..
+        } = self;
+        let g = &mut Growth {
+            size: *size,
+            at: *at,
+            populate,
+        };
+        locs[l as usize].leave_all(regions, t, g);
     }
 
     /// PajeSetState, PajePushState, PajePopState, PajeResetState: Enter and Leave events.
@@ -752,37 +839,49 @@ impl<'p> Sim<'p> {
         lines: &[u64],
         i: usize,
     ) -> Result<()> {
-        let l = self.loc(c, ty);
-        let last = self.locs[l as usize].last;
+        let l = self.loc(c, ty) as usize;
+        let last = self.locs[l].last;
         if t < last {
             self.order_warning(last, t, "a state change", c, lines[i]);
         }
-        self.locs[l as usize].last = t.max(last);
+        if kind == Kind::PopState && self.locs[l].depth == 0 {
+            return Err(self.err(
+                lines[i],
+                format!(
+                    "PajePopState on container '{}' whose state stack is empty",
+                    self.containers[c as usize].name
+                ),
+            ));
+        }
+        let Sim {
+            locs,
+            regions,
+            size,
+            at,
+            populate,
+            counts,
+            ..
+        } = self;
+        let g = &mut Growth {
+            size: *size,
+            at: *at,
+            populate,
+        };
+        let loc = &mut locs[l];
+        loc.last = t.max(last);
         match kind {
             Kind::PushState | Kind::SetState => {
                 if kind == Kind::SetState {
-                    self.leave_all(l, t);
+                    loc.leave_all(regions, t, g);
                 }
-                self.room(l);
-                let loc = &mut self.locs[l as usize];
-                loc.stack.push(r);
+                loc.room(g);
+                loc.open(r);
                 loc.events.push_region(t, EventKind::Enter, r);
                 loc.enters = loc.enters.wrapping_add(1);
-                self.counts.states += 1;
+                counts.states += 1;
             }
-            Kind::PopState => {
-                if self.locs[l as usize].stack.is_empty() {
-                    return Err(self.err(
-                        lines[i],
-                        format!(
-                            "PajePopState on container '{}' whose state stack is empty",
-                            self.containers[c as usize].name
-                        ),
-                    ));
-                }
-                self.leave_top(l, t);
-            }
-            _ => self.leave_all(l, t),
+            Kind::PopState => loc.leave_top(regions, t, g),
+            _ => loc.leave_all(regions, t, g),
         }
         Ok(())
     }
@@ -821,7 +920,7 @@ impl<'p> Sim<'p> {
         ty: u32,
         c: u32,
         e: u32,
-        end: LinkEnd,
+        end: &LinkEnd,
         t: u64,
         lines: &[u64],
         i: usize,
@@ -830,14 +929,7 @@ impl<'p> Sim<'p> {
         if t < last {
             self.order_warning(last, t, "a link end", c, lines[i]);
         }
-        let LinkEnd {
-            key,
-            size,
-            n,
-            slot,
-            cut,
-        } = end;
-        let slot = slot as usize;
+        let slot = end.slot as usize;
         if slot >= self.halves.len() {
             self.halves.resize_with(slot + 1, || None);
         }
@@ -848,7 +940,8 @@ impl<'p> Sim<'p> {
                     lines[i],
                     format!(
                         "link key '{}' is already open with a {} on this container and type",
-                        key.with_bytes(|k| String::from_utf8_lossy(k).into_owned()),
+                        end.key
+                            .with_bytes(|k| String::from_utf8_lossy(k).into_owned()),
                         if start {
                             "PajeStartLink"
                         } else {
@@ -859,38 +952,51 @@ impl<'p> Sim<'p> {
             }
         }
         let bytes = if start {
-            size
+            end.size
         } else {
             other.as_ref().map_or(0, |h| h.bytes)
         };
         // a message end only inside an MPI point-to-point or wait state
         let mut msg = None;
         let mut duplicate = false;
-        if let Some(&(_, l)) = self.containers[e as usize].locs.first() {
-            if let Some(&r) = self.locs[l as usize].stack.last() {
+        let l = self.first_loc.get(e as usize).map_or(u32::MAX, |x| x.1);
+        let Sim {
+            locs,
+            regions,
+            size,
+            at,
+            populate,
+            ..
+        } = self;
+        if let Some(loc) = locs.get_mut(l as usize) {
+            if let Some(r) = loc.innermost() {
                 if start {
                     // SimGrid with `tracing/smpi/internals` writes every user MPI_Isend as two
                     // links with consecutive keys, same time, same state instance (testdata/
                     // smpi/README.md): the second is no message of its own
-                    let loc = &mut self.locs[l as usize];
+                    let (n, cut) = (end.n, end.cut);
                     if cut != 0 {
                         duplicate = matches!(&loc.last_start,
                             Some((inst, tp, pk, pcut, np))
                                 if *inst == loc.enters && *tp == t && n == np.wrapping_add(1) && *pcut == cut
-                                    && same_prefix(pk, &key, cut as usize - 1));
-                        loc.last_start = Some((loc.enters, t, key.clone(), cut, n));
+                                    && same_prefix(pk, &end.key, cut as usize - 1));
+                        loc.last_start = Some((loc.enters, t, end.key.clone(), cut, n));
                     }
                 } else {
                     duplicate = other.as_ref().is_some_and(|h| h.duplicate);
                 }
-                if self.region_p2p[r as usize] && !duplicate {
-                    let kind = match (start, self.region_isend[r as usize]) {
+                let info = regions[r as usize];
+                if info.p2p && !duplicate {
+                    let kind = match (start, info.isend) {
                         (true, true) => EventKind::MpiIsend,
                         (true, false) => EventKind::MpiSend,
                         (false, _) => EventKind::MpiRecv,
                     };
-                    self.room(l);
-                    let loc = &mut self.locs[l as usize];
+                    loc.room(&mut Growth {
+                        size: *size,
+                        at: *at,
+                        populate,
+                    });
                     let i = loc.events.msgs() as u32;
                     loc.events.push_msg(
                         t,
