@@ -38,7 +38,9 @@
 //! switches location when a target's source is not reached yet), distances are kept only at
 //! dependency sources and the path's jumps at dependency targets, and a run of events
 //! without target, source or wait window adds its elapsed time at once. The path's edges
-//! are walked again, per stretch, only to attribute them (`Graph::for_each_step`).
+//! are walked again, per stretch, only to attribute them (`Graph::for_each_stretch`: a
+//! stretch's local edges summed at once for its location and segment). The what-if paths,
+//! which need only their lengths, run beside the path and each other.
 
 use crate::model::{EventKind, Events, Trace};
 use crate::replay::calltree::{Callee, CnodeIdx, NO_CNODE};
@@ -1584,17 +1586,27 @@ pub fn critical_path_of(
     replay: &Replay,
     what_if: &[String],
 ) -> Result<CriticalPath, String> {
+    use rayon::prelude::*;
     let matchers = g.what_if_matchers(what_if)?;
-    let path = g.path();
     let span = trace.time_span();
     let ncnode = replay.tree.nodes.len();
-    let placed = steps_by_place(g, trace, &path, ncnode, span.map_or(0, |s| s.0));
-    let lengths: Vec<u64> = (matchers.iter())
-        .map(|m| {
-            g.longest_length(&|c| m.get(c as usize).copied().unwrap_or(false))
-                .length
-        })
-        .collect();
+    // each longest path is serial, and the what-if ones do not need the path: they run
+    // beside it and beside each other (each its own value, collected in order)
+    let ((path, placed), lengths) = rayon::join(
+        || {
+            let path = g.path();
+            let placed = steps_by_place(g, trace, &path, ncnode, span.map_or(0, |s| s.0));
+            (path, placed)
+        },
+        || -> Vec<u64> {
+            (matchers.par_iter())
+                .map(|m| {
+                    g.longest_length(&|c| m.get(c as usize).copied().unwrap_or(false))
+                        .length
+                })
+                .collect()
+        },
+    );
     Ok(summary(
         trace,
         replay,
@@ -1823,12 +1835,7 @@ fn location_shares(
 /// A segment as it is found: location, start, end, length, via.
 type OpenSegment = (u32, u64, u64, u64, &'static str);
 
-fn seg(
-    trace: &Trace,
-    c: OpenSegment,
-    t0: u64,
-    sec: &dyn Fn(u64) -> f64,
-) -> Segment {
+fn seg(trace: &Trace, c: OpenSegment, t0: u64, sec: &dyn Fn(u64) -> f64) -> Segment {
     Segment {
         location: trace.defs.locations[c.0 as usize].id,
         start_s: sec(c.1.saturating_sub(t0)),

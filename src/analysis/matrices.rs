@@ -183,7 +183,11 @@ pub fn traffic_rows(
                 let Some(p) = links.partner.get(k).filter(|p| p.is_some()) else {
                     continue;
                 };
-                let Some(m) = ev.msg(i) else { continue };
+                // the payload read as `Events::msg` does, without its request lookup
+                if ev.msg.peer.get(k).is_none() {
+                    continue; // freed (`free_msg_payloads`)
+                }
+                let (comm, bytes) = (ev.msg.comm[k], ev.msg.bytes.get(k));
                 let Some(b) = trace.defs.locations[p.loc as usize].rank else {
                     continue;
                 };
@@ -198,7 +202,7 @@ pub fn traffic_rows(
                     Some(x) if x != NONE => rev.time[x as usize],
                     _ => rev.time[p.event as usize],
                 };
-                let key = (m.comm, b);
+                let key = (comm, b);
                 if acc.get(last).is_none_or(|x| x.0 != key) {
                     last = *index.entry(key).or_insert_with(|| {
                         acc.push((key, Acc::default()));
@@ -207,7 +211,7 @@ pub fn traffic_rows(
                 }
                 let x = &mut acc[last].1;
                 x.count += 1;
-                x.bytes += m.bytes;
+                x.bytes += bytes;
                 x.ticks += end.saturating_sub(start);
             }
             Some((a, acc))
