@@ -38,9 +38,11 @@
 //! switches location when a target's source is not reached yet), distances are kept only at
 //! dependency sources and the path's jumps at dependency targets, and a run of events
 //! without target, source or wait window adds its elapsed time at once. The path's edges
-//! are walked again, per stretch, only to attribute them (`Graph::for_each_step`).
+//! are walked again, per stretch, only to attribute them (`Graph::for_each_stretch`: a
+//! stretch's local edges summed at once for its location and segment). The what-if paths,
+//! which need only their lengths, run beside the path and each other.
 
-use crate::model::{EventKind, Trace};
+use crate::model::{EventKind, Events, Trace};
 use crate::replay::calltree::{Callee, CnodeIdx, NO_CNODE};
 use crate::replay::matching::EventRef;
 use crate::replay::{LocationState, Replay, NONE};
@@ -154,6 +156,19 @@ pub struct Graph<'a> {
     src_events: Vec<Vec<u32>>,
 }
 
+/// The events of `ev` of kind `a` or `b`, in order (found on the kind column as bytes).
+pub(crate) fn kind_positions(
+    ev: &Events,
+    a: EventKind,
+    b: EventKind,
+) -> impl Iterator<Item = usize> + '_ {
+    memchr::memchr2_iter(
+        a as u8,
+        b as u8,
+        crate::model::spill::bytes_of(&ev.kind[..]),
+    )
+}
+
 fn enter_of(replay: &Replay, r: EventRef) -> u32 {
     let e = enterptr(replay, r.loc as usize, r.event as usize);
     if e == NONE {
@@ -170,6 +185,10 @@ struct WindowCursor<'w> {
     next: usize,
     /// (last event, until) of the windows begun so far that may still cover.
     active: Vec<(u32, u64)>,
+    /// The smallest last event and the latest `until` of `active` (`active` is unchanged
+    /// while no window begins and none ends: the answer stays).
+    min_last: u32,
+    max_until: u64,
 }
 
 impl<'w> WindowCursor<'w> {
@@ -178,20 +197,28 @@ impl<'w> WindowCursor<'w> {
             list,
             next: 0,
             active: Vec::new(),
+            min_last: 0,
+            max_until: 0,
         }
     }
 
     #[inline]
     fn until(&mut self, i: u32) -> Option<u64> {
+        let mut begun = false;
         while let Some(w) = self.list.get(self.next).filter(|w| w.first <= i) {
             self.active.push((w.last, w.until));
             self.next += 1;
+            begun = true;
         }
         if self.active.is_empty() {
             return None;
         }
-        self.active.retain(|w| w.0 >= i);
-        self.active.iter().map(|w| w.1).max()
+        if begun || self.min_last < i {
+            self.active.retain(|w| w.0 >= i);
+            self.min_last = self.active.iter().map(|w| w.0).min().unwrap_or(u32::MAX);
+            self.max_until = self.active.iter().map(|w| w.1).max()?;
+        }
+        Some(self.max_until)
     }
 
     /// The first event from `i` on that a window may cover (`u32::MAX` if none).
@@ -709,6 +736,9 @@ impl<'g> Walk<'g> {
         d: Dep,
         zero: Option<&dyn Fn(CnodeIdx) -> bool>,
     ) -> Option<Option<Remote>> {
+        if let Source::Msg(s) = d.source {
+            return self.msg_dependency(g, l, i, s, zero);
+        }
         let t = &g.time[l];
         let mut remote: Option<Remote> = None;
         g.sources(l, &d, &mut self.src);
@@ -750,6 +780,43 @@ impl<'g> Walk<'g> {
             }
         }
         Some(remote)
+    }
+
+    /// `dependency` of a receive, whose one source is the ENTER of its send's call `s`
+    /// (the common case, without the list of sources `Graph::sources` makes).
+    #[inline(always)]
+    fn msg_dependency(
+        &mut self,
+        g: &Graph,
+        l: usize,
+        i: usize,
+        s: EventRef,
+        zero: Option<&dyn Fn(CnodeIdx) -> bool>,
+    ) -> Option<Option<Remote>> {
+        let (t, sl) = (&g.time[l], s.loc as usize);
+        // a source on the same location or later than its target is no dependency
+        if sl == l {
+            return Some(None);
+        }
+        let ready = g.time[sl][s.event as usize];
+        if ready > t[i] {
+            return Some(None);
+        }
+        if self.cur[sl].pos <= s.event as usize {
+            self.waiters[sl].push(l);
+            return None;
+        }
+        let z = zero.is_some_and(|zero| {
+            let cn = cnode(g.replay, l, i);
+            cn != NO_CNODE && zero(cn)
+        });
+        let after = if i > 0 { ready.max(t[i - 1]) } else { ready };
+        let w = if z { 0 } else { t[i].saturating_sub(after) };
+        let Some(k) = find_from(&g.src_events[sl], &mut self.hint[sl], s.event) else {
+            return Some(None);
+        };
+        let (v, h) = (self.sdist[sl][k] + w, self.shops[sl][k] + 1);
+        Some(Some((v, h, s, false, w)))
     }
 
     /// The end of the path: the largest distance over every location's last event, as
@@ -902,21 +969,19 @@ impl<'a> Graph<'a> {
                 let ev = &trace.events[l];
                 let links = &replay.msg_links[l];
                 let mut deps = Vec::new();
-                for i in 0..ev.len() {
-                    if matches!(ev.kind[i], EventKind::MpiRecv | EventKind::MpiIrecv) {
-                        let Some(p) = links.partner.get(ev.arg[i] as usize) else {
-                            continue;
+                for i in kind_positions(ev, EventKind::MpiRecv, EventKind::MpiIrecv) {
+                    let Some(p) = links.partner.get(ev.arg[i] as usize) else {
+                        continue;
+                    };
+                    if p.is_some() {
+                        let src = EventRef {
+                            loc: p.loc,
+                            event: enter_of(replay, *p),
                         };
-                        if p.is_some() {
-                            let src = EventRef {
-                                loc: p.loc,
-                                event: enter_of(replay, *p),
-                            };
-                            deps.push(Dep {
-                                event: i as u32,
-                                source: Source::Msg(src),
-                            });
-                        }
+                        deps.push(Dep {
+                            event: i as u32,
+                            source: Source::Msg(src),
+                        });
                     }
                 }
                 let mut recv_enters = Vec::new();
@@ -956,11 +1021,8 @@ impl<'a> Graph<'a> {
         let links = &replay.msg_links[l];
         // (LEAVE of the completing call, ENTER of the receive's call)
         let mut found: Vec<(u32, EventRef)> = Vec::new();
-        for i in 0..ev.len() {
+        for i in kind_positions(ev, EventKind::MpiSend, EventKind::MpiIsend) {
             let kind = ev.kind[i];
-            if !matches!(kind, EventKind::MpiSend | EventKind::MpiIsend) {
-                continue;
-            }
             let k = ev.arg[i] as usize;
             let Some(p) = links.partner.get(k) else {
                 continue;
@@ -1187,11 +1249,17 @@ impl<'a> Graph<'a> {
 
     /// The call path active between event `i` and the next one on location `l`.
     fn active(&self, l: usize, i: usize) -> CnodeIdx {
-        let c = cnode(self.replay, l, i);
+        self.active_in(&self.replay.locations[l], &self.trace.events[l].kind[..], i)
+    }
+
+    /// `active` of the location whose replay state is `st` and event kinds `kind`.
+    #[inline]
+    fn active_in(&self, st: &LocationState, kind: &[EventKind], i: usize) -> CnodeIdx {
+        let c = if i < st.len() { st.cnode(i) } else { NO_CNODE };
         if c == NO_CNODE {
             return c;
         }
-        match self.trace.events[l].kind[i] {
+        match kind[i] {
             EventKind::Leave => self.replay.tree.nodes[c as usize]
                 .parent
                 .unwrap_or(NO_CNODE),
@@ -1264,41 +1332,12 @@ impl<'a> Graph<'a> {
         Z: Fn(CnodeIdx) -> bool + ?Sized,
         F: FnMut(Step) + ?Sized,
     {
-        let mut wcs: Vec<Option<WindowCursor>> = (0..self.windows.len()).map(|_| None).collect();
-        for s in &path.ends {
-            let l = s.loc as usize;
-            let t = &self.time[l];
-            match s.entry {
-                None => {
-                    // the start-up delay of the location the path begins on
-                    let d = t[0] - path.t0;
-                    if d > 0 {
-                        f(Step {
-                            loc: s.loc,
-                            from: t[0] - d,
-                            to: t[0],
-                            weight: d,
-                            cnode: STARTUP,
-                            via: Via::Local,
-                        });
-                    }
-                }
-                Some((from, weight, coll)) => f(Step {
-                    loc: s.loc,
-                    from: self.time[from.loc as usize][from.event as usize],
-                    to: t[s.first as usize],
-                    weight,
-                    cnode: cnode(self.replay, l, s.first as usize),
-                    via: if coll { Via::Collective } else { Via::Message },
-                }),
+        self.for_each_stretch(path, zero, |s, entry, local| {
+            if let Some(e) = entry {
+                f(e);
             }
-            let wc = wcs[l].get_or_insert_with(|| WindowCursor::new(&self.windows[l]));
-            for i in s.first as usize + 1..=s.last as usize {
-                let mut w = self.local_weight(l, i, wc);
-                let c = self.active(l, i - 1);
-                if c != NO_CNODE && zero(c) {
-                    w = 0;
-                }
+            let t = &self.time[s.loc as usize];
+            for (i, w, c) in local {
                 f(Step {
                     loc: s.loc,
                     from: t[i - 1],
@@ -1308,6 +1347,52 @@ impl<'a> Graph<'a> {
                     via: Via::Local,
                 });
             }
+        });
+    }
+
+    /// The path's stretches from its start, in order: `f(stretch, entry, local)` once per
+    /// stretch with the step entering it (its dependency edge, or the start-up delay of
+    /// the location the path begins on; none for a start without delay) and its local
+    /// edges in order. `zero` is the one the path was found with.
+    fn for_each_stretch<Z, F>(&self, path: &Path, zero: &Z, mut f: F)
+    where
+        Z: Fn(CnodeIdx) -> bool + ?Sized,
+        F: FnMut(&Stretch, Option<Step>, LocalEdges<'_, '_, Z>),
+    {
+        let mut wcs: Vec<Option<WindowCursor>> = (0..self.windows.len()).map(|_| None).collect();
+        for s in &path.ends {
+            let l = s.loc as usize;
+            let t = &self.time[l];
+            let entry = match s.entry {
+                // the start-up delay of the location the path begins on
+                None => Some(t[0] - path.t0).filter(|&d| d > 0).map(|d| Step {
+                    loc: s.loc,
+                    from: t[0] - d,
+                    to: t[0],
+                    weight: d,
+                    cnode: STARTUP,
+                    via: Via::Local,
+                }),
+                Some((from, weight, coll)) => Some(Step {
+                    loc: s.loc,
+                    from: self.time[from.loc as usize][from.event as usize],
+                    to: t[s.first as usize],
+                    weight,
+                    cnode: cnode(self.replay, l, s.first as usize),
+                    via: if coll { Via::Collective } else { Via::Message },
+                }),
+            };
+            let local = LocalEdges {
+                g: self,
+                l,
+                st: &self.replay.locations[l],
+                kind: &self.trace.events[l].kind[..],
+                wc: wcs[l].get_or_insert_with(|| WindowCursor::new(&self.windows[l])),
+                next: s.first as usize + 1,
+                last: s.last as usize,
+                zero,
+            };
+            f(s, entry, local);
         }
     }
 
@@ -1331,6 +1416,38 @@ impl<'a> Graph<'a> {
                 .map(|n| matches!(n.callee, Callee::Region(r) if regions[r as usize]))
                 .collect(),
         )
+    }
+}
+
+/// The local edges of a stretch of the path on location `l`, in order, as (event the edge
+/// leads to, weight, call path active on it) (`Graph::for_each_stretch`).
+struct LocalEdges<'g, 'w, Z: ?Sized> {
+    g: &'g Graph<'g>,
+    l: usize,
+    st: &'g LocationState,
+    kind: &'g [EventKind],
+    wc: &'w mut WindowCursor<'g>,
+    next: usize,
+    last: usize,
+    zero: &'w Z,
+}
+
+impl<Z: Fn(CnodeIdx) -> bool + ?Sized> Iterator for LocalEdges<'_, '_, Z> {
+    type Item = (usize, u64, CnodeIdx);
+
+    #[inline]
+    fn next(&mut self) -> Option<(usize, u64, CnodeIdx)> {
+        let i = self.next;
+        if i > self.last {
+            return None;
+        }
+        self.next += 1;
+        let mut w = self.g.local_weight(self.l, i, self.wc);
+        let c = self.g.active_in(self.st, self.kind, i - 1);
+        if c != NO_CNODE && (self.zero)(c) {
+            w = 0;
+        }
+        Some((i, w, c))
     }
 }
 
@@ -1469,17 +1586,27 @@ pub fn critical_path_of(
     replay: &Replay,
     what_if: &[String],
 ) -> Result<CriticalPath, String> {
+    use rayon::prelude::*;
     let matchers = g.what_if_matchers(what_if)?;
-    let path = g.path();
     let span = trace.time_span();
     let ncnode = replay.tree.nodes.len();
-    let placed = steps_by_place(g, trace, &path, ncnode, span.map_or(0, |s| s.0));
-    let lengths: Vec<u64> = (matchers.iter())
-        .map(|m| {
-            g.longest_length(&|c| m.get(c as usize).copied().unwrap_or(false))
-                .length
-        })
-        .collect();
+    // each longest path is serial, and the what-if ones do not need the path: they run
+    // beside it and beside each other (each its own value, collected in order)
+    let ((path, placed), lengths) = rayon::join(
+        || {
+            let path = g.path();
+            let placed = steps_by_place(g, trace, &path, ncnode, span.map_or(0, |s| s.0));
+            (path, placed)
+        },
+        || -> Vec<u64> {
+            (matchers.par_iter())
+                .map(|m| {
+                    g.longest_length(&|c| m.get(c as usize).copied().unwrap_or(false))
+                        .length
+                })
+                .collect()
+        },
+    );
     Ok(summary(
         trace,
         replay,
@@ -1553,32 +1680,67 @@ pub(crate) fn steps_by_place(
     let mut by_cnode: Vec<u64> = vec![0; ncnode + 2];
     let mut by_loc: Vec<u64> = vec![0; trace.events.len()];
     let mut segments: Vec<Segment> = Vec::new();
-    let mut cur: Option<(u32, u64, u64, u64, &'static str)> = None; // loc, start, end, len, via
-    g.for_each_step(path, &|_| false, &mut |s: Step| {
-        if let Some(x) = by_cnode.get_mut(slot(s.cnode)) {
-            *x += s.weight;
+    // the segment open, and whether local steps on its location extend it (not the
+    // start-up delay's)
+    let mut cur: Option<(OpenSegment, bool)> = None;
+    // a new segment from step `s`, the current one done
+    let mut begin = |cur: &mut Option<_>, s: Step| {
+        if let Some((c, _)) = cur.take() {
+            segments.push(seg(trace, c, t0, sec));
         }
-        by_loc[s.loc as usize] += s.weight;
-        match &mut cur {
-            Some(c) if c.0 == s.loc && s.via == Via::Local && c.4 != "start-up" => {
-                c.2 = s.to;
-                c.3 += s.weight;
+        let via = match s.via {
+            Via::Local if s.cnode == STARTUP => "start-up",
+            Via::Local => "start",
+            Via::Message => "message",
+            Via::Collective => "collective",
+        };
+        *cur = Some(((s.loc, s.from, s.to, s.weight, via), via != "start-up"));
+    };
+    g.for_each_stretch(path, &|_| false, |s, entry, local| {
+        let l = s.loc as usize;
+        if let Some(e) = entry {
+            if let Some(x) = by_cnode.get_mut(slot(e.cnode)) {
+                *x += e.weight;
             }
-            _ => {
-                if let Some(c) = cur.take() {
-                    segments.push(seg(trace, c, t0, sec));
+            by_loc[l] += e.weight;
+            begin(&mut cur, e);
+        }
+        // the local edges: each to its call path; together they extend the segment the
+        // stretch is in (or begin one, as its first edge would)
+        let mut total = 0u64;
+        for (_, w, c) in local {
+            if let Some(x) = by_cnode.get_mut(slot(c)) {
+                *x += w;
+            }
+            total += w;
+        }
+        if s.last > s.first {
+            by_loc[l] += total;
+            let t = &g.time[l];
+            let (from, to) = (t[s.first as usize], t[s.last as usize]);
+            match &mut cur {
+                Some((c, true)) if c.0 == s.loc => {
+                    c.2 = to;
+                    c.3 += total;
                 }
-                let via = match s.via {
-                    Via::Local if s.cnode == STARTUP => "start-up",
-                    Via::Local => "start",
-                    Via::Message => "message",
-                    Via::Collective => "collective",
-                };
-                cur = Some((s.loc, s.from, s.to, s.weight, via));
+                _ => {
+                    let first = Step {
+                        loc: s.loc,
+                        from,
+                        to: t[s.first as usize + 1],
+                        weight: total,
+                        cnode: NO_CNODE,
+                        via: Via::Local,
+                    };
+                    begin(&mut cur, first);
+                    if let Some((c, _)) = &mut cur {
+                        c.2 = to;
+                    }
+                }
             }
         }
     });
-    if let Some(c) = cur.take() {
+    if let Some((c, _)) = cur.take() {
         segments.push(seg(trace, c, t0, sec));
     }
     (by_cnode, by_loc, segments)
@@ -1670,12 +1832,10 @@ fn location_shares(
     locations
 }
 
-fn seg(
-    trace: &Trace,
-    c: (u32, u64, u64, u64, &'static str),
-    t0: u64,
-    sec: &dyn Fn(u64) -> f64,
-) -> Segment {
+/// A segment as it is found: location, start, end, length, via.
+type OpenSegment = (u32, u64, u64, u64, &'static str);
+
+fn seg(trace: &Trace, c: OpenSegment, t0: u64, sec: &dyn Fn(u64) -> f64) -> Segment {
     Segment {
         location: trace.defs.locations[c.0 as usize].id,
         start_s: sec(c.1.saturating_sub(t0)),

@@ -3,7 +3,7 @@
 //! message-traffic matrices, from the matched messages (patterns.md §5.3). Rows and columns
 //! are MPI ranks (a location's `rank`; the locations of one process are summed).
 
-use super::critical_path::{enterptr, exitptr, Graph};
+use super::critical_path::{enterptr, exitptr, kind_positions, Graph};
 use crate::model::{EventKind, Trace};
 use crate::replay::{Replay, NONE};
 use serde::Serialize;
@@ -178,15 +178,16 @@ pub fn traffic_rows(
             let mut acc: Vec<((u32, u32), Acc)> = Vec::new();
             let mut index: std::collections::HashMap<(u32, u32), usize> = Default::default();
             let mut last = 0usize;
-            for i in 0..ev.len() {
-                if !matches!(ev.kind[i], EventKind::MpiSend | EventKind::MpiIsend) {
-                    continue;
-                }
+            for i in kind_positions(ev, EventKind::MpiSend, EventKind::MpiIsend) {
                 let k = ev.arg[i] as usize;
                 let Some(p) = links.partner.get(k).filter(|p| p.is_some()) else {
                     continue;
                 };
-                let Some(m) = ev.msg(i) else { continue };
+                // the payload read as `Events::msg` does, without its request lookup
+                if ev.msg.peer.get(k).is_none() {
+                    continue; // freed (`free_msg_payloads`)
+                }
+                let (comm, bytes) = (ev.msg.comm[k], ev.msg.bytes.get(k));
                 let Some(b) = trace.defs.locations[p.loc as usize].rank else {
                     continue;
                 };
@@ -201,7 +202,7 @@ pub fn traffic_rows(
                     Some(x) if x != NONE => rev.time[x as usize],
                     _ => rev.time[p.event as usize],
                 };
-                let key = (m.comm, b);
+                let key = (comm, b);
                 if acc.get(last).is_none_or(|x| x.0 != key) {
                     last = *index.entry(key).or_insert_with(|| {
                         acc.push((key, Acc::default()));
@@ -210,7 +211,7 @@ pub fn traffic_rows(
                 }
                 let x = &mut acc[last].1;
                 x.count += 1;
-                x.bytes += m.bytes;
+                x.bytes += bytes;
                 x.ticks += end.saturating_sub(start);
             }
             Some((a, acc))

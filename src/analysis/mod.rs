@@ -49,6 +49,30 @@ use fire::Engine;
 pub(crate) use pass::{location::tests::OTHER_AT, share::LISTED};
 use plan::Plan;
 
+/// `x as f64` (the same value, rounded alike), through the signed conversion (one
+/// instruction; the unsigned one is a sequence) when `signed` says that `x` is below 2^63
+/// (a hot loop's times after the run's start, `signed` found once from the run's span).
+#[inline(always)]
+pub(crate) fn exact_f64(x: u64, signed: bool) -> f64 {
+    if signed {
+        debug_assert!(i64::try_from(x).is_ok());
+        x as i64 as f64
+    } else {
+        x as f64
+    }
+}
+
+/// `x as usize` (the same value: truncated, saturating, NaN to 0), through the signed
+/// conversion where `x` is below 2^63.
+#[inline(always)]
+pub(crate) fn trunc_usize(x: f64) -> usize {
+    if x < 9_223_372_036_854_775_808.0 {
+        (x as i64).max(0) as usize
+    } else {
+        x as usize
+    }
+}
+
 /// Run every rule over the replay.
 pub fn analyse(trace: &Trace, replay: &Replay, orig: RuleSet) -> Analysis {
     analyse_with(trace, replay, orig, true, &[])
@@ -95,4 +119,38 @@ pub(crate) fn analyse_with(
     pass::derived::run(&eng, &mut cube);
     let order = cube::report_order(trace, &plan.rs.rules, &plan.children);
     cube.finish(order, violations, orig)
+}
+
+#[cfg(test)]
+mod conversions {
+    use super::{exact_f64, trunc_usize};
+
+    /// The conversions of the hot loops are the casts, at and around every boundary.
+    #[test]
+    fn the_conversions_are_the_casts() {
+        let big = 1u64 << 63;
+        for x in [0, 1, 12_345, (1 << 53) + 1, (1 << 53) + 3, big - 1] {
+            assert_eq!(exact_f64(x, true).to_bits(), (x as f64).to_bits(), "{x}");
+        }
+        for x in [0, big - 1, big, big + 1, u64::MAX] {
+            assert_eq!(exact_f64(x, false).to_bits(), (x as f64).to_bits(), "{x}");
+        }
+        for x in [
+            -1.0,
+            -0.0,
+            0.0,
+            0.75,
+            1e17 + 0.5,
+            9.2e18,
+            9_223_372_036_854_775_808.0,
+            1e19,
+            1e300,
+            f64::MAX,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ] {
+            assert_eq!(trunc_usize(x), x as usize, "{x}");
+        }
+    }
 }

@@ -8,6 +8,7 @@
 //! largest unsmoothed change nearby. `slice` cuts a trace to one phase for
 //! `perfexpert run --phase K`.
 
+use super::exact_f64;
 use crate::model::{EventKind, Events, Paradigm, Trace};
 use serde::Serialize;
 
@@ -134,7 +135,7 @@ pub fn detect_binned(trace: &Trace) -> Detected {
         return empty(t0);
     }
     let span = (t0, t1, (t1 - t0) as f64 / BINS as f64);
-    let mut v = vec![[0.0f64; 4]; BINS];
+    let mut v = [[0.0f64; 4]; BINS];
     add_curves(trace, span, 0..trace.events.len(), &mut v);
     let found = detect_from_curves(span, &v, |e| {
         Ok::<_, std::convert::Infallible>(measure(trace, e))
@@ -182,9 +183,9 @@ pub fn detect_from_curves<E>(
 /// The curves of the boundary score per bin (bin width `dt` ticks from `t0`), from zero.
 #[cfg(test)]
 fn curves(trace: &Trace, span: (u64, u64, f64)) -> Vec<[f64; 4]> {
-    let mut v = vec![[0.0f64; 4]; BINS];
+    let mut v = [[0.0f64; 4]; BINS];
     add_curves(trace, span, 0..trace.events.len(), &mut v);
-    v
+    v.to_vec()
 }
 
 /// Adds to `v` (`BINS` rows) the curves of the boundary score per bin (bin width `dt` ticks
@@ -196,38 +197,52 @@ pub fn add_curves(
     trace: &Trace,
     (t0, t1, dt): (u64, u64, f64),
     locs: std::ops::Range<usize>,
-    v: &mut [[f64; 4]],
+    v: &mut [[f64; 4]; BINS],
 ) {
     let bins = BinOf::new(t1 - t0, dt);
-    let classes: Vec<usize> = (trace.defs.regions.iter())
+    // every time after t0 converts as a signed integer (the run is shorter than 2^63 ticks)
+    let signed = i64::try_from(t1 - t0).is_ok();
+    let classes: Vec<u8> = (trace.defs.regions.iter())
         .map(|x| match x.paradigm {
             Paradigm::MPI => 0,
             Paradigm::OPENMP => 1,
             _ => 2,
         })
         .collect();
+    let class = |r: u32| classes.get(r as usize).map_or(2, |&c| c as usize);
     let mut stack: Vec<u32> = Vec::new();
     for ev in &trace.events[locs] {
         stack.clear();
-        let (time, kind, arg) = (&ev.time[..], &ev.kind[..], &ev.arg[..]);
-        // the previous event's time (ticks after t0, clamped to the run), as f64, and the
-        // bin last found (the next lookup starts there)
-        let (mut prev, mut prev_f, mut hint) = (0u64, 0.0f64, 0usize);
+        // the class of the region on top of the stack (`NO_CLASS` while it is empty), the
+        // previous event's time (ticks after t0, clamped to the run) and the bin last found
+        // (the next lookup starts there)
+        let (mut top, mut prev, mut prev_f, mut hint) = (NO_CLASS, 0u64, 0.0f64, 0usize);
+        let time = &ev.time[..];
+        let (kind, arg) = (&ev.kind[..time.len()], &ev.arg[..time.len()]);
         for i in 0..time.len() {
-            let x = time[i].clamp(t0, t1) - t0;
-            let xf = x as f64;
+            let (k, a) = (kind[i], arg[i]);
+            // `clamp` (t0 < t1) without its check of the bounds' order
+            let x = time[i].max(t0).min(t1) - t0;
+            let xf = exact_f64(x, signed);
             // the interval [previous event, this one) goes to the region on top (none at
             // the first event: the stack is empty)
-            if let (Some(&r), true) = (stack.last(), prev < x) {
-                let class = classes.get(r as usize).copied().unwrap_or(2);
+            if top != NO_CLASS && prev < x {
                 hint = bins.bin(prev, hint);
-                bins.spread(v, class, prev_f, xf, hint);
+                bins.spread(v, top, prev_f, xf, hint);
             }
-            match kind[i] {
-                EventKind::Enter => stack.push(arg[i]),
+            match k {
+                EventKind::Enter => {
+                    stack.push(a);
+                    top = class(a);
+                }
+                EventKind::Leave if stack.last() == Some(&a) => {
+                    stack.pop();
+                    top = stack.last().map_or(NO_CLASS, |&r| class(r));
+                }
                 EventKind::Leave => {
-                    if let Some(k) = stack.iter().rposition(|&r| r == arg[i]) {
-                        stack.truncate(k);
+                    if let Some(j) = stack.iter().rposition(|&r| r == a) {
+                        stack.truncate(j);
+                        top = stack.last().map_or(NO_CLASS, |&r| class(r));
                     }
                 }
                 EventKind::MpiSend
@@ -243,6 +258,9 @@ pub fn add_curves(
         }
     }
 }
+
+/// The class of an empty stack (`add_curves`).
+const NO_CLASS: usize = usize::MAX;
 
 /// The bins of the curves over a run of `span` ticks, bin width `dt`: the bin of a time `x`
 /// ticks after the start is `((x as f64 / dt) as usize).min(BINS - 1)`, found here without
@@ -296,10 +314,13 @@ impl BinOf {
     /// `spread` of the interval [a, b) (a < b, ticks after the start as f64) from its first
     /// bin `i`: the same shares, added in the same order.
     #[inline]
-    fn spread(&self, v: &mut [[f64; 4]], m: usize, a: f64, b: f64, mut i: usize) {
+    fn spread(&self, v: &mut [[f64; 4]; BINS], m: usize, a: f64, b: f64, mut i: usize) {
+        // `max`/`min` as comparisons: no NaN here, and equal values have equal bits (no
+        // -0.0: the edges and times are 0 or positive)
         loop {
-            let lo = self.edge[i].max(a);
-            let hi = self.edge[i + 1].min(b);
+            let (e0, e1) = (self.edge[i], self.edge[i + 1]);
+            let lo = if a > e0 { a } else { e0 };
+            let hi = if b < e1 { b } else { e1 };
             if hi > lo {
                 v[i][m] += (hi - lo) / self.dt;
             }

@@ -98,7 +98,7 @@ pub fn detect_phases(trace: &Trace, keep: &[bool], t: &dyn Transport) -> Result<
         Some((t0, _)) => return Ok(Detected::empty(t0)),
         None => return Ok(Detected::empty(0)),
     };
-    let mut v = vec![[0.0f64; 4]; BINS];
+    let mut v = [[0.0f64; 4]; BINS];
     // the sums handed on along the runs of locations, in location order
     for (j, &(a, b, rank)) in runs.iter().enumerate() {
         let mut to = vec![Vec::new(); t.size()];

@@ -5,7 +5,7 @@
 //! process (the pies). Small traces also keep every stretch (exact tooltips).
 
 use super::{ClassRule, LocationRow, COMPUTATION, MPI, MPI_SYNC, OPENMP, OPENMP_SYNC};
-use crate::analysis::Analysis;
+use crate::analysis::{trunc_usize, Analysis};
 use crate::model::{classify::classify, EventKind, Paradigm, RegionRole, Trace};
 use crate::replay::calltree::{Callee, NO_CNODE};
 use crate::replay::Replay;
@@ -534,7 +534,7 @@ impl Acc {
     fn single(&self, a: u64, b: u64) -> Option<(usize, f64)> {
         let n = self.best.len();
         let x = self.span(a, b);
-        let first = (x.0 as usize).min(n - 1);
+        let first = trunc_usize(x.0).min(n - 1);
         // `add`'s last column is `first` when ⌈x1⌉ ≤ first + 1, i.e. x1 ≤ first + 1
         if first + 1 < n && x.1 > (first + 1) as f64 {
             return None;
@@ -555,7 +555,7 @@ impl Acc {
     fn add(&mut self, a: u64, b: u64, c: u32, parts: &[(u8, f64)]) {
         let n = self.best.len();
         let x = self.span(a, b);
-        let first = (x.0 as usize).min(n - 1);
+        let first = trunc_usize(x.0).min(n - 1);
         let last = (ceil_usize(x.1).max(first + 1) - 1).min(n - 1);
         for col in first..=last {
             let o = self.overlap(x, col);
@@ -641,7 +641,7 @@ impl Acc {
 /// `ceil` per stretch (the target has no rounding instruction): the same value.
 #[inline]
 fn ceil_usize(x: f64) -> usize {
-    let t = x as usize;
+    let t = trunc_usize(x);
     if (t as f64) < x {
         t.saturating_add(1)
     } else {
