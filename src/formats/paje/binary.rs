@@ -326,6 +326,8 @@ const MAX_PLAN: usize = 4 + 7;
 #[derive(Clone, Copy)]
 struct Plan {
     w0: u32,
+    /// The kind of the definition (`def`).
+    kind: Kind,
     /// The continuation word, or 0 for events of one header word.
     w1: u32,
     def: u32,
@@ -1089,6 +1091,7 @@ impl<'a> Decoder<'a> {
         };
         let mut plan = Plan {
             w0,
+            kind: d.kind,
             w1,
             def: k,
             n: d.fields.len() as u8,
@@ -1235,32 +1238,26 @@ impl<'a> Decoder<'a> {
                 let slot = plan.slot[k] as usize & 7;
                 match plan.codes[k] {
                     1 => {
-                        let (n, key) = match data.get(p..p + 8) {
-                            Some(w) => {
-                                let v = u64::from_le_bytes([
-                                    w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7],
-                                ]);
-                                let z = v.wrapping_sub(LO) & !v & HI;
-                                if z != 0 {
-                                    let n = (z.trailing_zeros() / 8) as usize;
-                                    (n, memo::key_of_word(v, n))
-                                } else {
-                                    let Some(n) = nul(&data[p..]) else {
-                                        return false;
-                                    };
-                                    (n, memo::key(&data[p..p + n]))
-                                }
-                            }
+                        let rest = data.get(p..).unwrap_or_default();
+                        // a short string: its bytes and key from the word its NUL is in
+                        let short = rest.first_chunk::<8>().and_then(|w| {
+                            let v = u64::from_le_bytes(*w);
+                            let z = v.wrapping_sub(LO) & !v & HI;
+                            let n = (z.trailing_zeros() / 8) as usize;
+                            (z != 0).then(|| (&w[..n], memo::key_of_word(v, n)))
+                        });
+                        let (s, key) = match short {
+                            Some(x) => x,
                             None => {
-                                let Some(n) = data.get(p..).and_then(nul) else {
+                                let Some(n) = nul(rest) else {
                                     return false;
                                 };
-                                (n, memo::key(&data[p..p + n]))
+                                (&rest[..n], memo::key(&rest[..n]))
                             }
                         };
-                        h.s[slot] = &data[p..p + n];
+                        h.s[slot] = s;
                         h.k[slot] = key;
-                        p = align4(p + n + 1);
+                        p = align4(p + s.len() + 1);
                     }
                     2 => {
                         let Some(x) = self.u64_at(p) else {
@@ -1295,7 +1292,7 @@ impl<'a> Decoder<'a> {
                 return false;
             }
             h.offset = start as u64;
-            h.kind = self.defs[plan.def as usize].kind;
+            h.kind = plan.kind;
             h.timed = true;
             self.tail = plan.tail.then_some((start + 12, end));
             self.pos = end;

@@ -595,17 +595,17 @@ impl<'a> Reader<'a> {
                 }
                 ev.offset
             };
-            if let Some(release) = release {
-                // nothing refers to the bytes before the event just decoded any more (names
-                // and keys are copied; references of the reference variant that point back
-                // are read again from the file)
-                let upto = (line as usize) & !(RELEASE_STEP - 1);
-                if upto > released {
-                    release(released, upto);
-                    released = upto;
-                }
-            }
             if batch.len() >= OPS_PER_BATCH {
+                if let Some(release) = release {
+                    // nothing refers to the bytes before the event just decoded any more
+                    // (names and keys are copied; references of the reference variant that
+                    // point back are read again from the file); looked at once a batch
+                    let upto = (line as usize) & !(RELEASE_STEP - 1);
+                    if upto > released {
+                        release(released, upto);
+                        released = upto;
+                    }
+                }
                 let mut next = back
                     .try_recv()
                     .unwrap_or_else(|_| Batch::with_capacity(OPS_PER_BATCH));
