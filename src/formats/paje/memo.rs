@@ -115,9 +115,10 @@ const RECENT_BITS: u32 = 12;
 /// A state event of the binary read as resolved before (`Recent`).
 #[derive(Clone, Copy)]
 pub(super) struct Seen {
-    /// The header word and the bytes after the time (4 to 16 of them, the rest of the two
-    /// words zero), and when it was true.
-    w0: u32,
+    /// The header word (a link event's two as one word, `LinkPeek::head`) and the bytes
+    /// after the time (up to 16 of them, the rest of the two words zero), and when it was
+    /// true.
+    head: u64,
     w: [u64; 2],
     /// The length of the items after the time (`tail_len`).
     len: u8,
@@ -196,18 +197,26 @@ fn min_len(w0: u32) -> Option<usize> {
     }
 }
 
-/// `w` with the bytes from `len` on zero (`len` a multiple of 4 up to 16, as `tail_len`
-/// gives).
+/// `w` with the bytes from `len` on zero (`len` up to 16).
 #[inline(always)]
 fn masked(w: [u64; 2], len: usize) -> [u64; 2] {
-    const M: [[u64; 2]; 5] = [
-        [0, 0],
-        [0xffff_ffff, 0],
-        [u64::MAX, 0],
-        [u64::MAX, 0xffff_ffff],
-        [u64::MAX, u64::MAX],
-    ];
-    let m = M[(len / 4).min(4)];
+    const fn low(k: usize) -> u64 {
+        if k >= 8 {
+            u64::MAX
+        } else {
+            (1u64 << (8 * k)) - 1
+        }
+    }
+    const M: [[u64; 2]; 17] = {
+        let mut m = [[u64::MAX; 2]; 17];
+        let mut n = 0;
+        while n < 16 {
+            m[n] = [low(n), if n > 8 { low(n - 8) } else { 0 }];
+            n += 1;
+        }
+        m
+    };
+    let m = M[len.min(16)];
     [w[0] & m[0], w[1] & m[1]]
 }
 
@@ -219,9 +228,8 @@ impl Recent {
     }
 
     #[inline(always)]
-    fn slot(w0: u32, w: [u64; 2]) -> usize {
-        ((w[0] ^ w[1].rotate_left(17) ^ (w0 as u64).rotate_left(40))
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    fn slot(head: u64, w: [u64; 2]) -> usize {
+        ((w[0] ^ w[1].rotate_left(17) ^ head.rotate_left(40)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
             >> (64 - RECENT_BITS)) as usize
     }
 
@@ -232,9 +240,23 @@ impl Recent {
     /// length too (it reads no byte after it) and the event is the same.
     #[inline(always)]
     pub fn get(&self, w0: u32, w: [u64; 2], epoch: u32, generation: u32) -> Option<(&Seen, usize)> {
-        let s = self.slots[Self::slot(w0, masked(w, min_len(w0)?))].as_ref()?;
+        self.find(w0 as u64, w, min_len(w0)?, epoch, generation)
+    }
+
+    /// `get` by header word(s) `head` and the least length `min` of the bytes that decide
+    /// (a link event's prefix, `binary::LinkPeek`).
+    #[inline(always)]
+    pub fn find(
+        &self,
+        head: u64,
+        w: [u64; 2],
+        min: usize,
+        epoch: u32,
+        generation: u32,
+    ) -> Option<(&Seen, usize)> {
+        let s = self.slots[Self::slot(head, masked(w, min))].as_ref()?;
         let len = s.len as usize;
-        (s.w0 == w0 && s.w == masked(w, len) && s.epoch == epoch && s.generation == generation)
+        (s.head == head && s.w == masked(w, len) && s.epoch == epoch && s.generation == generation)
             .then_some((s, len))
     }
 
@@ -253,9 +275,28 @@ impl Recent {
         if tail_len(w0, w) != Some(len) {
             return;
         }
+        self.store(w0 as u64, w, m, len, epoch, generation, op);
+    }
+
+    /// `put` by header word(s) `head` and least length `min` (`find`): the bytes up to `len`
+    /// of `w` decide the event (the decoder read no byte after them for it).
+    #[allow(clippy::too_many_arguments)]
+    pub fn store(
+        &mut self,
+        head: u64,
+        w: [u64; 2],
+        min: usize,
+        len: usize,
+        epoch: u32,
+        generation: u32,
+        op: (Code, Kind, u32, u32, u32),
+    ) {
+        if len < min || len > 16 {
+            return;
+        }
         let (code, kind, ty, c, x) = op;
-        self.slots[Self::slot(w0, masked(w, m))] = Some(Seen {
-            w0,
+        self.slots[Self::slot(head, masked(w, min))] = Some(Seen {
+            head,
             w: masked(w, len),
             len: len as u8,
             epoch,
