@@ -1250,34 +1250,40 @@ impl<'a> Decoder<'a> {
     /// words, or the file ends.
     #[inline(always)]
     fn next_plan(&mut self) -> Option<(usize, usize, Plan)> {
+        let (start, w0) = self.strings_on_the_way()?;
+        let plan = (*self.plans.get((w0 >> 18) as usize)?)?;
+        if plan.w0 != w0 {
+            return None;
+        }
+        let mut p = start + 4;
+        if plan.w1 != 0 {
+            if self.u32_at(p) != Some(plan.w1) {
+                return None;
+            }
+            p += 4;
+        }
+        Some((start, p, plan))
+    }
+
+    /// The 888 events at the current position put into the string table (those of one
+    /// string and one header word, after the first); the next event's start and header
+    /// word, None where the file ends.
+    #[inline(always)]
+    fn strings_on_the_way(&mut self) -> Option<(usize, u32)> {
         let data = self.data;
         loop {
             let start = self.pos;
             let w0 = self.u32_at(start)?;
-            let ty = w0 >> 18;
-            if ty == STRING_ENTRY && w0 & 0x2_ffff == 0x2_1000 && self.entries > 0 {
-                // one string, one header word
-                let k = data.get(start + 4..).and_then(nul)?;
-                let end = align4(start + 4 + k + 1);
-                if end > data.len() {
-                    return None;
-                }
-                self.put_string(&data[start + 4..start + 4 + k]);
-                self.pos = end;
-                continue;
+            if w0 >> 18 != STRING_ENTRY || w0 & 0x2_ffff != 0x2_1000 || self.entries == 0 {
+                return Some((start, w0));
             }
-            let plan = (*self.plans.get(ty as usize)?)?;
-            if plan.w0 != w0 {
+            let k = data.get(start + 4..).and_then(nul)?;
+            let end = align4(start + 4 + k + 1);
+            if end > data.len() {
                 return None;
             }
-            let mut p = start + 4;
-            if plan.w1 != 0 {
-                if self.u32_at(p) != Some(plan.w1) {
-                    return None;
-                }
-                p += 4;
-            }
-            return Some((start, p, plan));
+            self.put_string(&data[start + 4..start + 4 + k]);
+            self.pos = end;
         }
     }
 
@@ -1389,15 +1395,15 @@ impl<'a> Decoder<'a> {
         Some(p)
     }
 
-    /// The link event at the current position, if its plan has a prefix (`Plan::cut`) and
-    /// 16 bytes follow the prefix's start; None where the fast paths are off.
+    /// The link event at the current position (888 events before it put into the string
+    /// table), if its plan has a prefix (`Plan::cut`) and 16 bytes follow the prefix's
+    /// start; None where the fast paths are off.
     #[inline(always)]
-    pub fn peek_link(&self) -> Option<LinkPeek> {
+    pub fn peek_link(&mut self) -> Option<LinkPeek> {
         if !self.use_plans || self.layout != Layout::Fork || self.done {
             return None;
         }
-        let start = self.pos;
-        let w0 = self.u32_at(start)?;
+        let (start, w0) = self.strings_on_the_way()?;
         let plan = self.plans.get((w0 >> 18) as usize)?.as_ref()?;
         if plan.cut == 0 || plan.w0 != w0 {
             return None;

@@ -551,12 +551,12 @@ impl<'a> Reader<'a> {
             // time, key and size are read
             let link = match seen {
                 Some(_) => None,
-                None => dec.peek_link().and_then(|lp| {
-                    let (s, len) =
-                        links.find(lp.head, lp.w, lp.min, dec.epoch, memo.generation())?;
-                    Some((lp, *s, len))
-                }),
+                None => dec.peek_link(),
             };
+            let link = link.and_then(|lp| {
+                let (s, len) = links.find(lp.head, lp.w, lp.min, dec.epoch, memo.generation())?;
+                Some((lp, *s, len))
+            });
             let link = link.filter(|(lp, _, len)| dec.finish_link(lp, *len, &mut hot));
             let line = if let Some((start, time, s, len)) = seen {
                 let t = self.ticks(&mut times, Some(f64::from_bits(time)), s.kind, start as u64)?;
