@@ -1403,22 +1403,14 @@ impl<'a> Decoder<'a> {
         if !self.use_plans || self.layout != Layout::Fork || self.done {
             return None;
         }
-        let (start, w0) = self.strings_on_the_way()?;
-        let plan = self.plans.get((w0 >> 18) as usize)?.as_ref()?;
-        if plan.cut == 0 || plan.w0 != w0 {
+        let (start, p, plan) = self.next_plan()?;
+        if plan.cut == 0 {
             return None;
-        }
-        let mut p = start + 4;
-        if plan.w1 != 0 {
-            if self.u32_at(p) != Some(plan.w1) {
-                return None;
-            }
-            p += 4;
         }
         let at = p + 8;
         Some(LinkPeek {
             start,
-            head: w0 as u64 | (plan.w1 as u64) << 32,
+            head: plan.w0 as u64 | (plan.w1 as u64) << 32,
             time: self.u64_at(p)?,
             at,
             w: [self.u64_at(at)?, self.u64_at(at + 8)?],

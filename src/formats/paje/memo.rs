@@ -314,6 +314,16 @@ impl Recent {
 mod tests {
     use super::*;
 
+    /// `b` as the two words after an event's time, the rest of them 0xa5 bytes.
+    fn words(b: &[u8]) -> [u64; 2] {
+        let mut a = [0xa5u8; 16];
+        a[..b.len()].copy_from_slice(b);
+        [
+            u64::from_le_bytes(a[..8].try_into().unwrap()),
+            u64::from_le_bytes(a[8..].try_into().unwrap()),
+        ]
+    }
+
     #[test]
     fn remembers_until_cleared() {
         let mut m = Memo::new();
@@ -332,14 +342,6 @@ mod tests {
 
     #[test]
     fn tail_lengths() {
-        let words = |b: &[u8]| {
-            let mut a = [0xa5u8; 16];
-            a[..b.len()].copy_from_slice(b);
-            [
-                u64::from_le_bytes(a[..8].try_into().unwrap()),
-                u64::from_le_bytes(a[8..].try_into().unwrap()),
-            ]
-        };
         // PushState d s s s: "41", "2", "7" (stale padding bytes count for nothing)
         let w = words(b"41\0\x012\0\0\0\x37\0\xff\0");
         assert_eq!(tail_len(0x002a_2111, w), Some(12));
@@ -376,10 +378,7 @@ mod tests {
                     *c = (x >> (i * 3 % 56)) as u8 | 1;
                 }
             }
-            let w = [
-                u64::from_le_bytes(b[..8].try_into().unwrap()),
-                u64::from_le_bytes(b[8..].try_into().unwrap()),
-            ];
+            let w = words(&b);
             for low in [0x100, 0x110, 0x111, 0x500, 0x550, 0x555, 0x151, 0x000] {
                 let w0 = 0x002a_2000 | low;
                 match tail_len(w0, w) {
@@ -402,14 +401,6 @@ mod tests {
 
     #[test]
     fn recent_finds_an_event_by_its_own_bytes() {
-        let words = |b: &[u8]| {
-            let mut a = [0xa5u8; 16];
-            a[..b.len()].copy_from_slice(b);
-            [
-                u64::from_le_bytes(a[..8].try_into().unwrap()),
-                u64::from_le_bytes(a[8..].try_into().unwrap()),
-            ]
-        };
         let mut r = Recent::new();
         let w0 = 0x002a_2111;
         let op = (Code::PushState, Kind::PushState, 1, 2, 3);
@@ -424,9 +415,9 @@ mod tests {
             None
         );
         // a short tail: the bytes after it do not count
-        r.put(w0, words(b"2\0\0\03\0\0\07\0\0\0"), 12, 1, 1, op);
+        r.put(w0, words(b"2\0\0\0\x33\0\0\0\x37\0\0\0"), 12, 1, 1, op);
         assert_eq!(
-            hit(&r, b"2\0\0\03\0\0\07\0\0\0\x11\x22\x33\x44"),
+            hit(&r, b"2\0\0\0\x33\0\0\0\x37\0\0\0\x11\x22\x33\x44"),
             Some((3, 12))
         );
     }
