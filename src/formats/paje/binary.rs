@@ -308,6 +308,10 @@ pub struct Decoder<'a> {
     /// end of the event). Such events are the same event whenever their bytes are
     /// (`memo::Recent`).
     pub tail: Option<(usize, usize)>,
+    /// Set by `next_hot` for a link event whose plan has a prefix (`Plan::cut`): its header
+    /// words as one word (`LinkPeek::head`), where the prefix starts and ends, and its least
+    /// length.
+    pub cut: Option<(u64, usize, usize, usize)>,
     /// Per string-table slot: whether `next_hot` has decoded a reference to it since the
     /// last `epoch` (writing such a slot again starts a new epoch; other slots do not).
     pinned: Vec<bool>,
@@ -326,6 +330,8 @@ const MAX_PLAN: usize = 4 + 7;
 #[derive(Clone, Copy)]
 struct Plan {
     w0: u32,
+    /// The kind of the definition (`def`).
+    kind: Kind,
     /// The continuation word, or 0 for events of one header word.
     w1: u32,
     def: u32,
@@ -343,6 +349,25 @@ struct Plan {
     /// A state event of one header word: its time, then only strings or references
     /// (`Decoder::tail`).
     tail: bool,
+    /// A link event whose first item is its time and whose next items up to item `cut`
+    /// (excluded) are the strings or references the resolver reads but the key and size
+    /// (type, containers, value), `cut_min` bytes at least: such events with the same bytes
+    /// there resolve the same (`Decoder::peek_link`). 0: none.
+    cut: u8,
+    cut_min: u8,
+}
+
+/// A link event at the decoder's position whose plan has a prefix (`Plan::cut`): its start,
+/// its header words (`w0 | w1 << 32`), its time's bits, where its prefix starts, the 16
+/// bytes from there and the least length of the prefix.
+#[derive(Clone, Copy, Debug)]
+pub struct LinkPeek {
+    pub start: usize,
+    pub head: u64,
+    pub time: u64,
+    pub at: usize,
+    pub w: [u64; 2],
+    pub min: usize,
 }
 
 fn kind_of(id: u32) -> Option<Kind> {
@@ -443,6 +468,40 @@ fn hot_plan(plan: &mut Plan, slots: &[u8; MAX_FIELDS], kind: Kind) -> bool {
     filled[HOT_TIME] && reads.iter().all(|&x| filled[x] || x == HOT_SIZE)
 }
 
+/// Set `plan.cut` and `plan.cut_min` of a link event's hot plan: its time first, then the
+/// longest run of strings (or of references) in slots other than the key and the size,
+/// which must hold the type and both containers and fit in 16 bytes.
+fn link_prefix(plan: &mut Plan) {
+    let n = plan.len as usize;
+    if n < 2 || plan.codes[0] != 2 || plan.slot[0] as usize != HOT_TIME {
+        return;
+    }
+    let code = plan.codes[1];
+    let mut cut = 1;
+    while cut < n
+        && plan.codes[cut] == code
+        && matches!(
+            plan.slot[cut] as usize,
+            HOT_TYPE | HOT_CONTAINER | HOT_OTHER | HOT_SKIP
+        )
+    {
+        cut += 1;
+    }
+    let after = plan.slot[cut..n].iter().map(|&x| x as usize);
+    let resolved = after
+        .clone()
+        .all(|x| !matches!(x, HOT_TYPE | HOT_CONTAINER | HOT_OTHER));
+    let min = match code {
+        1 => 4 * (cut - 1),
+        5 => 2 * (cut - 1),
+        _ => return,
+    };
+    if cut >= 2 && resolved && min <= 16 {
+        plan.cut = cut as u8;
+        plan.cut_min = min as u8;
+    }
+}
+
 /// The string slots the resolver reads for an event of `kind` (the others may hold anything).
 fn read_slots(kind: Kind) -> &'static [usize] {
     match kind {
@@ -496,6 +555,19 @@ fn align4(p: usize) -> usize {
     (p + 3) & !3
 }
 
+/// The slots the resolver reads that `plan` does not fill (a StartLink's Size) made empty,
+/// as `Decoder::hot_view` leaves them.
+#[inline(always)]
+fn unset(plan: &Plan, h: &mut Hot) {
+    let mut unset = plan.unset;
+    while unset != 0 {
+        let i = unset.trailing_zeros() as usize & 7;
+        h.s[i] = &[];
+        h.k[i] = memo::key(b"");
+        unset &= unset - 1;
+    }
+}
+
 impl<'a> Decoder<'a> {
     /// Check the INIT event and choose the layout.
     pub fn new(path: &'a Path, data: &'a [u8]) -> Result<Decoder<'a>> {
@@ -518,6 +590,7 @@ impl<'a> Decoder<'a> {
             use_plans: true,
             epoch: 0,
             tail: None,
+            cut: None,
             pinned: Vec::new(),
         };
         if !sniff(data) {
@@ -1089,6 +1162,7 @@ impl<'a> Decoder<'a> {
         };
         let mut plan = Plan {
             w0,
+            kind: d.kind,
             w1,
             def: k,
             n: d.fields.len() as u8,
@@ -1100,6 +1174,8 @@ impl<'a> Decoder<'a> {
             slot: [HOT_SKIP as u8; MAX_PLAN],
             unset: 0,
             tail: false,
+            cut: 0,
+            cut_min: 0,
         };
         let mut used = [false; MAX_FIELDS];
         for (i, &c) in codes.iter().enumerate() {
@@ -1140,6 +1216,9 @@ impl<'a> Decoder<'a> {
             )
             && codes[0] == 2
             && codes[1..].iter().all(|&c| c == 1 || c == 5);
+        if plan.hot && matches!(d.kind, Kind::StartLink | Kind::EndLink) {
+            link_prefix(&mut plan);
+        }
         if self.plans.len() <= ty as usize {
             self.plans.resize(ty as usize + 1, None);
         }
@@ -1171,34 +1250,40 @@ impl<'a> Decoder<'a> {
     /// words, or the file ends.
     #[inline(always)]
     fn next_plan(&mut self) -> Option<(usize, usize, Plan)> {
+        let (start, w0) = self.strings_on_the_way()?;
+        let plan = (*self.plans.get((w0 >> 18) as usize)?)?;
+        if plan.w0 != w0 {
+            return None;
+        }
+        let mut p = start + 4;
+        if plan.w1 != 0 {
+            if self.u32_at(p) != Some(plan.w1) {
+                return None;
+            }
+            p += 4;
+        }
+        Some((start, p, plan))
+    }
+
+    /// The 888 events at the current position put into the string table (those of one
+    /// string and one header word, after the first); the next event's start and header
+    /// word, None where the file ends.
+    #[inline(always)]
+    fn strings_on_the_way(&mut self) -> Option<(usize, u32)> {
         let data = self.data;
         loop {
             let start = self.pos;
             let w0 = self.u32_at(start)?;
-            let ty = w0 >> 18;
-            if ty == STRING_ENTRY && w0 & 0x2_ffff == 0x2_1000 && self.entries > 0 {
-                // one string, one header word
-                let k = data.get(start + 4..).and_then(nul)?;
-                let end = align4(start + 4 + k + 1);
-                if end > data.len() {
-                    return None;
-                }
-                self.put_string(&data[start + 4..start + 4 + k]);
-                self.pos = end;
-                continue;
+            if w0 >> 18 != STRING_ENTRY || w0 & 0x2_ffff != 0x2_1000 || self.entries == 0 {
+                return Some((start, w0));
             }
-            let plan = (*self.plans.get(ty as usize)?)?;
-            if plan.w0 != w0 {
+            let k = data.get(start + 4..).and_then(nul)?;
+            let end = align4(start + 4 + k + 1);
+            if end > data.len() {
                 return None;
             }
-            let mut p = start + 4;
-            if plan.w1 != 0 {
-                if self.u32_at(p) != Some(plan.w1) {
-                    return None;
-                }
-                p += 4;
-            }
-            return Some((start, p, plan));
+            self.put_string(&data[start + 4..start + 4 + k]);
+            self.pos = end;
         }
     }
 
@@ -1209,99 +1294,157 @@ impl<'a> Decoder<'a> {
     /// says what is wrong).
     #[inline]
     pub fn next_hot(&mut self, h: &mut Hot<'a>) -> bool {
-        const LO: u64 = 0x0101_0101_0101_0101;
-        const HI: u64 = 0x8080_8080_8080_8080;
         if !self.use_plans || self.layout != Layout::Fork || self.done {
             return false;
         }
-        let data = self.data;
-        {
-            let Some((start, mut p, plan)) = self.next_plan() else {
+        let Some((start, p, plan)) = self.next_plan() else {
+            return false;
+        };
+        if !plan.hot {
+            return false;
+        }
+        unset(&plan, h);
+        // a link's prefix (its time, then the names `Plan::cut` says) first, to know where
+        // it ends
+        let cut = plan.cut as usize;
+        let mid = if cut > 0 {
+            let Some(mid) = self.hot_items(&plan, 0, cut, p, h) else {
                 return false;
             };
-            if !plan.hot {
-                return false;
-            }
-            // slots the resolver reads that the plan does not fill (a StartLink's Size) are
-            // empty, as `hot_view` leaves them
-            let mut unset = plan.unset;
-            while unset != 0 {
-                let i = unset.trailing_zeros() as usize & 7;
-                h.s[i] = &[];
-                h.k[i] = memo::key(b"");
-                unset &= unset - 1;
-            }
-            for k in 0..plan.len as usize {
-                let slot = plan.slot[k] as usize & 7;
-                match plan.codes[k] {
-                    1 => {
-                        let (n, key) = match data.get(p..p + 8) {
-                            Some(w) => {
-                                let v = u64::from_le_bytes([
-                                    w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7],
-                                ]);
-                                let z = v.wrapping_sub(LO) & !v & HI;
-                                if z != 0 {
-                                    let n = (z.trailing_zeros() / 8) as usize;
-                                    (n, memo::key_of_word(v, n))
-                                } else {
-                                    let Some(n) = nul(&data[p..]) else {
-                                        return false;
-                                    };
-                                    (n, memo::key(&data[p..p + n]))
-                                }
-                            }
-                            None => {
-                                let Some(n) = data.get(p..).and_then(nul) else {
-                                    return false;
-                                };
-                                (n, memo::key(&data[p..p + n]))
-                            }
-                        };
-                        h.s[slot] = &data[p..p + n];
-                        h.k[slot] = key;
-                        p = align4(p + n + 1);
-                    }
-                    2 => {
-                        let Some(x) = self.u64_at(p) else {
-                            return false;
-                        };
-                        h.num[slot] = f64::from_bits(x);
-                        p += 8;
-                    }
-                    7 => {
-                        if p + 4 > data.len() {
-                            return false;
+            mid
+        } else {
+            p
+        };
+        let Some(q) = self.hot_items(&plan, cut, plan.len as usize, mid, h) else {
+            return false;
+        };
+        let end = align4(q);
+        if end > self.data.len() {
+            return false;
+        }
+        h.offset = start as u64;
+        h.kind = plan.kind;
+        h.timed = true;
+        self.tail = plan.tail.then_some((start + 12, end));
+        let head = plan.w0 as u64 | (plan.w1 as u64) << 32;
+        self.cut = (cut > 0).then_some((head, p + 8, mid, plan.cut_min as usize));
+        self.pos = end;
+        self.events += 1;
+        true
+    }
+
+    /// Items `from..to` of an event of `plan` from byte `p` into `h` (each string with its
+    /// memo key, from the word its NUL search loaded); the position after them, None where
+    /// the event does not fit the plan.
+    #[inline(always)]
+    fn hot_items(
+        &mut self,
+        plan: &Plan,
+        from: usize,
+        to: usize,
+        mut p: usize,
+        h: &mut Hot<'a>,
+    ) -> Option<usize> {
+        const LO: u64 = 0x0101_0101_0101_0101;
+        const HI: u64 = 0x8080_8080_8080_8080;
+        let data = self.data;
+        for k in from..to.min(MAX_PLAN) {
+            let slot = plan.slot[k] as usize & 7;
+            match plan.codes[k] {
+                1 => {
+                    let rest = data.get(p..).unwrap_or_default();
+                    // a short string: its bytes and key from the word its NUL is in
+                    let short = rest.first_chunk::<8>().and_then(|w| {
+                        let v = u64::from_le_bytes(*w);
+                        let z = v.wrapping_sub(LO) & !v & HI;
+                        let n = (z.trailing_zeros() / 8) as usize;
+                        (z != 0).then(|| (&w[..n], memo::key_of_word(v, n)))
+                    });
+                    let (s, key) = match short {
+                        Some(x) => x,
+                        None => {
+                            let n = nul(rest)?;
+                            (&rest[..n], memo::key(&rest[..n]))
                         }
-                        p += 4;
+                    };
+                    h.s[slot] = s;
+                    h.k[slot] = key;
+                    p = align4(p + s.len() + 1);
+                }
+                2 => {
+                    h.num[slot] = f64::from_bits(self.u64_at(p)?);
+                    p += 8;
+                }
+                7 => {
+                    if p + 4 > data.len() {
+                        return None;
                     }
-                    _ => {
-                        let Some(b) = data.get(p..p + 2) else {
-                            return false;
-                        };
-                        let r = u16::from_le_bytes([b[0], b[1]]);
-                        let Some(v) = self.string_ref(r) else {
-                            return false;
-                        };
-                        h.s[slot] = v;
-                        h.k[slot] = self.table_keys[r as usize];
-                        self.pinned[r as usize] = true;
-                        p += 2;
-                    }
+                    p += 4;
+                }
+                _ => {
+                    let b = data.get(p..p + 2)?;
+                    let r = u16::from_le_bytes([b[0], b[1]]);
+                    let v = self.string_ref(r)?;
+                    h.s[slot] = v;
+                    h.k[slot] = self.table_keys[r as usize];
+                    self.pinned[r as usize] = true;
+                    p += 2;
                 }
             }
-            let end = align4(p);
-            if end > data.len() {
-                return false;
-            }
-            h.offset = start as u64;
-            h.kind = self.defs[plan.def as usize].kind;
-            h.timed = true;
-            self.tail = plan.tail.then_some((start + 12, end));
-            self.pos = end;
-            self.events += 1;
-            true
         }
+        Some(p)
+    }
+
+    /// The link event at the current position (888 events before it put into the string
+    /// table), if its plan has a prefix (`Plan::cut`) and 16 bytes follow the prefix's
+    /// start; None where the fast paths are off.
+    #[inline(always)]
+    pub fn peek_link(&mut self) -> Option<LinkPeek> {
+        if !self.use_plans || self.layout != Layout::Fork || self.done {
+            return None;
+        }
+        let (start, p, plan) = self.next_plan()?;
+        if plan.cut == 0 {
+            return None;
+        }
+        let at = p + 8;
+        Some(LinkPeek {
+            start,
+            head: plan.w0 as u64 | (plan.w1 as u64) << 32,
+            time: self.u64_at(p)?,
+            at,
+            w: [self.u64_at(at)?, self.u64_at(at + 8)?],
+            min: plan.cut_min as usize,
+        })
+    }
+
+    /// The link event `peek_link` saw, whose prefix `memo::Recent` knew as `len` bytes long:
+    /// its time and the items after the prefix (key, size) into `h` (the type and the
+    /// containers are left as they are), and on past it. False: leave it to `next_hot`.
+    #[inline(always)]
+    pub fn finish_link(&mut self, lp: &LinkPeek, len: usize, h: &mut Hot<'a>) -> bool {
+        let ty = (lp.head as u32 >> 18) as usize;
+        let Some(plan) = self.plans.get(ty).copied().flatten() else {
+            return false;
+        };
+        unset(&plan, h);
+        let Some(q) = self.hot_items(&plan, plan.cut as usize, plan.len as usize, lp.at + len, h)
+        else {
+            return false;
+        };
+        let end = align4(q);
+        if end > self.data.len() {
+            return false;
+        }
+        h.offset = lp.start as u64;
+        h.kind = plan.kind;
+        h.timed = true;
+        h.num[HOT_TIME] = f64::from_bits(lp.time);
+        self.tail = None;
+        self.cut = None;
+        self.pos = end;
+        self.events += 1;
+        true
     }
 
     /// The event at the current position as words, for `memo::Recent`: its start, header

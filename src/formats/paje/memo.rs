@@ -115,10 +115,13 @@ const RECENT_BITS: u32 = 12;
 /// A state event of the binary read as resolved before (`Recent`).
 #[derive(Clone, Copy)]
 pub(super) struct Seen {
-    /// The header word and the bytes after the time (4 to 16 of them, the rest of the two
-    /// words zero), and when it was true.
-    w0: u32,
+    /// The header word (a link event's two as one word, `LinkPeek::head`) and the bytes
+    /// after the time (up to 16 of them, the rest of the two words zero), and when it was
+    /// true.
+    head: u64,
     w: [u64; 2],
+    /// The length of the items after the time (`tail_len`).
+    len: u8,
     epoch: u32,
     generation: u32,
     /// What the resolver made of it: the op (`Batch::push` but the time) and the kind.
@@ -144,15 +147,12 @@ pub(super) struct Recent {
 /// 16 bytes `w` after the time, as the decoder would decode them (a string up to its NUL,
 /// then padding to 4 bytes; a reference 2 bytes; the end padded to 4): None unless `w0` is
 /// one header word whose first item is a double and whose others are strings or references,
-/// all within `w`.
-#[inline(always)]
+/// all within `w`. It depends on no byte from the length it gives on (`Recent::get`).
+#[inline]
 pub(super) fn tail_len(w0: u32, w: [u64; 2]) -> Option<usize> {
-    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
     if w0 & 0x2_f000 != 0x2_2000 {
         return None;
     }
-    // the high bit of every zero byte, exactly (no borrow from one byte into the next)
-    let zero = |v: u64| !(((v & LOW7) + LOW7) | v | LOW7);
     let z = (zero(w[1]) as u128) << 64 | zero(w[0]) as u128;
     let mut pos = 0usize;
     for i in (0..3).rev() {
@@ -173,15 +173,51 @@ pub(super) fn tail_len(w0: u32, w: [u64; 2]) -> Option<usize> {
     (1..=16).contains(&len).then_some(len)
 }
 
-/// `w` with the bytes from `len` on zero.
+/// The high bit of every zero byte of `v`, exactly (no borrow from one byte into the next).
+#[inline(always)]
+fn zero(v: u64) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    !(((v & LOW7) + LOW7) | v | LOW7)
+}
+
+/// A length `tail_len` never goes below for an event with header word `w0` (None where it
+/// is always None): 4 bytes a string (a string and its padding fill at least one 4-byte
+/// group), the exact length for references only (poti's two shapes), else 4.
+#[inline(always)]
+fn min_len(w0: u32) -> Option<usize> {
+    if w0 & 0x2_f000 != 0x2_2000 {
+        return None;
+    }
+    match w0 & 0xfff {
+        0x000 => None,
+        0x110 => Some(8),
+        0x111 => Some(12),
+        0x555 => Some(8),
+        _ => Some(4),
+    }
+}
+
+/// `w` with the bytes from `len` on zero (`len` up to 16).
 #[inline(always)]
 fn masked(w: [u64; 2], len: usize) -> [u64; 2] {
-    let m = |n: usize| match n {
-        0 => 0,
-        1..=7 => (1u64 << (8 * n)) - 1,
-        _ => u64::MAX,
+    const fn low(k: usize) -> u64 {
+        if k >= 8 {
+            u64::MAX
+        } else {
+            (1u64 << (8 * k)) - 1
+        }
+    }
+    const M: [[u64; 2]; 17] = {
+        let mut m = [[u64::MAX; 2]; 17];
+        let mut n = 0;
+        while n < 16 {
+            m[n] = [low(n), if n > 8 { low(n - 8) } else { 0 }];
+            n += 1;
+        }
+        m
     };
-    [w[0] & m(len), w[1] & m(len.saturating_sub(8))]
+    let m = M[len.min(16)];
+    [w[0] & m[0], w[1] & m[1]]
 }
 
 impl Recent {
@@ -192,20 +228,35 @@ impl Recent {
     }
 
     #[inline(always)]
-    fn slot(w0: u32, w: [u64; 2]) -> usize {
-        ((w[0] ^ w[1].rotate_left(17) ^ (w0 as u64).rotate_left(40))
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    fn slot(head: u64, w: [u64; 2]) -> usize {
+        ((w[0] ^ w[1].rotate_left(17) ^ head.rotate_left(40)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
             >> (64 - RECENT_BITS)) as usize
     }
 
     /// The event whose header word is `w0` and whose 16 bytes after the time are `w`, if
     /// seen before with the same `epoch` and `generation`; with its length after the time.
+    /// The slot is chosen by the bytes every such event has (`min_len`); an entry matches
+    /// when the bytes up to its own length are its bytes, as then `tail_len` of `w` is that
+    /// length too (it reads no byte after it) and the event is the same.
     #[inline(always)]
     pub fn get(&self, w0: u32, w: [u64; 2], epoch: u32, generation: u32) -> Option<(&Seen, usize)> {
-        let len = tail_len(w0, w)?;
-        let w = masked(w, len);
-        let s = self.slots[Self::slot(w0, w)].as_ref()?;
-        (s.w0 == w0 && s.w == w && s.epoch == epoch && s.generation == generation)
+        self.find(w0 as u64, w, min_len(w0)?, epoch, generation)
+    }
+
+    /// `get` by header word(s) `head` and the least length `min` of the bytes that decide
+    /// (a link event's prefix, `binary::LinkPeek`).
+    #[inline(always)]
+    pub fn find(
+        &self,
+        head: u64,
+        w: [u64; 2],
+        min: usize,
+        epoch: u32,
+        generation: u32,
+    ) -> Option<(&Seen, usize)> {
+        let s = self.slots[Self::slot(head, masked(w, min))].as_ref()?;
+        let len = s.len as usize;
+        (s.head == head && s.w == masked(w, len) && s.epoch == epoch && s.generation == generation)
             .then_some((s, len))
     }
 
@@ -220,14 +271,34 @@ impl Recent {
         generation: u32,
         op: (Code, Kind, u32, u32, u32),
     ) {
+        let Some(m) = min_len(w0) else { return };
         if tail_len(w0, w) != Some(len) {
             return;
         }
-        let w = masked(w, len);
+        self.store(w0 as u64, w, m, len, epoch, generation, op);
+    }
+
+    /// `put` by header word(s) `head` and least length `min` (`find`): the bytes up to `len`
+    /// of `w` decide the event (the decoder read no byte after them for it).
+    #[allow(clippy::too_many_arguments)]
+    pub fn store(
+        &mut self,
+        head: u64,
+        w: [u64; 2],
+        min: usize,
+        len: usize,
+        epoch: u32,
+        generation: u32,
+        op: (Code, Kind, u32, u32, u32),
+    ) {
+        if len < min || len > 16 {
+            return;
+        }
         let (code, kind, ty, c, x) = op;
-        self.slots[Self::slot(w0, w)] = Some(Seen {
-            w0,
-            w,
+        self.slots[Self::slot(head, masked(w, min))] = Some(Seen {
+            head,
+            w: masked(w, len),
+            len: len as u8,
             epoch,
             generation,
             code,
@@ -242,6 +313,16 @@ impl Recent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `b` as the two words after an event's time, the rest of them 0xa5 bytes.
+    fn words(b: &[u8]) -> [u64; 2] {
+        let mut a = [0xa5u8; 16];
+        a[..b.len()].copy_from_slice(b);
+        [
+            u64::from_le_bytes(a[..8].try_into().unwrap()),
+            u64::from_le_bytes(a[8..].try_into().unwrap()),
+        ]
+    }
 
     #[test]
     fn remembers_until_cleared() {
@@ -261,14 +342,6 @@ mod tests {
 
     #[test]
     fn tail_lengths() {
-        let words = |b: &[u8]| {
-            let mut a = [0xa5u8; 16];
-            a[..b.len()].copy_from_slice(b);
-            [
-                u64::from_le_bytes(a[..8].try_into().unwrap()),
-                u64::from_le_bytes(a[8..].try_into().unwrap()),
-            ]
-        };
         // PushState d s s s: "41", "2", "7" (stale padding bytes count for nothing)
         let w = words(b"41\0\x012\0\0\0\x37\0\xff\0");
         assert_eq!(tail_len(0x002a_2111, w), Some(12));
@@ -288,6 +361,65 @@ mod tests {
         let w = words(b"41\0\x012\0\0\0\x37\0\xff\0");
         assert_eq!(masked(w, 12)[1], 0x00ff_0037);
         assert_eq!(masked(w, 8)[1], 0);
+    }
+
+    #[test]
+    fn minimum_lengths_bound_the_lengths() {
+        // every string-only and reference-only shape over bytes with zeros in all places
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // a zero byte where two bits of `x` are clear, else a nonzero one
+            let mut b = [0u8; 16];
+            for (i, c) in b.iter_mut().enumerate() {
+                if (x >> (2 * i)) & 3 != 0 {
+                    *c = (x >> (i * 3 % 56)) as u8 | 1;
+                }
+            }
+            let w = words(&b);
+            for low in [0x100, 0x110, 0x111, 0x500, 0x550, 0x555, 0x151, 0x000] {
+                let w0 = 0x002a_2000 | low;
+                match tail_len(w0, w) {
+                    Some(len) => {
+                        assert!(min_len(w0).is_some_and(|m| m <= len), "{w0:#x} {w:x?}");
+                        let m: Vec<u8> = masked(w, len)
+                            .iter()
+                            .flat_map(|v| v.to_le_bytes())
+                            .collect();
+                        assert_eq!(&m[..len], &b[..len]);
+                        assert!(m[len..].iter().all(|&c| c == 0));
+                        // the bytes from the length on do not change it
+                        assert_eq!(tail_len(w0, masked(w, len)), Some(len));
+                    }
+                    None => assert!(low != 0x500 && low != 0x550 && low != 0x555),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn recent_finds_an_event_by_its_own_bytes() {
+        let mut r = Recent::new();
+        let w0 = 0x002a_2111;
+        let op = (Code::PushState, Kind::PushState, 1, 2, 3);
+        r.put(w0, words(b"2\0\0\0rank-12\0MPI\0"), 16, 1, 1, op);
+        let hit = |r: &Recent, b: &[u8]| r.get(w0, words(b), 1, 1).map(|(s, len)| (s.x, len));
+        assert_eq!(hit(&r, b"2\0\0\0rank-12\0MPI\0"), Some((3, 16)));
+        assert_eq!(hit(&r, b"2\0\0\0rank-12\0MPX\0"), None);
+        assert_eq!(hit(&r, b"2\0\0\0rank-13\0MPI\0"), None);
+        assert_eq!(
+            r.get(w0, words(b"2\0\0\0rank-12\0MPI\0"), 2, 1)
+                .map(|x| x.1),
+            None
+        );
+        // a short tail: the bytes after it do not count
+        r.put(w0, words(b"2\0\0\0\x33\0\0\0\x37\0\0\0"), 12, 1, 1, op);
+        assert_eq!(
+            hit(&r, b"2\0\0\0\x33\0\0\0\x37\0\0\0\x11\x22\x33\x44"),
+            Some((3, 12))
+        );
     }
 
     #[test]

@@ -537,6 +537,7 @@ impl<'a> Reader<'a> {
         let mut released = 0;
         let mut memo = Memo::new();
         let mut recent = memo::Recent::new();
+        let mut links = memo::Recent::new();
         let mut times = Times::new();
         loop {
             // a state event whose bytes were seen before (`memo::Recent`): only its time is
@@ -546,19 +547,43 @@ impl<'a> Reader<'a> {
                 let (s, len) = recent.get(w0, w, dec.epoch, memo.generation())?;
                 Some((start, time, *s, len))
             });
+            // likewise a link event whose names but the key and size were seen before: its
+            // time, key and size are read
+            let link = match seen {
+                Some(_) => None,
+                None => dec.peek_link(),
+            };
+            let link = link.and_then(|lp| {
+                let (s, len) = links.find(lp.head, lp.w, lp.min, dec.epoch, memo.generation())?;
+                Some((lp, *s, len))
+            });
+            let link = link.filter(|(lp, _, len)| dec.finish_link(lp, *len, &mut hot));
             let line = if let Some((start, time, s, len)) = seen {
                 let t = self.ticks(&mut times, Some(f64::from_bits(time)), s.kind, start as u64)?;
                 batch.push(s.code, s.ty, s.c, s.x, t, start as u64);
                 dec.skip_to(start + 12 + len);
                 start as u64
+            } else if let Some((lp, s, _)) = link {
+                let t = self.ticks(&mut times, hot.time(), s.kind, hot.offset)?;
+                self.link_key(batch, s.code, s.ty, s.c, &hot);
+                batch.push(s.code, s.ty, s.c, s.x, t, hot.offset);
+                lp.start as u64
             } else if dec.next_hot(&mut hot) {
                 let t = self.ticks(&mut times, hot.time(), hot.kind, hot.offset)?;
                 self.hot(&mut memo, &hot, t, batch)?;
-                if let (Some((from, end)), Some(op)) = (dec.tail, batch.ops.last()) {
+                let op = batch
+                    .ops
+                    .last()
+                    .map(|op| (op.code, hot.kind, op.ty, op.c, op.x));
+                let (epoch, generation) = (dec.epoch, memo.generation());
+                if let (Some((from, end)), Some(op)) = (dec.tail, op) {
                     if let Some((_, w0, _, w)) = dec.peek_at(from - 12) {
-                        let (epoch, generation) = (dec.epoch, memo.generation());
-                        let op = (op.code, hot.kind, op.ty, op.c, op.x);
                         recent.put(w0, w, end - from, epoch, generation, op);
+                    }
+                }
+                if let (Some((head, from, mid, min)), Some(op)) = (dec.cut, op) {
+                    if let Some((_, _, _, w)) = dec.peek_at(from - 12) {
+                        links.store(head, w, min, mid - from, epoch, generation, op);
                     }
                 }
                 hot.offset
@@ -595,17 +620,17 @@ impl<'a> Reader<'a> {
                 }
                 ev.offset
             };
-            if let Some(release) = release {
-                // nothing refers to the bytes before the event just decoded any more (names
-                // and keys are copied; references of the reference variant that point back
-                // are read again from the file)
-                let upto = (line as usize) & !(RELEASE_STEP - 1);
-                if upto > released {
-                    release(released, upto);
-                    released = upto;
-                }
-            }
             if batch.len() >= OPS_PER_BATCH {
+                if let Some(release) = release {
+                    // nothing refers to the bytes before the event just decoded any more
+                    // (names and keys are copied; references of the reference variant that
+                    // point back are read again from the file); looked at once a batch
+                    let upto = (line as usize) & !(RELEASE_STEP - 1);
+                    if upto > released {
+                        release(released, upto);
+                        released = upto;
+                    }
+                }
                 let mut next = back
                     .try_recv()
                     .unwrap_or_else(|_| Batch::with_capacity(OPS_PER_BATCH));
@@ -642,7 +667,7 @@ impl<'a> Reader<'a> {
     /// distinct name once): the same ops and errors as `event`.
     #[inline(always)]
     fn hot(&mut self, memo: &mut Memo, h: &binary::Hot, t: u64, out: &mut Batch) -> Result<()> {
-        use binary::{HOT_CONTAINER, HOT_KEY, HOT_OTHER, HOT_SIZE, HOT_TYPE};
+        use binary::{HOT_CONTAINER, HOT_OTHER, HOT_TYPE};
         let line = h.offset;
         let code = match h.kind {
             Kind::SetState => Code::SetState,
@@ -673,20 +698,27 @@ impl<'a> Reader<'a> {
                 }
             }
             Code::StartLink | Code::EndLink => {
-                let start = code == Code::StartLink;
                 let e = self.memo_container(memo, h.s[HOT_OTHER], h.k[HOT_OTHER], line)?;
-                let size = if start {
-                    lex::lenient_count(h.s[HOT_SIZE]).unwrap_or(0)
-                } else {
-                    0
-                };
-                self.link_end(out, c, ty, h.s[HOT_KEY], size, start);
+                self.link_key(out, code, ty, c, h);
                 e
             }
             _ => 0,
         };
         out.push(code, ty, c, x, t, line);
         Ok(())
+    }
+
+    /// The key and size of a link event of type `ty` in container `c` (`link_end`).
+    #[inline(always)]
+    fn link_key(&mut self, out: &mut Batch, code: Code, ty: u32, c: u32, h: &binary::Hot) {
+        use binary::{HOT_KEY, HOT_SIZE};
+        let start = code == Code::StartLink;
+        let size = if start {
+            lex::lenient_count(h.s[HOT_SIZE]).unwrap_or(0)
+        } else {
+            0
+        };
+        self.link_end(out, c, ty, h.s[HOT_KEY], size, start);
     }
 
     #[inline(always)]
