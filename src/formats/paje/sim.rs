@@ -320,6 +320,29 @@ struct RegionInfo {
     root: u32,
 }
 
+/// `sim` (a `&mut Sim`) split into its locations, regions and counts and the `Growth` their
+/// columns reserve by (`&mut`): borrows of disjoint fields, so one location grows while the
+/// regions are read. A macro, not a method, so the borrows stay split in the caller.
+macro_rules! split {
+    ($sim:expr) => {{
+        let Sim {
+            locs,
+            regions,
+            size,
+            at,
+            populate,
+            counts,
+            ..
+        } = $sim;
+        let g = Growth {
+            size: *size,
+            at: *at,
+            populate,
+        };
+        (locs, regions, counts, g)
+    }};
+}
+
 /// How the columns of a location grow once full (`Growth::reserve`): the file's size and the
 /// byte offset of the batch being applied (binary Paje; 0: unknown), and the reserved memory
 /// for the decoding thread to fault in.
@@ -810,20 +833,8 @@ impl<'p> Sim<'p> {
 
     /// Close every open state of location `l` at `t`.
     pub fn leave_all(&mut self, l: u32, t: u64) {
-        let Sim {
-            locs,
-            regions,
-            size,
-            at,
-            populate,
-            ..
-        } = self;
-        let g = &mut Growth {
-            size: *size,
-            at: *at,
-            populate,
-        };
-        locs[l as usize].leave_all(regions, t, g);
+        let (locs, regions, _, mut g) = split!(self);
+        locs[l as usize].leave_all(regions, t, &mut g);
     }
 
     /// PajeSetState, PajePushState, PajePopState, PajeResetState: Enter and Leave events.
@@ -853,20 +864,8 @@ impl<'p> Sim<'p> {
                 ),
             ));
         }
-        let Sim {
-            locs,
-            regions,
-            size,
-            at,
-            populate,
-            counts,
-            ..
-        } = self;
-        let g = &mut Growth {
-            size: *size,
-            at: *at,
-            populate,
-        };
+        let (locs, regions, counts, mut g) = split!(self);
+        let g = &mut g;
         let loc = &mut locs[l];
         loc.last = t.max(last);
         match kind {
@@ -960,14 +959,7 @@ impl<'p> Sim<'p> {
         let mut msg = None;
         let mut duplicate = false;
         let l = self.first_loc.get(e as usize).map_or(u32::MAX, |x| x.1);
-        let Sim {
-            locs,
-            regions,
-            size,
-            at,
-            populate,
-            ..
-        } = self;
+        let (locs, regions, _, mut g) = split!(self);
         if let Some(loc) = locs.get_mut(l as usize) {
             if let Some(r) = loc.innermost() {
                 if start {
@@ -992,11 +984,7 @@ impl<'p> Sim<'p> {
                         (true, false) => EventKind::MpiSend,
                         (false, _) => EventKind::MpiRecv,
                     };
-                    loc.room(&mut Growth {
-                        size: *size,
-                        at: *at,
-                        populate,
-                    });
+                    loc.room(&mut g);
                     let i = loc.events.msgs() as u32;
                     loc.events.push_msg(
                         t,
