@@ -69,7 +69,8 @@ impl LinkEnd {
     #[inline]
     /// The end of `key` with `size`; its slot is given by `Pairing::slot` afterwards.
     pub fn new(key: &[u8], size: u64, start: bool) -> LinkEnd {
-        let (cut, n) = match split_key(key).filter(|_| start) {
+        // only a StartLink's key is split (an EndLink's would be thrown away)
+        let (cut, n) = match start.then(|| split_key(key)).flatten() {
             Some((p, n)) => (p.len() as u32 + 1, n),
             None => (0, 0),
         };
