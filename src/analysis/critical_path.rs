@@ -42,7 +42,7 @@
 //! stretch's local edges summed at once for its location and segment). The what-if paths,
 //! which need only their lengths, run beside the path and each other.
 
-use crate::model::{EventKind, Events, Trace};
+use crate::model::{EventKind, Trace};
 use crate::replay::calltree::{Callee, CnodeIdx, NO_CNODE};
 use crate::replay::matching::EventRef;
 use crate::replay::{LocationState, Replay, NONE};
@@ -154,19 +154,6 @@ pub struct Graph<'a> {
     /// Per location: the events that are a source of some dependency, sorted (the longest
     /// path keeps its distances there).
     src_events: Vec<Vec<u32>>,
-}
-
-/// The events of `ev` of kind `a` or `b`, in order (found on the kind column as bytes).
-pub(crate) fn kind_positions(
-    ev: &Events,
-    a: EventKind,
-    b: EventKind,
-) -> impl Iterator<Item = usize> + '_ {
-    memchr::memchr2_iter(
-        a as u8,
-        b as u8,
-        crate::model::spill::bytes_of(&ev.kind[..]),
-    )
 }
 
 fn enter_of(replay: &Replay, r: EventRef) -> u32 {
@@ -969,7 +956,7 @@ impl<'a> Graph<'a> {
                 let ev = &trace.events[l];
                 let links = &replay.msg_links[l];
                 let mut deps = Vec::new();
-                for i in kind_positions(ev, EventKind::MpiRecv, EventKind::MpiIrecv) {
+                for i in ev.positions_of(EventKind::MpiRecv, EventKind::MpiIrecv) {
                     let Some(p) = links.partner.get(ev.arg[i] as usize) else {
                         continue;
                     };
@@ -1021,7 +1008,7 @@ impl<'a> Graph<'a> {
         let links = &replay.msg_links[l];
         // (LEAVE of the completing call, ENTER of the receive's call)
         let mut found: Vec<(u32, EventRef)> = Vec::new();
-        for i in kind_positions(ev, EventKind::MpiSend, EventKind::MpiIsend) {
+        for i in ev.positions_of(EventKind::MpiSend, EventKind::MpiIsend) {
             let kind = ev.kind[i];
             let k = ev.arg[i] as usize;
             let Some(p) = links.partner.get(k) else {

@@ -3,7 +3,7 @@
 //! message-traffic matrices, from the matched messages (patterns.md §5.3). Rows and columns
 //! are MPI ranks (a location's `rank`; the locations of one process are summed).
 
-use super::critical_path::{enterptr, exitptr, kind_positions, Graph};
+use super::critical_path::{enterptr, exitptr, Graph};
 use crate::model::{EventKind, Trace};
 use crate::replay::{Replay, NONE};
 use serde::Serialize;
@@ -178,7 +178,7 @@ pub fn traffic_rows(
             let mut acc: Vec<((u32, u32), Acc)> = Vec::new();
             let mut index: std::collections::HashMap<(u32, u32), usize> = Default::default();
             let mut last = 0usize;
-            for i in kind_positions(ev, EventKind::MpiSend, EventKind::MpiIsend) {
+            for i in ev.positions_of(EventKind::MpiSend, EventKind::MpiIsend) {
                 let k = ev.arg[i] as usize;
                 let Some(p) = links.partner.get(k).filter(|p| p.is_some()) else {
                     continue;

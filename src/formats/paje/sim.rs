@@ -291,13 +291,17 @@ impl Loc {
     fn leave_top(&mut self, regions: &[RegionInfo], t: u64, g: &mut Growth) {
         let Some(r) = self.close() else { return };
         self.room(g);
-        if let Some(info) = regions.get(r as usize).filter(|i| i.coll.is_some()) {
+        if let Some(&RegionInfo {
+            coll: Some(op),
+            root,
+            ..
+        }) = regions.get(r as usize)
+        {
             // the region for now (the reconstructed communicator in `finish`); the trace
             // holds no payload: unknown, stored as 0 (the analysis treats unknown payloads of
             // reconstructed instances as > 0)
-            let op = info.coll.unwrap_or(0);
             self.events
-                .push_coll_end(t, EventKind::MpiCollectiveEnd, op, r, info.root);
+                .push_coll_end(t, EventKind::MpiCollectiveEnd, op, r, root);
         }
         self.events.push_region(t, EventKind::Leave, r);
     }
