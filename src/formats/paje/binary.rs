@@ -1345,51 +1345,58 @@ impl<'a> Decoder<'a> {
         mut p: usize,
         h: &mut Hot<'a>,
     ) -> Option<usize> {
+        for k in from..to.min(MAX_PLAN) {
+            p = self.hot_item(plan.codes[k], plan.slot[k] as usize & 7, p, h)?;
+        }
+        Some(p)
+    }
+
+    /// One item of item code `code` from byte `p` into slot `slot` of `h` (`hot_items`); the
+    /// position after it.
+    #[inline(always)]
+    fn hot_item(&mut self, code: u8, slot: usize, mut p: usize, h: &mut Hot<'a>) -> Option<usize> {
         const LO: u64 = 0x0101_0101_0101_0101;
         const HI: u64 = 0x8080_8080_8080_8080;
         let data = self.data;
-        for k in from..to.min(MAX_PLAN) {
-            let slot = plan.slot[k] as usize & 7;
-            match plan.codes[k] {
-                1 => {
-                    let rest = data.get(p..).unwrap_or_default();
-                    // a short string: its bytes and key from the word its NUL is in
-                    let short = rest.first_chunk::<8>().and_then(|w| {
-                        let v = u64::from_le_bytes(*w);
-                        let z = v.wrapping_sub(LO) & !v & HI;
-                        let n = (z.trailing_zeros() / 8) as usize;
-                        (z != 0).then(|| (&w[..n], memo::key_of_word(v, n)))
-                    });
-                    let (s, key) = match short {
-                        Some(x) => x,
-                        None => {
-                            let n = nul(rest)?;
-                            (&rest[..n], memo::key(&rest[..n]))
-                        }
-                    };
-                    h.s[slot] = s;
-                    h.k[slot] = key;
-                    p = align4(p + s.len() + 1);
-                }
-                2 => {
-                    h.num[slot] = f64::from_bits(self.u64_at(p)?);
-                    p += 8;
-                }
-                7 => {
-                    if p + 4 > data.len() {
-                        return None;
+        match code {
+            1 => {
+                let rest = data.get(p..).unwrap_or_default();
+                // a short string: its bytes and key from the word its NUL is in
+                let short = rest.first_chunk::<8>().and_then(|w| {
+                    let v = u64::from_le_bytes(*w);
+                    let z = v.wrapping_sub(LO) & !v & HI;
+                    let n = (z.trailing_zeros() / 8) as usize;
+                    (z != 0).then(|| (&w[..n], memo::key_of_word(v, n)))
+                });
+                let (s, key) = match short {
+                    Some(x) => x,
+                    None => {
+                        let n = nul(rest)?;
+                        (&rest[..n], memo::key(&rest[..n]))
                     }
-                    p += 4;
+                };
+                h.s[slot] = s;
+                h.k[slot] = key;
+                p = align4(p + s.len() + 1);
+            }
+            2 => {
+                h.num[slot] = f64::from_bits(self.u64_at(p)?);
+                p += 8;
+            }
+            7 => {
+                if p + 4 > data.len() {
+                    return None;
                 }
-                _ => {
-                    let b = data.get(p..p + 2)?;
-                    let r = u16::from_le_bytes([b[0], b[1]]);
-                    let v = self.string_ref(r)?;
-                    h.s[slot] = v;
-                    h.k[slot] = self.table_keys[r as usize];
-                    self.pinned[r as usize] = true;
-                    p += 2;
-                }
+                p += 4;
+            }
+            _ => {
+                let b = data.get(p..p + 2)?;
+                let r = u16::from_le_bytes([b[0], b[1]]);
+                let v = self.string_ref(r)?;
+                h.s[slot] = v;
+                h.k[slot] = self.table_keys[r as usize];
+                self.pinned[r as usize] = true;
+                p += 2;
             }
         }
         Some(p)
@@ -1424,12 +1431,23 @@ impl<'a> Decoder<'a> {
     #[inline(always)]
     pub fn finish_link(&mut self, lp: &LinkPeek, len: usize, h: &mut Hot<'a>) -> bool {
         let ty = (lp.head as u32 >> 18) as usize;
-        let Some(plan) = self.plans.get(ty).copied().flatten() else {
+        let Some(plan) = self.plans.get(ty).and_then(Option::as_ref) else {
             return false;
         };
-        unset(&plan, h);
-        let Some(q) = self.hot_items(&plan, plan.cut as usize, plan.len as usize, lp.at + len, h)
-        else {
+        unset(plan, h);
+        let (cut, n, kind, p) = (plan.cut as usize, plan.len as usize, plan.kind, lp.at + len);
+        // most link plans have one item after the prefix (the key): that item alone, with
+        // no copy of the plan
+        let q = match (plan.codes.get(cut), plan.slot.get(cut)) {
+            (Some(&code), Some(&slot)) if n == cut + 1 => {
+                self.hot_item(code, slot as usize & 7, p, h)
+            }
+            _ => {
+                let plan = *plan;
+                self.hot_items(&plan, cut, n, p, h)
+            }
+        };
+        let Some(q) = q else {
             return false;
         };
         let end = align4(q);
@@ -1437,7 +1455,7 @@ impl<'a> Decoder<'a> {
             return false;
         }
         h.offset = lp.start as u64;
-        h.kind = plan.kind;
+        h.kind = kind;
         h.timed = true;
         h.num[HOT_TIME] = f64::from_bits(lp.time);
         self.tail = None;
