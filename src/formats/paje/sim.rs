@@ -31,8 +31,8 @@ pub(super) enum Code {
     SetVariable,
     AddVariable,
     SubVariable,
-    /// The link ends, `x` = the start or end container; key, `Size` and pairing slot from
-    /// the batch's `keys`.
+    /// The link ends, `x` = the start or end container; key and `Size` from the batch's
+    /// `keys` (paired here, `Pairing`).
     StartLink,
     EndLink,
     /// A definition with a Time field: it only moves the end of the trace.
