@@ -269,6 +269,28 @@ impl Items<'_> {
     }
 }
 
+/// The event at byte `at` of `data` as words, for `memo::States`: its header word, the 8
+/// bytes after it (the time, if it is such an event) and the 16 after those; None where
+/// fewer bytes are left.
+#[inline(always)]
+pub(super) fn words_at(data: &[u8], at: usize) -> Option<(u32, u64, [u64; 2])> {
+    let b = data.get(at..)?.first_chunk::<28>()?;
+    let w = |i: usize| {
+        u64::from_le_bytes([
+            b[i],
+            b[i + 1],
+            b[i + 2],
+            b[i + 3],
+            b[i + 4],
+            b[i + 5],
+            b[i + 6],
+            b[i + 7],
+        ])
+    };
+    let w0 = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    Some((w0, w(4), [w(12), w(20)]))
+}
+
 /// The binary Paje decoder over the whole file in memory.
 pub struct Decoder<'a> {
     path: &'a Path,
@@ -300,13 +322,13 @@ pub struct Decoder<'a> {
     /// Whether `next_step` may use the plans (always, but for the fuzz target's comparison).
     use_plans: bool,
     /// Changes whenever the same bytes may decode differently from now on (a definition, the
-    /// first 888 event, a string-table slot written again): `memo::Recent` entries of an
-    /// older epoch are stale.
+    /// first 888 event, a string-table slot written again): `memo::States` and `Recent`
+    /// entries of an older epoch are stale.
     pub epoch: u32,
     /// Set by `next_hot` for a state event of one header word whose first item is its time
     /// and whose other items are strings or references: (start of the items after the time,
     /// end of the event). Such events are the same event whenever their bytes are
-    /// (`memo::Recent`).
+    /// (`memo::States`).
     pub tail: Option<(usize, usize)>,
     /// Set by `next_hot` for a link event whose plan has a prefix (`Plan::cut`): its header
     /// words as one word (`LinkPeek::head`), where the prefix starts and ends, and its least
@@ -1465,42 +1487,29 @@ impl<'a> Decoder<'a> {
         true
     }
 
-    /// The event at the current position as words, for `memo::Recent`: its start, header
-    /// word, the 8 bytes after it (the time, if it is such an event) and the 16 after those;
-    /// None where the fast paths are off or fewer bytes are left.
+    /// The file and the current position, for a run of state events `memo::States` knows
+    /// (`words_at`, `skip_known`); None where the fast paths are off.
     #[inline(always)]
-    pub fn peek(&self) -> Option<(usize, u32, u64, [u64; 2])> {
+    pub fn known_at(&self) -> Option<(&'a [u8], usize)> {
         if !self.use_plans || self.layout != Layout::Fork || self.done {
             return None;
         }
-        self.peek_at(self.pos)
+        Some((self.data, self.pos))
     }
 
-    /// `peek` at byte `at`.
+    /// The event at byte `at` as words (`words_at`), with `at`.
     #[inline(always)]
     pub fn peek_at(&self, at: usize) -> Option<(usize, u32, u64, [u64; 2])> {
-        let b = self.data.get(at..at + 28)?;
-        let w = |i: usize| {
-            u64::from_le_bytes([
-                b[i],
-                b[i + 1],
-                b[i + 2],
-                b[i + 3],
-                b[i + 4],
-                b[i + 5],
-                b[i + 6],
-                b[i + 7],
-            ])
-        };
-        let w0 = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-        Some((at, w0, w(4), [w(12), w(20)]))
+        let (w0, time, w) = words_at(self.data, at)?;
+        Some((at, w0, time, w))
     }
 
-    /// The event `peek` saw, `memo::Recent` knowing it, ends at `end`: go on from there.
+    /// `n` events from the position `known_at` gave, `memo::States` knowing them, end at
+    /// `end`: go on from there.
     #[inline(always)]
-    pub fn skip_to(&mut self, end: usize) {
+    pub fn skip_known(&mut self, end: usize, n: u64) {
         self.pos = end;
-        self.events += 1;
+        self.events += n;
     }
 
     /// `h` of the event `ev` if it is a state or link event (`next_hot`'s result, had it

@@ -260,11 +260,23 @@ pub fn seconds_to_ticks(x: f64, digits: u32, inexact: &mut bool) -> Result<u64, 
         return Err(DateError::Overflow);
     }
     let scale = POW10[digits as usize] as f64;
-    // x ≥ 0: adding 0.5 and truncating rounds (ties do not matter: the check below decides)
-    let n = ((x * scale + 0.5) as u64) as f64;
-    if n < 9_007_199_254_740_992.0 && n / scale == x {
-        return Ok(n as u64);
+    // x ≥ 0: adding 0.5 and truncating rounds (ties do not matter: the check below decides);
+    // below 2^53 the truncation is exact as an i64 (cheaper to convert than a u64)
+    let y = x * scale + 0.5;
+    if y < 9_007_199_254_740_992.0 {
+        let n = y as i64;
+        if n as f64 / scale == x {
+            return Ok(n as u64);
+        }
     }
+    shortest_to_ticks(x, digits, inexact)
+}
+
+/// `seconds_to_ticks` of a time that is not an exact decimal of at most `digits` fraction
+/// digits: through the shortest decimal that reads back as `x`.
+#[cold]
+#[inline(never)]
+fn shortest_to_ticks(x: f64, digits: u32, inexact: &mut bool) -> Result<u64, DateError> {
     let s = format!("{x}");
     date(s.as_bytes(), digits, inexact)
 }

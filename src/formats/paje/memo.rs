@@ -112,15 +112,153 @@ impl Memo {
 /// Slots of `Recent`: 2^this.
 const RECENT_BITS: u32 = 12;
 
-/// A state event of the binary read as resolved before (`Recent`).
+/// Slots of `States`: 2^this.
+const STATE_BITS: u32 = 12;
+
+/// A state event of the binary read as resolved before (`States`): one cache line.
+#[derive(Clone, Copy)]
+#[repr(align(64))]
+pub(super) struct Known {
+    /// The bytes after the time up to the event's end (the rest zero) and the mask of those
+    /// bytes: an event is this one when its bytes under `m` are `w`.
+    w: [u64; 2],
+    m: [u64; 2],
+    /// `stamp` of when it was true (0: never).
+    stamp: u64,
+    /// The header word.
+    head: u32,
+    /// The length of the items after the time.
+    pub len: u32,
+    /// What the resolver made of it: the op (`Batch::push` but the time) and the kind.
+    pub code: Code,
+    pub kind: Kind,
+    pub ty: u32,
+    pub c: u32,
+    pub x: u32,
+}
+
+const EMPTY: Known = Known {
+    w: [0; 2],
+    m: [0; 2],
+    stamp: 0,
+    head: 0,
+    len: 0,
+    code: Code::Err,
+    kind: Kind::PopState,
+    ty: 0,
+    c: 0,
+    x: 0,
+};
+
+/// When a `States` entry is true: the decoder's `epoch` (definitions, the string table) and
+/// the memo's generation (symbols); never 0 (a generation is never 0).
+#[inline(always)]
+pub(super) fn stamp(epoch: u32, generation: u32) -> u64 {
+    (epoch as u64) << 32 | generation as u64
+}
+
+/// State events of the binary read by their bytes: a state event of one header word holds
+/// its time and then names only (strings, or references in the reference variant), so two
+/// such events whose bytes after the time are equal are the same event at another time, as
+/// long as the `stamp` has not changed. Most events of a large trace repeat a few hundred
+/// such tails; one probe here replaces decoding and resolving them. Direct-mapped by the
+/// header word and the bytes every event of its shape has (`min_mask`).
+pub(super) struct States {
+    slots: Box<[Known; 1 << STATE_BITS]>,
+}
+
+impl States {
+    pub fn new() -> States {
+        States {
+            // built on the heap (a debug build would put the array on the stack first)
+            slots: match vec![EMPTY; 1 << STATE_BITS].into_boxed_slice().try_into() {
+                Ok(slots) => slots,
+                Err(_) => unreachable!("a vector of the array's length"),
+            },
+        }
+    }
+
+    #[inline(always)]
+    fn slot(w0: u32, w: [u64; 2]) -> usize {
+        ((w[0] ^ w[1].rotate_left(17) ^ (w0 as u64).rotate_left(40))
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            >> (64 - STATE_BITS)) as usize
+    }
+
+    /// The event whose header word is `w0` and whose 16 bytes after the time are `w`, if
+    /// seen before at the same `stamp`. The slot is chosen by the bytes every such event has
+    /// (`min_mask`); an entry matches when the bytes up to its own length are its bytes, as
+    /// then `tail_len` of `w` is that length too (it reads no byte after it) and the event
+    /// is the same.
+    #[inline(always)]
+    pub fn get(&self, w0: u32, w: [u64; 2], stamp: u64) -> Option<&Known> {
+        let m = min_mask(w0)?;
+        let k = &self.slots[Self::slot(w0, [w[0] & m[0], w[1] & m[1]])];
+        let differ = ((w[0] & k.m[0]) ^ k.w[0])
+            | ((w[1] & k.m[1]) ^ k.w[1])
+            | (k.stamp ^ stamp)
+            | (k.head ^ w0) as u64;
+        (differ == 0).then_some(k)
+    }
+
+    /// Remember the event with header word `w0` whose 16 bytes after the time are `w` (its
+    /// items there `len` bytes long), resolved to `op` (code, kind, type, container, x) at
+    /// `stamp`.
+    pub fn put(
+        &mut self,
+        w0: u32,
+        w: [u64; 2],
+        len: usize,
+        stamp: u64,
+        op: (Code, Kind, u32, u32, u32),
+    ) {
+        let Some(min) = min_mask(w0) else { return };
+        if tail_len(w0, w) != Some(len) {
+            return;
+        }
+        let (code, kind, ty, c, x) = op;
+        let m = masked([u64::MAX; 2], len);
+        self.slots[Self::slot(w0, [w[0] & min[0], w[1] & min[1]])] = Known {
+            w: [w[0] & m[0], w[1] & m[1]],
+            m,
+            stamp,
+            head: w0,
+            len: len as u32,
+            code,
+            kind,
+            ty,
+            c,
+            x,
+        };
+    }
+}
+
+/// The mask of the bytes after the time that every event of header word `w0` has (a length
+/// `tail_len` never goes below: 4 bytes a string, as a string and its padding fill at least
+/// one 4-byte group, the exact length for references only), None where `tail_len` is always
+/// None.
+#[inline(always)]
+fn min_mask(w0: u32) -> Option<[u64; 2]> {
+    if w0 & 0x2_f000 != 0x2_2000 {
+        return None;
+    }
+    match w0 & 0xfff {
+        0x000 => None,
+        0x110 | 0x555 => Some([u64::MAX, 0]),
+        0x111 => Some([u64::MAX, 0xffff_ffff]),
+        _ => Some([0xffff_ffff, 0]),
+    }
+}
+
+/// A link event of the binary read whose names before its key were resolved before
+/// (`Recent`).
 #[derive(Clone, Copy)]
 pub(super) struct Seen {
-    /// The header word (a link event's two as one word, `LinkPeek::head`) and the bytes
-    /// after the time (up to 16 of them, the rest of the two words zero), and when it was
-    /// true.
+    /// The header words as one word (`LinkPeek::head`) and the bytes after the time (up to
+    /// 16 of them, the rest of the two words zero), and when it was true.
     head: u64,
     w: [u64; 2],
-    /// The length of the items after the time (`tail_len`).
+    /// The length of the prefix after the time.
     len: u8,
     epoch: u32,
     generation: u32,
@@ -132,13 +270,10 @@ pub(super) struct Seen {
     pub x: u32,
 }
 
-/// State events of the binary read by their bytes: a state event of one header word holds
-/// its time and then names only (strings, or references in the reference variant), so two
-/// such events whose bytes after the time are equal are the same event at another time, as
-/// long as the decoder's `epoch` (definitions, the string table) and the memo's generation
-/// (symbols) have not changed. Most events of a large trace repeat a few hundred such
-/// tails; one lookup here replaces decoding and resolving them. Direct-mapped by the header
-/// word and the tail's bytes.
+/// Link events of the binary read by the bytes of their names before the key (a plan's
+/// prefix, `binary::LinkPeek`), as `States` holds the state events: the same names at
+/// another time, as long as the decoder's `epoch` and the memo's generation have not
+/// changed. Direct-mapped by the header words and the prefix's least bytes.
 pub(super) struct Recent {
     slots: Vec<Option<Seen>>,
 }
@@ -147,7 +282,7 @@ pub(super) struct Recent {
 /// 16 bytes `w` after the time, as the decoder would decode them (a string up to its NUL,
 /// then padding to 4 bytes; a reference 2 bytes; the end padded to 4): None unless `w0` is
 /// one header word whose first item is a double and whose others are strings or references,
-/// all within `w`. It depends on no byte from the length it gives on (`Recent::get`).
+/// all within `w`. It depends on no byte from the length it gives on (`States::get`).
 #[inline]
 pub(super) fn tail_len(w0: u32, w: [u64; 2]) -> Option<usize> {
     if w0 & 0x2_f000 != 0x2_2000 {
@@ -178,23 +313,6 @@ pub(super) fn tail_len(w0: u32, w: [u64; 2]) -> Option<usize> {
 fn zero(v: u64) -> u64 {
     const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
     !(((v & LOW7) + LOW7) | v | LOW7)
-}
-
-/// A length `tail_len` never goes below for an event with header word `w0` (None where it
-/// is always None): 4 bytes a string (a string and its padding fill at least one 4-byte
-/// group), the exact length for references only (poti's two shapes), else 4.
-#[inline(always)]
-fn min_len(w0: u32) -> Option<usize> {
-    if w0 & 0x2_f000 != 0x2_2000 {
-        return None;
-    }
-    match w0 & 0xfff {
-        0x000 => None,
-        0x110 => Some(8),
-        0x111 => Some(12),
-        0x555 => Some(8),
-        _ => Some(4),
-    }
 }
 
 /// `w` with the bytes from `len` on zero (`len` up to 16).
@@ -233,18 +351,11 @@ impl Recent {
             >> (64 - RECENT_BITS)) as usize
     }
 
-    /// The event whose header word is `w0` and whose 16 bytes after the time are `w`, if
-    /// seen before with the same `epoch` and `generation`; with its length after the time.
-    /// The slot is chosen by the bytes every such event has (`min_len`); an entry matches
-    /// when the bytes up to its own length are its bytes, as then `tail_len` of `w` is that
-    /// length too (it reads no byte after it) and the event is the same.
-    #[inline(always)]
-    pub fn get(&self, w0: u32, w: [u64; 2], epoch: u32, generation: u32) -> Option<(&Seen, usize)> {
-        self.find(w0 as u64, w, min_len(w0)?, epoch, generation)
-    }
-
-    /// `get` by header word(s) `head` and the least length `min` of the bytes that decide
-    /// (a link event's prefix, `binary::LinkPeek`).
+    /// The event whose header word(s) are `head` and whose 16 bytes after the time are `w`,
+    /// if seen before with the same `epoch` and `generation`; with its length after the time.
+    /// The slot is chosen by the least length `min` of the bytes that decide (a link event's
+    /// prefix, `binary::LinkPeek`); an entry matches when the bytes up to its own length are
+    /// its bytes.
     #[inline(always)]
     pub fn find(
         &self,
@@ -260,26 +371,9 @@ impl Recent {
             .then_some((s, len))
     }
 
-    /// Remember the event with header word `w0` whose 16 bytes after the time are `w` (its
-    /// items there `len` bytes long), resolved to `op` (code, kind, type, container, x).
-    pub fn put(
-        &mut self,
-        w0: u32,
-        w: [u64; 2],
-        len: usize,
-        epoch: u32,
-        generation: u32,
-        op: (Code, Kind, u32, u32, u32),
-    ) {
-        let Some(m) = min_len(w0) else { return };
-        if tail_len(w0, w) != Some(len) {
-            return;
-        }
-        self.store(w0 as u64, w, m, len, epoch, generation, op);
-    }
-
-    /// `put` by header word(s) `head` and least length `min` (`find`): the bytes up to `len`
-    /// of `w` decide the event (the decoder read no byte after them for it).
+    /// Remember the event with header word(s) `head` whose 16 bytes after the time are `w`,
+    /// resolved to `op` (code, kind, type, container, x), by least length `min` (`find`): the
+    /// bytes up to `len` of `w` decide the event (the decoder read no byte after them for it).
     #[allow(clippy::too_many_arguments)]
     pub fn store(
         &mut self,
@@ -383,7 +477,11 @@ mod tests {
                 let w0 = 0x002a_2000 | low;
                 match tail_len(w0, w) {
                     Some(len) => {
-                        assert!(min_len(w0).is_some_and(|m| m <= len), "{w0:#x} {w:x?}");
+                        // the bytes that choose the slot are the tail's
+                        let min =
+                            min_mask(w0).map(|m| m.map(|v| v.count_ones()).iter().sum::<u32>() / 8);
+                        assert!(min.is_some_and(|m| m as usize <= len), "{w0:#x} {w:x?}");
+                        assert_eq!(min_mask(w0), min.map(|m| masked([u64::MAX; 2], m as usize)));
                         let m: Vec<u8> = masked(w, len)
                             .iter()
                             .flat_map(|v| v.to_le_bytes())
@@ -400,25 +498,45 @@ mod tests {
     }
 
     #[test]
-    fn recent_finds_an_event_by_its_own_bytes() {
-        let mut r = Recent::new();
+    fn states_find_an_event_by_its_own_bytes() {
+        let mut r = States::new();
         let w0 = 0x002a_2111;
         let op = (Code::PushState, Kind::PushState, 1, 2, 3);
-        r.put(w0, words(b"2\0\0\0rank-12\0MPI\0"), 16, 1, 1, op);
-        let hit = |r: &Recent, b: &[u8]| r.get(w0, words(b), 1, 1).map(|(s, len)| (s.x, len));
+        let (st, other) = (stamp(1, 1), stamp(2, 1));
+        r.put(w0, words(b"2\0\0\0rank-12\0MPI\0"), 16, st, op);
+        let hit = |r: &States, b: &[u8]| r.get(w0, words(b), st).map(|s| (s.x, s.len));
         assert_eq!(hit(&r, b"2\0\0\0rank-12\0MPI\0"), Some((3, 16)));
         assert_eq!(hit(&r, b"2\0\0\0rank-12\0MPX\0"), None);
         assert_eq!(hit(&r, b"2\0\0\0rank-13\0MPI\0"), None);
-        assert_eq!(
-            r.get(w0, words(b"2\0\0\0rank-12\0MPI\0"), 2, 1)
-                .map(|x| x.1),
-            None
-        );
+        assert!(r.get(w0, words(b"2\0\0\0rank-12\0MPI\0"), other).is_none());
+        assert!(r
+            .get(w0 ^ 0x0004_0000, words(b"2\0\0\0rank-12\0MPI\0"), st)
+            .is_none());
         // a short tail: the bytes after it do not count
-        r.put(w0, words(b"2\0\0\0\x33\0\0\0\x37\0\0\0"), 12, 1, 1, op);
+        r.put(w0, words(b"2\0\0\0\x33\0\0\0\x37\0\0\0"), 12, st, op);
         assert_eq!(
             hit(&r, b"2\0\0\0\x33\0\0\0\x37\0\0\0\x11\x22\x33\x44"),
             Some((3, 12))
+        );
+        // a length that is not the tail's is not stored; nothing is found before a put
+        r.put(w0, words(b"4\0\0\0\x33\0\0\0\x37\0\0\0"), 16, st, op);
+        assert_eq!(hit(&r, b"4\0\0\0\x33\0\0\0\x37\0\0\0"), None);
+        assert!(States::new().get(w0, [0; 2], st).is_none());
+    }
+
+    #[test]
+    fn recent_finds_an_event_by_its_own_bytes() {
+        let mut r = Recent::new();
+        let head = 0x0000_2111_0049_2555;
+        let op = (Code::StartLink, Kind::StartLink, 1, 2, 3);
+        r.store(head, words(b"\x01\0\x02\0\x03\0\0\0"), 8, 8, 1, 1, op);
+        let hit = |r: &Recent, b: &[u8]| r.find(head, words(b), 8, 1, 1).map(|(s, len)| (s.x, len));
+        assert_eq!(hit(&r, b"\x01\0\x02\0\x03\0\0\0\xff"), Some((3, 8)));
+        assert_eq!(hit(&r, b"\x01\0\x02\0\x04\0\0\0"), None);
+        assert_eq!(
+            r.find(head, words(b"\x01\0\x02\0\x03\0\0\0"), 8, 2, 1)
+                .map(|x| x.1),
+            None
         );
     }
 

@@ -345,7 +345,7 @@ const TIME_SLOT_BITS: u32 = 12;
 /// is 0 ticks): times recur (on every container, at the start and end of a state), so each
 /// is converted once.
 struct Times {
-    slots: Vec<(u64, u64)>,
+    slots: Box<[(u64, u64); 1 << TIME_SLOT_BITS]>,
     /// The previous event's time: a state ends when the next begins, so consecutive events
     /// often share it (checked before the table, whose lines are rarely in the first-level
     /// cache).
@@ -355,7 +355,7 @@ struct Times {
 impl Times {
     fn new() -> Times {
         Times {
-            slots: vec![(0, 0); 1 << TIME_SLOT_BITS],
+            slots: Box::new([(0, 0); 1 << TIME_SLOT_BITS]),
             prev: (0, 0),
         }
     }
@@ -546,33 +546,30 @@ impl<'a> Reader<'a> {
         let mut hot = binary::Hot::default();
         let mut released = 0;
         let mut memo = Memo::new();
-        let mut recent = memo::Recent::new();
+        let mut states = memo::States::new();
         let mut links = memo::Recent::new();
         let mut times = Times::new();
         loop {
-            // a state event whose bytes were seen before (`memo::Recent`): only its time is
-            // new; state and link events straight from the bytes where their plan allows,
-            // the others (and those the plan does not fit) through `next_step`
-            let seen = dec.peek().and_then(|(start, w0, time, w)| {
-                let (s, len) = recent.get(w0, w, dec.epoch, memo.generation())?;
-                Some((start, time, *s, len))
-            });
+            // a run of state events whose bytes were seen before (`memo::States`): only their
+            // times are new; then state and link events straight from the bytes where their
+            // plan allows, the others (and those the plan does not fit) through `next_step`
+            let stamp = memo::stamp(dec.epoch, memo.generation());
+            self.known_states(&mut dec, &states, stamp, &mut times, batch)?;
+            let full = batch.len() >= OPS_PER_BATCH;
             // likewise a link event whose names but the key and size were seen before: its
             // time, key and size are read
-            let link = match seen {
-                Some(_) => None,
-                None => dec.peek_link(),
+            let link = match full {
+                true => None,
+                false => dec.peek_link(),
             };
             let link = link.and_then(|lp| {
                 let (s, len) = links.find(lp.head, lp.w, lp.min, dec.epoch, memo.generation())?;
                 Some((lp, *s, len))
             });
             let link = link.filter(|(lp, _, len)| dec.finish_link(lp, *len, &mut hot));
-            let line = if let Some((start, time, s, len)) = seen {
-                let t = self.ticks(&mut times, Some(f64::from_bits(time)), s.kind, start as u64)?;
-                batch.push(s.code, s.ty, s.c, s.x, t, start as u64);
-                dec.skip_to(start + 12 + len);
-                start as u64
+            let line = if full {
+                // after a run of known state events
+                dec.offset()
             } else if let Some((lp, s, _)) = link {
                 let t = self.ticks(&mut times, hot.time(), s.kind, hot.offset)?;
                 link_key(batch, s.code, &hot);
@@ -588,7 +585,7 @@ impl<'a> Reader<'a> {
                 let (epoch, generation) = (dec.epoch, memo.generation());
                 if let (Some((from, end)), Some(op)) = (dec.tail, op) {
                     if let Some((_, w0, _, w)) = dec.peek_at(from - 12) {
-                        recent.put(w0, w, end - from, epoch, generation, op);
+                        states.put(w0, w, end - from, memo::stamp(epoch, generation), op);
                     }
                 }
                 if let (Some((head, from, mid, min)), Some(op)) = (dec.cut, op) {
@@ -655,6 +652,64 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    /// The run of state events at the decoder's position that `states` knows (their bytes
+    /// seen before at `stamp`), up to a full batch: their ops pushed with their times, the
+    /// decoder moved past them. Whether there were any.
+    #[inline(always)]
+    fn known_states(
+        &mut self,
+        dec: &mut binary::Decoder,
+        states: &memo::States,
+        stamp: u64,
+        times: &mut Times,
+        batch: &mut Batch,
+    ) -> Result<bool> {
+        let Some((data, mut pos)) = dec.known_at() else {
+            return Ok(false);
+        };
+        let (nops, nlines) = (batch.ops.len(), batch.lines.len());
+        let (ops, lines) = (
+            batch.ops.spare_capacity_mut(),
+            batch.lines.spare_capacity_mut(),
+        );
+        let room = OPS_PER_BATCH
+            .saturating_sub(nops)
+            .min(ops.len())
+            .min(lines.len());
+        let (mut n, mut err) = (0, None);
+        while n < room {
+            let Some((w0, time, w)) = binary::words_at(data, pos) else {
+                break;
+            };
+            let Some(k) = states.get(w0, w, stamp) else {
+                break;
+            };
+            let t = match self.ticks(times, Some(f64::from_bits(time)), k.kind, pos as u64) {
+                Ok(t) => t,
+                Err(e) => {
+                    err = Some(e);
+                    break;
+                }
+            };
+            let (code, ty, c, x) = (k.code, k.ty, k.c, k.x);
+            ops[n].write(sim::Op { code, ty, c, x, t });
+            lines[n].write(pos as u64);
+            pos += 12 + k.len as usize;
+            n += 1;
+        }
+        // SAFETY: the first `n` spare elements of both vectors were written in the loop
+        // (`n` ≤ `room` ≤ the spare lengths), and `Op` and `u64` need no drop.
+        unsafe {
+            batch.ops.set_len(nops + n);
+            batch.lines.set_len(nlines + n);
+        }
+        dec.skip_known(pos, n as u64);
+        match err {
+            Some(e) => Err(e),
+            None => Ok(n > 0),
+        }
+    }
+
     /// The ticks of an event's time `x` in seconds (0 without one), each distinct time
     /// converted once (`times`); the error names the event's kind and byte offset.
     #[inline(always)]
@@ -663,6 +718,13 @@ impl<'a> Reader<'a> {
         if let Some(t) = times.get(x) {
             return Ok(t);
         }
+        self.new_ticks(times, x, kind, line)
+    }
+
+    /// `ticks` of a time not in `times` (out of line: the loops that call `ticks` keep their
+    /// registers).
+    #[inline(never)]
+    fn new_ticks(&mut self, times: &mut Times, x: f64, kind: Kind, line: u64) -> Result<u64> {
         let t = lex::seconds_to_ticks(x, self.digits, &mut self.inexact).map_err(|e| {
             self.err(
                 line,
