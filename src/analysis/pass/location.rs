@@ -9,6 +9,7 @@ use crate::analysis::eval;
 use crate::analysis::fire::{Engine, Frame, NO_CALL, UNSEEN};
 use crate::analysis::plan::{KindRule, PassRules};
 use crate::model::EventKind;
+use crate::replay::calltree::NO_CNODE;
 use crate::rules::compile::Value;
 use crate::rules::Trigger;
 use rayon::prelude::*;
@@ -36,6 +37,9 @@ pub(crate) struct LocPass {
     /// A queue consumer's environment while it tries the queued instances
     /// (`Engine::consume`), kept from one trigger to the next.
     pub(crate) scratch: Vec<Value>,
+    /// The last event an instance was attributed to (`at`): (location, event, call path,
+    /// time) (`Engine::emit`).
+    pub(crate) at: (u32, u32, u32, u64),
 }
 
 impl LocPass {
@@ -50,6 +54,7 @@ impl LocPass {
             had: Vec::new(),
             waits: Vec::new(),
             scratch: Vec::new(),
+            at: (u32::MAX, u32::MAX, NO_CNODE, 0),
         }
     }
 }
@@ -200,7 +205,6 @@ fn run_locs(
 /// The pass on location `l`: its events in order (those of the kinds the pass looks at,
 /// `Skip`), on each trigger the rules of the event's kind, folded for it (`KindRule`);
 /// groups closed as their key calls end. `accumulate`: see `run_locs`.
-#[inline(never)]
 pub(crate) fn walk(
     eng: &Engine,
     pr: &PassRules,
@@ -209,8 +213,35 @@ pub(crate) fn walk(
     out: Vec<Contribution>,
     accumulate: Option<&Option<Arc<PhaseBook>>>,
 ) -> LocPass {
+    match pr.trigger {
+        Trigger::Event => walk_on::<EVENT>(eng, pr, had, l, out, accumulate),
+        Trigger::Receive => walk_on::<RECEIVE>(eng, pr, had, l, out, accumulate),
+        _ => walk_on::<SEND>(eng, pr, had, l, out, accumulate),
+    }
+}
+
+/// The trigger of a pass as a constant of `walk_on` (its code made once per trigger).
+const EVENT: u8 = 0;
+const RECEIVE: u8 = 1;
+const SEND: u8 = 2;
+
+/// `walk` for the pass of trigger `T` (`EVENT`, `RECEIVE`, `SEND`).
+#[inline(never)]
+fn walk_on<const T: u8>(
+    eng: &Engine,
+    pr: &PassRules,
+    had: &[Vec<(u32, u32)>],
+    l: usize,
+    out: Vec<Contribution>,
+    accumulate: Option<&Option<Arc<PhaseBook>>>,
+) -> LocPass {
     let (trace, replay) = (eng.trace, eng.replay);
-    let (trigger, skip) = (pr.trigger, &pr.skip);
+    let trigger = match T {
+        EVENT => Trigger::Event,
+        RECEIVE => Trigger::Receive,
+        _ => Trigger::Send,
+    };
+    let skip = &pr.skip;
     let nrules = eng.plan.rs.rules.len();
     let ev = &trace.events[l];
     let links = &replay.msg_links[l];
@@ -219,7 +250,10 @@ pub(crate) fn walk(
     // rule reads no other slot it has not written in the same trial (its lets in order,
     // each after those it reads; `at` and `value` set before an instance is handed on), so
     // what an earlier rule or trigger left is never read. Each rule sees its own length.
-    let width = pr.folded.iter().map(|r| r.slots).max().unwrap_or(0).max(4);
+    // the event-pass rules riding on this walk (`Rider`) see the `had` of the event pass
+    let rider = pr.rider.as_deref();
+    let slots = |p: &PassRules| p.folded.iter().map(|r| r.slots).max().unwrap_or(0);
+    let width = slots(pr).max(rider.map_or(0, |r| slots(&r.rules))).max(4);
     let mut env_buf = vec![Value::None; width];
     let mut pass = LocPass::new(l as u32, nrules);
     pass.out = out;
@@ -236,10 +270,19 @@ pub(crate) fn walk(
     // instance (`Value::Item`) ever reaches their environments, so they never read `taken`
     // (consumers see it through their own frames)
     let none = |_: u16| 0.0;
+    let shared_cells = |p: &PassRules| {
+        vec![std::cell::Cell::new(None); *p.shared.iter().max().unwrap_or(&0) as usize]
+    };
     let fr0 = Frame::events(&[], had);
-    let cells = vec![std::cell::Cell::new(None); *pr.shared.iter().max().unwrap_or(&0) as usize];
+    let cells = shared_cells(pr);
     let mut ctx0 = eng.frame_ctx(fr0, &none);
     ctx0.shared = &cells;
+    let rider_had = rider.map_or(had, |r| &r.had[..]);
+    let rfr0 = Frame::events(&[], rider_had);
+    let rcells = rider.map_or_else(Vec::new, |r| shared_cells(&r.rules));
+    let mut rctx0 = eng.frame_ctx(rfr0, &none);
+    rctx0.shared = &rcells;
+    let rider_kinds: &[Vec<usize>] = rider.map_or(&[], |r| &r.rules.by_kind);
     let (by_kind, folded) = (&pr.by_kind, &pr.folded);
     let kind_col: &[EventKind] = &ev.kind[..];
     let kinds = crate::model::spill::bytes_of(kind_col);
@@ -259,8 +302,39 @@ pub(crate) fn walk(
             let fr = Frame::events(&taken, had);
             eng.flush_groups(Some(i as u32), &mut pass, fr);
         }
-        if by_kind[kind as usize].is_empty() {
+        let rides = rider_kinds
+            .get(kind as usize)
+            .is_some_and(|r| !r.is_empty());
+        if by_kind[kind as usize].is_empty() && !rides {
             continue;
+        }
+        // slot 0 holds the event itself in every pass: the rules that can fire in its
+        // call's region (`PassRules::rules_for`), the region looked up once
+        let region = eval::call_region(trace, replay, l as u32, i as u32);
+        if let Some(r) = rider.filter(|_| rides) {
+            // the riding event-pass rules first, on `E` alone
+            let rules_here = r.rules.rules_for(kind as usize, region);
+            if !rules_here.is_empty() {
+                let mut regions = [region.unwrap_or(NO_CALL), UNSEEN, UNSEEN, UNSEEN];
+                for c in &rcells[..r.rules.shared[kind as usize] as usize] {
+                    c.set(None);
+                }
+                env_buf[0] = event::bind(l, i)[0];
+                let (fr, ctx) = (&rfr0, &rctx0);
+                let mut at = (&mut env_buf[..], &mut regions, &mut pass, &mut taken);
+                try_rules(
+                    eng,
+                    &r.rules.folded,
+                    rules_here,
+                    &mut at,
+                    rider_had,
+                    fr,
+                    ctx,
+                );
+            }
+            if by_kind[kind as usize].is_empty() {
+                continue;
+            }
         }
         let bind: Option<[Value; 4]> = match trigger {
             Trigger::Event => Some(event::bind(l, i)),
@@ -273,9 +347,6 @@ pub(crate) fn walk(
             _ => None,
         };
         let Some(bind) = bind else { continue };
-        // slot 0 holds the event itself in every pass: the rules that can fire in its
-        // call's region (`PassRules::rules_for`), the region looked up once
-        let region = eval::call_region(trace, replay, l as u32, i as u32);
         let rules_here = pr.rules_for(kind as usize, region);
         if rules_here.is_empty() {
             continue;
@@ -295,26 +366,52 @@ pub(crate) fn walk(
             env_buf[2] = bind[2];
             env_buf[3] = bind[3];
         }
-        for &j in rules_here {
-            let KindRule {
-                rule: k,
-                slots,
-                code,
-            } = &folded[j];
-            let k = *k;
-            let env = &mut env_buf[..*slots];
-            match code {
-                None => eng.consume(k, env, &mut pass, &mut taken, had),
-                Some((code, prefilter)) => {
-                    if let Some(when) = eng.prefiltered_when(prefilter, code, env, &mut regions) {
-                        eng.fire_when(k, code, when, env, &mut pass, &fr0, &ctx0);
-                    }
+        let mut at = (&mut env_buf[..], &mut regions, &mut pass, &mut taken);
+        try_rules(eng, folded, rules_here, &mut at, had, &fr0, &ctx0);
+    }
+    eng.flush_groups(None, &mut pass, Frame::events(&taken, had));
+    pass
+}
+
+/// What a trial of rules on one event works on: the environment (the trigger bound), the
+/// call regions of its slots (`Engine::prefiltered_when`), the pass, the taken instances.
+type Trial<'a> = (
+    &'a mut [Value],
+    &'a mut [u32; 4],
+    &'a mut LocPass,
+    &'a mut Vec<Vec<Value>>,
+);
+
+/// The rules `rules_here` (indices into `folded`) tried in order on the event bound in
+/// `at`'s environment; `fr`, `ctx`: what the rules that are no queue consumers read.
+#[inline(always)]
+fn try_rules(
+    eng: &Engine,
+    folded: &[KindRule],
+    rules_here: &[usize],
+    at: &mut Trial,
+    had: &[Vec<(u32, u32)>],
+    fr: &Frame,
+    ctx: &crate::analysis::eval::Ctx,
+) {
+    let (env_buf, regions, pass, taken) = at;
+    for &j in rules_here {
+        let KindRule {
+            rule: k,
+            slots,
+            code,
+        } = &folded[j];
+        let k = *k;
+        let env = &mut env_buf[..*slots];
+        match code {
+            None => eng.consume(k, env, pass, taken, had),
+            Some((code, prefilter)) => {
+                if let Some(when) = eng.prefiltered_when(prefilter, code, env, regions) {
+                    eng.fire_when(k, code, when, env, pass, fr, ctx);
                 }
             }
         }
     }
-    eng.flush_groups(None, &mut pass, Frame::events(&taken, had));
-    pass
 }
 
 #[cfg(test)]
