@@ -213,12 +213,16 @@ pub(crate) fn walk(
     out: Vec<Contribution>,
     accumulate: Option<&Option<Arc<PhaseBook>>>,
 ) -> LocPass {
+    let at = (l, out, accumulate);
     match pr.trigger {
-        Trigger::Event => walk_on::<EVENT>(eng, pr, had, l, out, accumulate),
-        Trigger::Receive => walk_on::<RECEIVE>(eng, pr, had, l, out, accumulate),
-        _ => walk_on::<SEND>(eng, pr, had, l, out, accumulate),
+        Trigger::Event => walk_on::<EVENT>(eng, pr, had, at),
+        Trigger::Receive => walk_on::<RECEIVE>(eng, pr, had, at),
+        _ => walk_on::<SEND>(eng, pr, had, at),
     }
 }
+
+/// `walk`'s location, contribution buffer and `accumulate`.
+type Place<'a> = (usize, Vec<Contribution>, Option<&'a Option<Arc<PhaseBook>>>);
 
 /// The trigger of a pass as a constant of `walk_on` (its code made once per trigger).
 const EVENT: u8 = 0;
@@ -231,9 +235,7 @@ fn walk_on<const T: u8>(
     eng: &Engine,
     pr: &PassRules,
     had: &[Vec<(u32, u32)>],
-    l: usize,
-    out: Vec<Contribution>,
-    accumulate: Option<&Option<Arc<PhaseBook>>>,
+    (l, out, accumulate): Place,
 ) -> LocPass {
     let (trace, replay) = (eng.trace, eng.replay);
     let trigger = match T {
@@ -404,6 +406,8 @@ fn try_rules(
         let k = *k;
         let env = &mut env_buf[..*slots];
         match code {
+            // a consumer with nothing queued takes nothing
+            None if pass.queues[k].is_empty() => {}
             None => eng.consume(k, env, pass, taken, had),
             Some((code, prefilter)) => {
                 if let Some(when) = eng.prefiltered_when(prefilter, code, env, regions) {
@@ -441,67 +445,40 @@ description = "test"
 diagnosis = "test"
 "#;
 
+    /// The traces the passes are compared on.
+    const TRACES: [&str; 5] = [
+        "scorep/mixed8",
+        "scorep/nb",
+        "scorep/wo",
+        "scorep/ls",
+        "scorep/lr",
+    ];
+
+    /// A fresh directory of rule files (name, text) for `RuleSet::load`.
+    fn rules_dir(tag: &str, files: &[(&str, &str)]) -> std::path::PathBuf {
+        let pid = std::process::id();
+        let dir = std::env::temp_dir().join(format!("perfexpert-{tag}-test-{pid}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.join(format!("{name}.toml")), text).unwrap();
+        }
+        dir
+    }
+
     /// Accumulating passes (with their fallback for cells another location's pass wrote
     /// first) give the cube, the instance statistics and the worst instances of listing
     /// passes, bit for bit, with the built-in rules and with `OTHER_AT`.
     #[test]
     fn accumulating_passes_agree_with_listing_passes_bit_for_bit() {
-        let dir = std::env::temp_dir().join(format!("perfexpert-acc-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("other_at.toml"), OTHER_AT).unwrap();
+        let dir = rules_dir("acc", &[("other_at", OTHER_AT)]);
         let before = RERUNS.load(std::sync::atomic::Ordering::Relaxed);
         for extra in [vec![], vec![dir.clone()]] {
-            for name in [
-                "scorep/mixed8",
-                "scorep/nb",
-                "scorep/wo",
-                "scorep/ls",
-                "scorep/lr",
-            ] {
+            for name in TRACES {
                 let (trace, replay) = testdata_trace(name);
                 let rs = RuleSet::load(&extra).unwrap();
                 let a = analyse_with(&trace, &replay, rs.clone(), true, &[]);
                 let b = analyse_with(&trace, &replay, rs, false, &[]);
-                for (k, (x, y)) in a.values.iter().zip(&b.values).enumerate() {
-                    let same = x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
-                    assert!(same, "{name} {}", a.rules.rules[k].info.id);
-                }
-                let stats =
-                    |v: &Vec<HashMap<u32, FindingStats>>| -> Vec<Vec<(u32, u64, u64, u64)>> {
-                        v.iter()
-                            .map(|m| {
-                                let mut x: Vec<_> = m
-                                    .iter()
-                                    .map(|(c, s)| {
-                                        (*c, s.n, s.sev_cc.to_bits(), s.sev_rec.to_bits())
-                                    })
-                                    .collect();
-                                x.sort_unstable();
-                                x
-                            })
-                            .collect()
-                    };
-                assert_eq!(stats(&a.stats), stats(&b.stats), "{name}");
-                let worst = |v: &Vec<HashMap<u32, Worst>>| -> Vec<Vec<(u32, Vec<WorstBits>)>> {
-                    v.iter()
-                        .map(|m| {
-                            let mut x: Vec<_> = m
-                                .iter()
-                                .map(|(c, w)| {
-                                    let i = w.instances().iter();
-                                    (
-                                        *c,
-                                        i.map(|i| (i.loc, i.event, i.time, i.value.to_bits()))
-                                            .collect(),
-                                    )
-                                })
-                                .collect();
-                            x.sort_unstable();
-                            x
-                        })
-                        .collect()
-                };
-                assert_eq!(worst(&a.worst), worst(&b.worst), "{name}");
+                assert_same(&a, &b, name);
                 if !extra.is_empty() {
                     let k = a.rules.index_of("test_other_at").unwrap();
                     assert!(a.stats[k].values().any(|s| s.sev_cc > 0.0), "{name}");
@@ -510,6 +487,89 @@ diagnosis = "test"
         }
         // the fallback ran (the built-in rules alone never need it)
         assert!(RERUNS.load(std::sync::atomic::Ordering::Relaxed) > before);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// `a` and `b` have the same cube, instance statistics and worst instances, bit for bit.
+    fn assert_same(a: &crate::analysis::Analysis, b: &crate::analysis::Analysis, name: &str) {
+        for (k, (x, y)) in a.values.iter().zip(&b.values).enumerate() {
+            let same = x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
+            assert!(same, "{name} {}", a.rules.rules[k].info.id);
+        }
+        let stats = |v: &Vec<HashMap<u32, FindingStats>>| -> Vec<Vec<(u32, u64, u64, u64)>> {
+            v.iter()
+                .map(|m| {
+                    let mut x: Vec<_> = m
+                        .iter()
+                        .map(|(c, s)| (*c, s.n, s.sev_cc.to_bits(), s.sev_rec.to_bits()))
+                        .collect();
+                    x.sort_unstable();
+                    x
+                })
+                .collect()
+        };
+        assert_eq!(stats(&a.stats), stats(&b.stats), "{name}");
+        let worst = |v: &Vec<HashMap<u32, Worst>>| -> Vec<Vec<(u32, Vec<WorstBits>)>> {
+            v.iter()
+                .map(|m| {
+                    let mut x: Vec<_> = m
+                        .iter()
+                        .map(|(c, w)| {
+                            let i = w.instances().iter();
+                            (
+                                *c,
+                                i.map(|i| (i.loc, i.event, i.time, i.value.to_bits()))
+                                    .collect(),
+                            )
+                        })
+                        .collect();
+                    x.sort_unstable();
+                    x
+                })
+                .collect()
+        };
+        assert_eq!(worst(&a.worst), worst(&b.worst), "{name}");
+    }
+
+    /// `OTHER_AT` on receives only, its `at` the send on another location for a blocking
+    /// receive: it rides on the receive pass's walk (`ride`), with cells written by other
+    /// locations' walks.
+    fn other_at_recv() -> String {
+        (OTHER_AT.replace("test_other_at", "test_other_at_recv"))
+            .replace("Other at", "Other at, receives")
+            .replace("\"MpiSend\", \"MpiIsend\", ", "")
+            .replace("E.time / 3 + 0.1", "E.time / 7 + 0.3")
+            .replace(
+                "E.kind == 'MpiSend' then E.recv",
+                "exists(E.send) then E.send",
+            )
+    }
+
+    /// The event-pass rules riding on the receive and send walks (`Rider`) give what the
+    /// event pass's own walk gives, bit for bit: the built-in rules, `OTHER_AT` (which
+    /// stays in the event pass: it is tried on sends and receives) and `other_at_recv`.
+    #[test]
+    fn riding_rules_agree_with_the_event_pass_bit_for_bit() {
+        use crate::analysis::plan::{Plan, NO_RIDE};
+        let dir = rules_dir(
+            "ride",
+            &[("other_at", OTHER_AT), ("recv", &other_at_recv())],
+        );
+        let rs = RuleSet::load(std::slice::from_ref(&dir)).unwrap();
+        for name in TRACES {
+            let (trace, replay) = testdata_trace(name);
+            let ride = analyse_with(&trace, &replay, rs.clone(), true, &[]);
+            assert!(Plan::new(&trace, &replay, &rs)
+                .passes
+                .iter()
+                .any(|p| p.rider.is_some()));
+            NO_RIDE.with(|c| c.set(true));
+            let own = analyse_with(&trace, &replay, rs.clone(), true, &[]);
+            let plan = Plan::new(&trace, &replay, &rs);
+            NO_RIDE.with(|c| c.set(false));
+            assert!(plan.passes.iter().all(|p| p.rider.is_none()));
+            assert_same(&ride, &own, name);
+        }
         std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -248,11 +248,16 @@ impl PassRules {
 /// The event-pass rules of the kinds of trigger event that the receive or send pass of
 /// `tables` visits, and that only book their instances (`books_only`; `feeds`: whether a
 /// rule feeds others or has a `[cause]`), moved to ride on that pass's walk (`Rider`): one
-/// walk fewer per location for those events. The event pass's table (`event` makes it
-/// again for each rider) keeps the other kinds, and goes when no kind of the trace is
-/// left to it. `nrules`: the rule count (`Rider::had`).
+/// walk fewer per location for those events. A kind rides only if each of its rules
+/// rides with every kind it is tried on, so all of a rule's instances are found by one
+/// walk in the event pass's order. What rides depends on the rules alone, not on the
+/// kinds the trace has (`present` only chooses what each walk skips to): every process of
+/// `run --mpi`, holding a share of the trace, makes the same passes. The event pass's
+/// table (`event` makes it again for each rider) keeps the other kinds; a walk of it
+/// that finds none of them on a location stops at once. `nrules`: the rule count
+/// (`Rider::had`).
 pub(crate) fn ride(
-    tables: &mut Vec<PassRules>,
+    tables: &mut [PassRules],
     event: &dyn Fn() -> Option<PassRules>,
     feeds: &dyn Fn(usize) -> bool,
     present: &[bool; 256],
@@ -269,10 +274,24 @@ pub(crate) fn ride(
             _ => continue,
         };
         let ev = &tables[e];
-        let rides: Vec<usize> = (visits.iter())
+        let mut rides: Vec<usize> = (visits.iter())
             .map(|&k| k as usize)
-            .filter(|&k| present[k] && !ev.by_kind[k].is_empty() && ev.books_only(k, feeds))
+            .filter(|&k| !ev.by_kind[k].is_empty() && ev.books_only(k, feeds))
             .collect();
+        // a rule rides only with all the kinds it is tried on: its instances come from one
+        // walk, each cell's in event order as in the event pass's walk
+        let rules_of = |k: usize| ev.by_kind[k].iter().map(|&j| ev.folded[j].rule);
+        loop {
+            let alone = |k: usize| {
+                rules_of(k)
+                    .all(|r| (0..256).all(|o| rides.contains(&o) || rules_of(o).all(|x| x != r)))
+            };
+            let before = rides.len();
+            rides = rides.iter().copied().filter(|&k| alone(k)).collect();
+            if rides.len() == before {
+                break;
+            }
+        }
         if rides.is_empty() {
             continue;
         }
@@ -289,10 +308,6 @@ pub(crate) fn ride(
         host.skip_again(present);
     }
     tables[e].keep_kinds(&|k| !moved[k], present);
-    let ev = &tables[e];
-    if !(0..256).any(|k| present[k] && !ev.by_kind[k].is_empty()) {
-        tables.remove(e);
-    }
 }
 
 /// `PassRules::by_region` and `PassRules::lists`.
@@ -515,7 +530,7 @@ mod tests {
     /// whose prefilter's checks of the trigger event hold there, in `by_kind` order; and no
     /// such check is left in a prefilter. The kinds whose event-pass rules ride on the
     /// receive or send pass's walk (`ride`) are in the rider's table, not the event pass's:
-    /// each kind of event the trace has in one table of its trigger.
+    /// each kind in one table of its trigger, each riding rule in no other table.
     #[test]
     fn dispatch_keeps_the_rules_whose_trigger_checks_hold() {
         use crate::analysis::plan::testing::testdata_trace;
@@ -535,13 +550,24 @@ mod tests {
             );
             let konst = |e: &Expr| ctx.eval(e, &mut [Value::None]);
             let nreg = trace.defs.regions.len();
-            let present = crate::analysis::plan::kinds_present(&trace);
             // the passes' tables and those of the event-pass rules riding on their walks
             let tables: Vec<&PassRules> = (plan.passes.iter())
                 .flat_map(|p| [Some(p), p.rider.as_ref().map(|r| &r.rules)])
                 .flatten()
                 .collect();
             riders += tables.len() - plan.passes.len();
+            // a riding rule is tried on no kind in another table
+            let rules_on = |p: &PassRules| -> Vec<usize> {
+                (0..256)
+                    .flat_map(|k| p.by_kind[k].iter().map(|&j| p.folded[j].rule))
+                    .collect()
+            };
+            for p in plan.passes.iter().filter_map(|p| p.rider.as_ref()) {
+                let mine = rules_on(&p.rules);
+                for t in tables.iter().filter(|t| !std::ptr::eq(**t, &p.rules)) {
+                    assert!(rules_on(t).iter().all(|r| !mine.contains(r)), "{name}");
+                }
+            }
             for p in tables.iter().copied() {
                 let n = trigger_slots(p.trigger).unwrap_or(1);
                 let rules_here = plan.by_trigger(p.trigger);
@@ -571,15 +597,14 @@ mod tests {
                         })
                         .collect();
                     let all = &p.by_kind[kind as usize];
-                    // one table of the trigger tries the kind's rules on the trace's events
+                    // one table of the trigger tries the kind's rules
                     let same = tables.iter().filter(|t| t.trigger == p.trigger);
                     let with = same
                         .filter(|t| !t.by_kind[kind as usize].is_empty())
                         .count();
                     assert!(with <= 1, "{name} {kind:?}");
                     if all.is_empty() {
-                        let unseen = here.is_empty() || !present[kind as usize];
-                        assert!(with == 1 || unseen, "{name} {kind:?}");
+                        assert!(with == 1 || here.is_empty(), "{name} {kind:?}");
                         continue;
                     }
                     assert_eq!(all.len(), masks.len());
