@@ -63,13 +63,11 @@ impl Instance {
     /// total order, so the kept instances do not depend on the order they were offered in.
     #[inline]
     fn worse_than(&self, o: &Instance) -> bool {
-        match self.value.total_cmp(&o.value) {
-            std::cmp::Ordering::Greater => true,
-            std::cmp::Ordering::Less => false,
-            std::cmp::Ordering::Equal => {
-                (self.loc, self.time, self.event) < (o.loc, o.time, o.event)
-            }
+        // `total_cmp` finds two values equal exactly when their bits are
+        if self.value.to_bits() == o.value.to_bits() {
+            return (self.loc, self.time, self.event) < (o.loc, o.time, o.event);
         }
+        self.value.total_cmp(&o.value) == std::cmp::Ordering::Greater
     }
 }
 
@@ -83,8 +81,12 @@ pub struct Worst {
 impl Worst {
     #[inline]
     pub fn offer(&mut self, x: Instance) {
-        if self.n as usize == WORST_K && !x.worse_than(&self.items[WORST_K - 1]) {
-            return;
+        if self.n as usize == WORST_K {
+            let last = &self.items[WORST_K - 1];
+            // a smaller number is never worse (where `<` holds, `total_cmp` agrees)
+            if x.value < last.value || !x.worse_than(last) {
+                return;
+            }
         }
         self.insert(x);
     }

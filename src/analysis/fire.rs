@@ -249,19 +249,32 @@ impl Engine<'_> {
         }
         let Some(at_e) = &code.at else { return };
         let at = at_e.run(ctx, env);
-        let Some((cnode, loc, event)) = self.cnode_of(at) else {
-            return;
+        let Value::Event(loc, event) = at else { return };
+        // the call path and time of the `at` event, looked up once for the instances of the
+        // rules fired on one trigger that name the same event
+        let (cnode, time) = match pass.at {
+            (l, i, c, t) if (l, i) == (loc, event) => (c, t),
+            _ => {
+                let c = ptr(self.replay, Ptr::Cnode, loc, event);
+                let t = self.trace.events[loc as usize].time[event as usize];
+                pass.at = (loc, event, c, t);
+                (c, t)
+            }
         };
-        let cause = &self.plan.rs.rules[k].cause;
-        if let (Some(Cause::Partner(p)), true) = (cause, self.plan.rs.record_causes) {
+        if cnode == NO_CNODE {
+            return;
+        }
+        if self.plan.partner[k] {
             // a wait state with a cause: the root-cause analysis reads it (docs/rules.md)
-            if let Value::Event(pl, pe) = ctx.eval(p, env) {
-                pass.waits.push(CausedWait {
-                    rule: k as u16,
-                    loc,
-                    event,
-                    partner: (pl, pe),
-                });
+            if let Some(Cause::Partner(p)) = &self.plan.rs.rules[k].cause {
+                if let Value::Event(pl, pe) = ctx.eval(p, env) {
+                    pass.waits.push(CausedWait {
+                        rule: k as u16,
+                        loc,
+                        event,
+                        partner: (pl, pe),
+                    });
+                }
             }
         }
         match &mut pass.acc {
@@ -282,7 +295,7 @@ impl Engine<'_> {
                 acc.cells[*slot as usize - 1].add(Instance {
                     loc,
                     event,
-                    time: self.trace.events[loc as usize].time[event as usize],
+                    time,
                     value: sev,
                 });
             }

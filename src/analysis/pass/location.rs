@@ -9,6 +9,7 @@ use crate::analysis::eval;
 use crate::analysis::fire::{Engine, Frame, NO_CALL, UNSEEN};
 use crate::analysis::plan::{KindRule, PassRules};
 use crate::model::EventKind;
+use crate::replay::calltree::NO_CNODE;
 use crate::rules::compile::Value;
 use crate::rules::Trigger;
 use rayon::prelude::*;
@@ -36,6 +37,9 @@ pub(crate) struct LocPass {
     /// A queue consumer's environment while it tries the queued instances
     /// (`Engine::consume`), kept from one trigger to the next.
     pub(crate) scratch: Vec<Value>,
+    /// The last event an instance was attributed to (`at`): (location, event, call path,
+    /// time) (`Engine::emit`).
+    pub(crate) at: (u32, u32, u32, u64),
 }
 
 impl LocPass {
@@ -50,6 +54,7 @@ impl LocPass {
             had: Vec::new(),
             waits: Vec::new(),
             scratch: Vec::new(),
+            at: (u32::MAX, u32::MAX, NO_CNODE, 0),
         }
     }
 }
@@ -200,7 +205,6 @@ fn run_locs(
 /// The pass on location `l`: its events in order (those of the kinds the pass looks at,
 /// `Skip`), on each trigger the rules of the event's kind, folded for it (`KindRule`);
 /// groups closed as their key calls end. `accumulate`: see `run_locs`.
-#[inline(never)]
 pub(crate) fn walk(
     eng: &Engine,
     pr: &PassRules,
@@ -209,8 +213,37 @@ pub(crate) fn walk(
     out: Vec<Contribution>,
     accumulate: Option<&Option<Arc<PhaseBook>>>,
 ) -> LocPass {
+    let at = (l, out, accumulate);
+    match pr.trigger {
+        Trigger::Event => walk_on::<EVENT>(eng, pr, had, at),
+        Trigger::Receive => walk_on::<RECEIVE>(eng, pr, had, at),
+        _ => walk_on::<SEND>(eng, pr, had, at),
+    }
+}
+
+/// `walk`'s location, contribution buffer and `accumulate`.
+type Place<'a> = (usize, Vec<Contribution>, Option<&'a Option<Arc<PhaseBook>>>);
+
+/// The trigger of a pass as a constant of `walk_on` (its code made once per trigger).
+const EVENT: u8 = 0;
+const RECEIVE: u8 = 1;
+const SEND: u8 = 2;
+
+/// `walk` for the pass of trigger `T` (`EVENT`, `RECEIVE`, `SEND`).
+#[inline(never)]
+fn walk_on<const T: u8>(
+    eng: &Engine,
+    pr: &PassRules,
+    had: &[Vec<(u32, u32)>],
+    (l, out, accumulate): Place,
+) -> LocPass {
     let (trace, replay) = (eng.trace, eng.replay);
-    let (trigger, skip) = (pr.trigger, &pr.skip);
+    let trigger = match T {
+        EVENT => Trigger::Event,
+        RECEIVE => Trigger::Receive,
+        _ => Trigger::Send,
+    };
+    let skip = &pr.skip;
     let nrules = eng.plan.rs.rules.len();
     let ev = &trace.events[l];
     let links = &replay.msg_links[l];
@@ -219,7 +252,10 @@ pub(crate) fn walk(
     // rule reads no other slot it has not written in the same trial (its lets in order,
     // each after those it reads; `at` and `value` set before an instance is handed on), so
     // what an earlier rule or trigger left is never read. Each rule sees its own length.
-    let width = pr.folded.iter().map(|r| r.slots).max().unwrap_or(0).max(4);
+    // the event-pass rules riding on this walk (`Rider`) see the `had` of the event pass
+    let rider = pr.rider.as_deref();
+    let slots = |p: &PassRules| p.folded.iter().map(|r| r.slots).max().unwrap_or(0);
+    let width = slots(pr).max(rider.map_or(0, |r| slots(&r.rules))).max(4);
     let mut env_buf = vec![Value::None; width];
     let mut pass = LocPass::new(l as u32, nrules);
     pass.out = out;
@@ -236,10 +272,19 @@ pub(crate) fn walk(
     // instance (`Value::Item`) ever reaches their environments, so they never read `taken`
     // (consumers see it through their own frames)
     let none = |_: u16| 0.0;
+    let shared_cells = |p: &PassRules| {
+        vec![std::cell::Cell::new(None); *p.shared.iter().max().unwrap_or(&0) as usize]
+    };
     let fr0 = Frame::events(&[], had);
-    let cells = vec![std::cell::Cell::new(None); *pr.shared.iter().max().unwrap_or(&0) as usize];
+    let cells = shared_cells(pr);
     let mut ctx0 = eng.frame_ctx(fr0, &none);
     ctx0.shared = &cells;
+    let rider_had = rider.map_or(had, |r| &r.had[..]);
+    let rfr0 = Frame::events(&[], rider_had);
+    let rcells = rider.map_or_else(Vec::new, |r| shared_cells(&r.rules));
+    let mut rctx0 = eng.frame_ctx(rfr0, &none);
+    rctx0.shared = &rcells;
+    let rider_kinds: &[Vec<usize>] = rider.map_or(&[], |r| &r.rules.by_kind);
     let (by_kind, folded) = (&pr.by_kind, &pr.folded);
     let kind_col: &[EventKind] = &ev.kind[..];
     let kinds = crate::model::spill::bytes_of(kind_col);
@@ -259,8 +304,39 @@ pub(crate) fn walk(
             let fr = Frame::events(&taken, had);
             eng.flush_groups(Some(i as u32), &mut pass, fr);
         }
-        if by_kind[kind as usize].is_empty() {
+        let rides = rider_kinds
+            .get(kind as usize)
+            .is_some_and(|r| !r.is_empty());
+        if by_kind[kind as usize].is_empty() && !rides {
             continue;
+        }
+        // slot 0 holds the event itself in every pass: the rules that can fire in its
+        // call's region (`PassRules::rules_for`), the region looked up once
+        let region = eval::call_region(trace, replay, l as u32, i as u32);
+        if let Some(r) = rider.filter(|_| rides) {
+            // the riding event-pass rules first, on `E` alone
+            let rules_here = r.rules.rules_for(kind as usize, region);
+            if !rules_here.is_empty() {
+                let mut regions = [region.unwrap_or(NO_CALL), UNSEEN, UNSEEN, UNSEEN];
+                for c in &rcells[..r.rules.shared[kind as usize] as usize] {
+                    c.set(None);
+                }
+                env_buf[0] = event::bind(l, i)[0];
+                let (fr, ctx) = (&rfr0, &rctx0);
+                let mut at = (&mut env_buf[..], &mut regions, &mut pass, &mut taken);
+                try_rules(
+                    eng,
+                    &r.rules.folded,
+                    rules_here,
+                    &mut at,
+                    rider_had,
+                    fr,
+                    ctx,
+                );
+            }
+            if by_kind[kind as usize].is_empty() {
+                continue;
+            }
         }
         let bind: Option<[Value; 4]> = match trigger {
             Trigger::Event => Some(event::bind(l, i)),
@@ -273,9 +349,6 @@ pub(crate) fn walk(
             _ => None,
         };
         let Some(bind) = bind else { continue };
-        // slot 0 holds the event itself in every pass: the rules that can fire in its
-        // call's region (`PassRules::rules_for`), the region looked up once
-        let region = eval::call_region(trace, replay, l as u32, i as u32);
         let rules_here = pr.rules_for(kind as usize, region);
         if rules_here.is_empty() {
             continue;
@@ -295,26 +368,54 @@ pub(crate) fn walk(
             env_buf[2] = bind[2];
             env_buf[3] = bind[3];
         }
-        for &j in rules_here {
-            let KindRule {
-                rule: k,
-                slots,
-                code,
-            } = &folded[j];
-            let k = *k;
-            let env = &mut env_buf[..*slots];
-            match code {
-                None => eng.consume(k, env, &mut pass, &mut taken, had),
-                Some((code, prefilter)) => {
-                    if let Some(when) = eng.prefiltered_when(prefilter, code, env, &mut regions) {
-                        eng.fire_when(k, code, when, env, &mut pass, &fr0, &ctx0);
-                    }
+        let mut at = (&mut env_buf[..], &mut regions, &mut pass, &mut taken);
+        try_rules(eng, folded, rules_here, &mut at, had, &fr0, &ctx0);
+    }
+    eng.flush_groups(None, &mut pass, Frame::events(&taken, had));
+    pass
+}
+
+/// What a trial of rules on one event works on: the environment (the trigger bound), the
+/// call regions of its slots (`Engine::prefiltered_when`), the pass, the taken instances.
+type Trial<'a> = (
+    &'a mut [Value],
+    &'a mut [u32; 4],
+    &'a mut LocPass,
+    &'a mut Vec<Vec<Value>>,
+);
+
+/// The rules `rules_here` (indices into `folded`) tried in order on the event bound in
+/// `at`'s environment; `fr`, `ctx`: what the rules that are no queue consumers read.
+#[inline(always)]
+fn try_rules(
+    eng: &Engine,
+    folded: &[KindRule],
+    rules_here: &[usize],
+    at: &mut Trial,
+    had: &[Vec<(u32, u32)>],
+    fr: &Frame,
+    ctx: &crate::analysis::eval::Ctx,
+) {
+    let (env_buf, regions, pass, taken) = at;
+    for &j in rules_here {
+        let KindRule {
+            rule: k,
+            slots,
+            code,
+        } = &folded[j];
+        let k = *k;
+        let env = &mut env_buf[..*slots];
+        match code {
+            // a consumer with nothing queued takes nothing
+            None if pass.queues[k].is_empty() => {}
+            None => eng.consume(k, env, pass, taken, had),
+            Some((code, prefilter)) => {
+                if let Some(when) = eng.prefiltered_when(prefilter, code, env, regions) {
+                    eng.fire_when(k, code, when, env, pass, fr, ctx);
                 }
             }
         }
     }
-    eng.flush_groups(None, &mut pass, Frame::events(&taken, had));
-    pass
 }
 
 #[cfg(test)]
@@ -344,67 +445,40 @@ description = "test"
 diagnosis = "test"
 "#;
 
+    /// The traces the passes are compared on.
+    const TRACES: [&str; 5] = [
+        "scorep/mixed8",
+        "scorep/nb",
+        "scorep/wo",
+        "scorep/ls",
+        "scorep/lr",
+    ];
+
+    /// A fresh directory of rule files (name, text) for `RuleSet::load`.
+    fn rules_dir(tag: &str, files: &[(&str, &str)]) -> std::path::PathBuf {
+        let pid = std::process::id();
+        let dir = std::env::temp_dir().join(format!("perfexpert-{tag}-test-{pid}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.join(format!("{name}.toml")), text).unwrap();
+        }
+        dir
+    }
+
     /// Accumulating passes (with their fallback for cells another location's pass wrote
     /// first) give the cube, the instance statistics and the worst instances of listing
     /// passes, bit for bit, with the built-in rules and with `OTHER_AT`.
     #[test]
     fn accumulating_passes_agree_with_listing_passes_bit_for_bit() {
-        let dir = std::env::temp_dir().join(format!("perfexpert-acc-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("other_at.toml"), OTHER_AT).unwrap();
+        let dir = rules_dir("acc", &[("other_at", OTHER_AT)]);
         let before = RERUNS.load(std::sync::atomic::Ordering::Relaxed);
         for extra in [vec![], vec![dir.clone()]] {
-            for name in [
-                "scorep/mixed8",
-                "scorep/nb",
-                "scorep/wo",
-                "scorep/ls",
-                "scorep/lr",
-            ] {
+            for name in TRACES {
                 let (trace, replay) = testdata_trace(name);
                 let rs = RuleSet::load(&extra).unwrap();
                 let a = analyse_with(&trace, &replay, rs.clone(), true, &[]);
                 let b = analyse_with(&trace, &replay, rs, false, &[]);
-                for (k, (x, y)) in a.values.iter().zip(&b.values).enumerate() {
-                    let same = x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
-                    assert!(same, "{name} {}", a.rules.rules[k].info.id);
-                }
-                let stats =
-                    |v: &Vec<HashMap<u32, FindingStats>>| -> Vec<Vec<(u32, u64, u64, u64)>> {
-                        v.iter()
-                            .map(|m| {
-                                let mut x: Vec<_> = m
-                                    .iter()
-                                    .map(|(c, s)| {
-                                        (*c, s.n, s.sev_cc.to_bits(), s.sev_rec.to_bits())
-                                    })
-                                    .collect();
-                                x.sort_unstable();
-                                x
-                            })
-                            .collect()
-                    };
-                assert_eq!(stats(&a.stats), stats(&b.stats), "{name}");
-                let worst = |v: &Vec<HashMap<u32, Worst>>| -> Vec<Vec<(u32, Vec<WorstBits>)>> {
-                    v.iter()
-                        .map(|m| {
-                            let mut x: Vec<_> = m
-                                .iter()
-                                .map(|(c, w)| {
-                                    let i = w.instances().iter();
-                                    (
-                                        *c,
-                                        i.map(|i| (i.loc, i.event, i.time, i.value.to_bits()))
-                                            .collect(),
-                                    )
-                                })
-                                .collect();
-                            x.sort_unstable();
-                            x
-                        })
-                        .collect()
-                };
-                assert_eq!(worst(&a.worst), worst(&b.worst), "{name}");
+                assert_same(&a, &b, name);
                 if !extra.is_empty() {
                     let k = a.rules.index_of("test_other_at").unwrap();
                     assert!(a.stats[k].values().any(|s| s.sev_cc > 0.0), "{name}");
@@ -414,5 +488,92 @@ diagnosis = "test"
         // the fallback ran (the built-in rules alone never need it)
         assert!(RERUNS.load(std::sync::atomic::Ordering::Relaxed) > before);
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// `a` and `b` have the same cube, instance statistics and worst instances, bit for bit.
+    fn assert_same(a: &crate::analysis::Analysis, b: &crate::analysis::Analysis, name: &str) {
+        for (k, (x, y)) in a.values.iter().zip(&b.values).enumerate() {
+            let same = x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
+            assert!(same, "{name} {}", a.rules.rules[k].info.id);
+        }
+        let stats = |v: &Vec<HashMap<u32, FindingStats>>| -> Vec<Vec<(u32, u64, u64, u64)>> {
+            v.iter()
+                .map(|m| {
+                    let mut x: Vec<_> = m
+                        .iter()
+                        .map(|(c, s)| (*c, s.n, s.sev_cc.to_bits(), s.sev_rec.to_bits()))
+                        .collect();
+                    x.sort_unstable();
+                    x
+                })
+                .collect()
+        };
+        assert_eq!(stats(&a.stats), stats(&b.stats), "{name}");
+        let worst = |v: &Vec<HashMap<u32, Worst>>| -> Vec<Vec<(u32, Vec<WorstBits>)>> {
+            v.iter()
+                .map(|m| {
+                    let mut x: Vec<_> = m
+                        .iter()
+                        .map(|(c, w)| {
+                            let i = w.instances().iter();
+                            (
+                                *c,
+                                i.map(|i| (i.loc, i.event, i.time, i.value.to_bits()))
+                                    .collect(),
+                            )
+                        })
+                        .collect();
+                    x.sort_unstable();
+                    x
+                })
+                .collect()
+        };
+        assert_eq!(worst(&a.worst), worst(&b.worst), "{name}");
+    }
+
+    /// `OTHER_AT` on receives only, its `at` the send on another location for a blocking
+    /// receive: it rides on the receive pass's walk (`ride`), with cells written by other
+    /// locations' walks.
+    fn other_at_recv() -> String {
+        (OTHER_AT.replace("test_other_at", "test_other_at_recv"))
+            .replace("Other at", "Other at, receives")
+            .replace("\"MpiSend\", \"MpiIsend\", ", "")
+            .replace("E.time / 3 + 0.1", "E.time / 7 + 0.3")
+            .replace(
+                "E.kind == 'MpiSend' then E.recv",
+                "exists(E.send) then E.send",
+            )
+    }
+
+    /// The event-pass rules riding on the receive and send walks (`Rider`) give what the
+    /// event pass's own walk gives, bit for bit: the built-in rules, and with
+    /// `other_at_recv`. With `OTHER_AT` (tried on sends and receives) no kind of message
+    /// rides: its instances stay in one walk.
+    #[test]
+    fn riding_rules_agree_with_the_event_pass_bit_for_bit() {
+        use crate::analysis::plan::{Plan, NO_RIDE};
+        let dir = rules_dir("ride", &[("recv", &other_at_recv())]);
+        let both = rules_dir("ride-both", &[("other_at", OTHER_AT)]);
+        for (extra, rides) in [
+            (vec![], true),
+            (vec![dir.clone()], true),
+            (vec![both.clone()], false),
+        ] {
+            let rs = RuleSet::load(&extra).unwrap();
+            for name in TRACES {
+                let (trace, replay) = testdata_trace(name);
+                let ride = analyse_with(&trace, &replay, rs.clone(), true, &[]);
+                let plan = Plan::new(&trace, &replay, &rs);
+                assert_eq!(plan.passes.iter().any(|p| p.rider.is_some()), rides);
+                NO_RIDE.with(|c| c.set(true));
+                let own = analyse_with(&trace, &replay, rs.clone(), true, &[]);
+                let plan = Plan::new(&trace, &replay, &rs);
+                NO_RIDE.with(|c| c.set(false));
+                assert!(plan.passes.iter().all(|p| p.rider.is_none()));
+                assert_same(&ride, &own, name);
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        std::fs::remove_dir_all(&both).ok();
     }
 }

@@ -21,8 +21,16 @@ pub(crate) use prefilter::Prefilter;
 use crate::analysis::eval::{Ctx, RegionStrings};
 use crate::model::{classify, EventKind, Trace};
 use crate::replay::Replay;
+use crate::rules::causes::Cause;
 use crate::rules::compile::{Expr, Interner, Value};
 use crate::rules::{Rule, RuleSet, Trigger};
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: plans made on this thread leave every event-pass rule in the event pass
+    /// (`passes::ride` not applied).
+    pub(crate) static NO_RIDE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
 
 /// What the passes run on one trace: the rules specialised for it, the strings its
 /// expressions compare, each rule compiled, who feeds whom, and the per-kind rule tables
@@ -41,6 +49,9 @@ pub(crate) struct Plan {
     pub(crate) queued: Vec<Vec<usize>>,
     /// Per rule: whether its instances feed rules or queues (`fed`, `queued`).
     pub(crate) feeds: Vec<bool>,
+    /// Per rule: whether its instances are recorded with their partner event for the
+    /// root causes (a point-to-point `[cause]`, `RuleSet::record_causes`).
+    pub(crate) partner: Vec<bool>,
     /// Per rule: its expressions compiled, for the event, receive, send and rule passes.
     pub(crate) code: Vec<RuleCode>,
     /// The rule tables of the event, receive and send passes, in that order; a pass
@@ -64,6 +75,9 @@ impl Plan {
         let feeds = (0..rs.rules.len())
             .map(|k| !fed[k].is_empty() || !queued[k].is_empty())
             .collect();
+        let partner = (rs.rules.iter())
+            .map(|r| rs.record_causes && matches!(r.cause, Some(Cause::Partner(_))))
+            .collect();
         let code = rs
             .rules
             .iter()
@@ -79,6 +93,7 @@ impl Plan {
             fed,
             queued,
             feeds,
+            partner,
             code,
             passes: Vec::new(),
             children,
@@ -107,16 +122,26 @@ impl Plan {
         );
         let konst = |e: &Expr| ctx.eval(e, &mut [Value::None]);
         let present = kinds_present(trace);
-        [Trigger::Event, Trigger::Receive, Trigger::Send]
-            .into_iter()
-            .filter_map(|t| {
-                let rules_here = self.by_trigger(t);
-                (!rules_here.is_empty()).then(|| {
-                    let k = &self.kind_names;
-                    PassRules::new(&self.rs, &rules_here, t, k, &konst, &present)
-                })
+        let table = |t: Trigger| {
+            let rules_here = self.by_trigger(t);
+            (!rules_here.is_empty()).then(|| {
+                let k = &self.kind_names;
+                PassRules::new(&self.rs, &rules_here, t, k, &konst, &present)
             })
-            .collect()
+        };
+        let mut tables: Vec<PassRules> = [Trigger::Event, Trigger::Receive, Trigger::Send]
+            .into_iter()
+            .filter_map(table)
+            .collect();
+        let feeds = |k: usize| self.feeds[k] || self.rs.rules[k].cause.is_some();
+        let event = || table(Trigger::Event);
+        let n = self.rs.rules.len();
+        #[cfg(test)]
+        if NO_RIDE.with(|c| c.get()) {
+            return tables;
+        }
+        passes::ride(&mut tables, &event, &feeds, &present, n);
+        tables
     }
 
     /// What the plan holds, for a user asking what the analysis does (`tracing`, debug).

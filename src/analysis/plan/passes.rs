@@ -55,6 +55,20 @@ pub(crate) struct PassRules {
     /// trigger event of one kind in a call of one region: those whose prefilter's checks
     /// of the trigger event pass there (those checks are taken out of the prefilters).
     pub(crate) lists: Vec<Box<[usize]>>,
+    /// Event-pass rules tried on this pass's walk (`ride`), at each event of a kind they
+    /// list, before the pass's own rules.
+    pub(crate) rider: Option<Box<Rider>>,
+}
+
+/// The event-pass rules of some kinds of trigger event that ride on the walk of the
+/// receive or send pass (`PassRules::rider`) instead of a walk of their own: rules whose
+/// instances are only booked (no group, queue, fed rule or `[cause]`), so what they find
+/// is the same in either walk, each cell summed in event order.
+pub(crate) struct Rider {
+    /// The event pass's table, its lists kept for the kinds that ride only.
+    pub(crate) rules: PassRules,
+    /// `had` as the event pass sees it: none yet (the event pass runs first).
+    pub(crate) had: Vec<Vec<(u32, u32)>>,
 }
 
 /// A rule of the event, receive or send pass for trigger events of one kind: its
@@ -178,9 +192,45 @@ impl PassRules {
             dropped,
             by_region,
             lists,
+            rider: None,
         }
     }
 
+    /// Whether every rule tried on events of `kind` only books its instances (`Rider`):
+    /// no group, no queue, `feeds` and `cause` false for it.
+    fn books_only(&self, kind: usize, feeds: &dyn Fn(usize) -> bool) -> bool {
+        self.by_kind[kind].iter().all(|&j| {
+            let r = &self.folded[j];
+            matches!(&r.code, Some((c, _)) if c.group.is_none()) && !feeds(r.rule)
+        })
+    }
+
+    /// Empties the lists of the kinds `keep` refuses; the kinds skipped to follow.
+    fn keep_kinds(&mut self, keep: &dyn Fn(usize) -> bool, present: &[bool; 256]) {
+        for (k, l) in self.by_kind.iter_mut().enumerate() {
+            if !keep(k) {
+                l.clear();
+            }
+        }
+        self.skip_again(present);
+    }
+
+    /// `skip` for the kinds this pass or its rider tries rules on.
+    fn skip_again(&mut self, present: &[bool; 256]) {
+        let rider = self.rider.as_ref().map(|r| &r.rules.by_kind);
+        let looks: Vec<Vec<usize>> = (0..self.by_kind.len())
+            .map(|k| {
+                let any = !self.by_kind[k].is_empty()
+                    || rider.is_some_and(|r| r.get(k).is_some_and(|l| !l.is_empty()));
+                if any {
+                    vec![0]
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        self.skip = Skip::new(&looks, present);
+    }
     /// The rules to try on a trigger event of `kind` whose enclosing call is of region
     /// `region` (`None`: outside any call), in `by_kind` order.
     #[inline(always)]
@@ -193,6 +243,71 @@ impl PassRules {
         };
         &self.lists[t[r] as usize]
     }
+}
+
+/// The event-pass rules of the kinds of trigger event that the receive or send pass of
+/// `tables` visits, and that only book their instances (`books_only`; `feeds`: whether a
+/// rule feeds others or has a `[cause]`), moved to ride on that pass's walk (`Rider`): one
+/// walk fewer per location for those events. A kind rides only if each of its rules
+/// rides with every kind it is tried on, so all of a rule's instances are found by one
+/// walk in the event pass's order. What rides depends on the rules alone, not on the
+/// kinds the trace has (`present` only chooses what each walk skips to): every process of
+/// `run --mpi`, holding a share of the trace, makes the same passes. The event pass's
+/// table (`event` makes it again for each rider) keeps the other kinds; a walk of it
+/// that finds none of them on a location stops at once. `nrules`: the rule count
+/// (`Rider::had`).
+pub(crate) fn ride(
+    tables: &mut [PassRules],
+    event: &dyn Fn() -> Option<PassRules>,
+    feeds: &dyn Fn(usize) -> bool,
+    present: &[bool; 256],
+    nrules: usize,
+) {
+    let Some(e) = tables.iter().position(|t| t.trigger == Trigger::Event) else {
+        return;
+    };
+    let mut moved = [false; 256];
+    for h in 0..tables.len() {
+        let visits: &[EventKind] = match tables[h].trigger {
+            Trigger::Receive => &[EventKind::MpiRecv, EventKind::MpiIrecv],
+            Trigger::Send => &[EventKind::MpiSend, EventKind::MpiIsend],
+            _ => continue,
+        };
+        let ev = &tables[e];
+        let mut rides: Vec<usize> = (visits.iter())
+            .map(|&k| k as usize)
+            .filter(|&k| !ev.by_kind[k].is_empty() && ev.books_only(k, feeds))
+            .collect();
+        // a rule rides only with all the kinds it is tried on: its instances come from one
+        // walk, each cell's in event order as in the event pass's walk
+        let rules_of = |k: usize| ev.by_kind[k].iter().map(|&j| ev.folded[j].rule);
+        loop {
+            let alone = |k: usize| {
+                rules_of(k)
+                    .all(|r| (0..256).all(|o| rides.contains(&o) || rules_of(o).all(|x| x != r)))
+            };
+            let before = rides.len();
+            rides = rides.iter().copied().filter(|&k| alone(k)).collect();
+            if rides.len() == before {
+                break;
+            }
+        }
+        if rides.is_empty() {
+            continue;
+        }
+        let Some(mut rules) = event() else {
+            continue;
+        };
+        rules.keep_kinds(&|k| rides.contains(&k), present);
+        rides.iter().for_each(|&k| moved[k] = true);
+        let host = &mut tables[h];
+        host.rider = Some(Box::new(Rider {
+            rules,
+            had: vec![Vec::new(); nrules],
+        }));
+        host.skip_again(present);
+    }
+    tables[e].keep_kinds(&|k| !moved[k], present);
 }
 
 /// `PassRules::by_region` and `PassRules::lists`.
@@ -237,8 +352,15 @@ fn dispatch(by_kind: &[Vec<usize>], folded: &mut [KindRule]) -> Dispatch {
         by_region.push(table);
     }
     for r in folded.iter_mut() {
-        if let Some((_, Some(p))) = &mut r.code {
-            p.checks.retain(|c| c.0 != 0);
+        if let Some((code, pre)) = &mut r.code {
+            if let Some(p) = pre {
+                p.checks.retain(|c| c.0 != 0);
+                // no check left: the rest is the rule's `when`, tried without a prefilter
+                if p.checks.is_empty() {
+                    code.when = p.rest_code.take();
+                    *pre = None;
+                }
+            }
         }
     }
     (by_region, lists)
@@ -406,13 +528,15 @@ mod tests {
     /// The dispatch tables (`PassRules::rules_for`) hold, for every kind and every region
     /// of the trigger event's call (and outside any call), exactly the rules of the kind
     /// whose prefilter's checks of the trigger event hold there, in `by_kind` order; and no
-    /// such check is left in a prefilter.
+    /// such check is left in a prefilter. The kinds whose event-pass rules ride on the
+    /// receive or send pass's walk (`ride`) are in the rider's table, not the event pass's:
+    /// each kind in one table of its trigger, each riding rule in no other table.
     #[test]
     fn dispatch_keeps_the_rules_whose_trigger_checks_hold() {
         use crate::analysis::plan::testing::testdata_trace;
         use crate::analysis::plan::Plan;
         let rs = RuleSet::load(&[]).unwrap();
-        let (mut checked, mut left_out) = (0usize, 0usize);
+        let (mut checked, mut left_out, mut riders) = (0usize, 0usize, 0usize);
         for name in ["scorep/mixed8", "scorep/wo", "scorep-omp/omp_lock"] {
             let (trace, replay) = testdata_trace(name);
             let plan = Plan::new(&trace, &replay, &rs);
@@ -426,7 +550,25 @@ mod tests {
             );
             let konst = |e: &Expr| ctx.eval(e, &mut [Value::None]);
             let nreg = trace.defs.regions.len();
-            for p in &plan.passes {
+            // the passes' tables and those of the event-pass rules riding on their walks
+            let tables: Vec<&PassRules> = (plan.passes.iter())
+                .flat_map(|p| [Some(p), p.rider.as_ref().map(|r| &r.rules)])
+                .flatten()
+                .collect();
+            riders += tables.len() - plan.passes.len();
+            // a riding rule is tried on no kind in another table
+            let rules_on = |p: &PassRules| -> Vec<usize> {
+                (0..256)
+                    .flat_map(|k| p.by_kind[k].iter().map(|&j| p.folded[j].rule))
+                    .collect()
+            };
+            for p in plan.passes.iter().filter_map(|p| p.rider.as_ref()) {
+                let mine = rules_on(&p.rules);
+                for t in tables.iter().filter(|t| !std::ptr::eq(**t, &p.rules)) {
+                    assert!(rules_on(t).iter().all(|r| !mine.contains(r)), "{name}");
+                }
+            }
+            for p in tables.iter().copied() {
                 let n = trigger_slots(p.trigger).unwrap_or(1);
                 let rules_here = plan.by_trigger(p.trigger);
                 for kind in EventKind::ALL {
@@ -455,6 +597,16 @@ mod tests {
                         })
                         .collect();
                     let all = &p.by_kind[kind as usize];
+                    // one table of the trigger tries the kind's rules
+                    let same = tables.iter().filter(|t| t.trigger == p.trigger);
+                    let with = same
+                        .filter(|t| !t.by_kind[kind as usize].is_empty())
+                        .count();
+                    assert!(with <= 1, "{name} {kind:?}");
+                    if all.is_empty() {
+                        assert!(with == 1 || here.is_empty(), "{name} {kind:?}");
+                        continue;
+                    }
                     assert_eq!(all.len(), masks.len());
                     for r in 0..=nreg {
                         let region = (r < nreg).then_some(r as u32);
@@ -477,5 +629,6 @@ mod tests {
             }
         }
         assert!(checked > 0 && left_out > 0, "{checked} {left_out}");
+        assert!(riders > 0, "no event-pass rules ride on another walk");
     }
 }
