@@ -806,30 +806,23 @@ impl Acc {
         let mut used = Vec::new();
         let mut cols = finest as usize;
         let mut group = 1usize;
-        // the current level's sums (`cols × classes`) and longest stretches; at the finest
-        // the cells themselves (0 + t is t)
+        // the finest level: a column's sums are its own cells (0 + t is t)
+        let mut runs = Runs::new(self.width);
+        for (cell, &best) in self.time.chunks_exact(n).zip(&self.best) {
+            runs.push(first_max(cell.iter().map(|&t| t as f64)), best, &mut used);
+        }
+        let mut per_level = vec![runs.out()];
+        // the current level's sums (`cols × classes`; empty at the finest) and longest
+        // stretches
         let mut sums: Vec<f64> = Vec::new();
         let mut best = self.best.clone();
-        let mut per_level = Vec::new();
-        loop {
-            let len = self.width * group as f64;
-            per_level.push(if group == 1 {
-                let cell = |c: usize, s: &mut [f64]| {
-                    (s.iter_mut().zip(&self.time[c * n..(c + 1) * n]))
-                        .for_each(|(s, &t)| *s = t as f64)
-                };
-                row(cols, len, n, cell, &best, &mut used)
-            } else {
-                let cell = |c: usize, s: &mut [f64]| s.copy_from_slice(&sums[c * n..(c + 1) * n]);
-                row(cols, len, n, cell, &best, &mut used)
-            });
-            if cols <= super::timeline::COLUMNS as usize || cols % 2 == 1 {
-                break;
-            }
+        while cols > super::timeline::COLUMNS as usize && cols % 2 == 0 {
             let half = group;
             cols /= 2;
             group *= 2;
             let mut next = vec![0.0f64; cols * n];
+            let mut next_best = Vec::with_capacity(cols);
+            let mut runs = Runs::new(self.width * group as f64);
             for (c, s) in next.chunks_exact_mut(n).enumerate() {
                 let left = 2 * c;
                 if half == 1 {
@@ -842,11 +835,13 @@ impl Acc {
                 for cell in right.chunks_exact(n) {
                     s.iter_mut().zip(cell).for_each(|(s, &t)| *s += t as f64);
                 }
+                let (l, r) = (best[left], best[left + 1]);
+                let b = if r.0 > l.0 { r } else { l };
+                next_best.push(b);
+                runs.push(first_max(s.iter().copied()), b, &mut used);
             }
-            best = (best.chunks_exact(2))
-                .map(|h| if h[1].0 > h[0].0 { h[1] } else { h[0] })
-                .collect();
-            sums = next;
+            per_level.push(runs.out());
+            (sums, best) = (next, next_best);
         }
         per_level.reverse();
         used.sort_unstable();
@@ -855,50 +850,72 @@ impl Acc {
     }
 }
 
-/// One level's row: `cols` columns of `len` ticks, column `c`'s class sums (`n` classes)
-/// written by `cell(c, sums)`, its longest stretch `best[c]`; the call paths named pushed
-/// to `used`.
-fn row(
-    cols: usize,
+/// The first largest of the class sums `times` and its class; (15, 0.0) when none is
+/// positive (`dominant`'s choice).
+#[inline(always)]
+fn first_max(times: impl Iterator<Item = f64>) -> (u8, f64) {
+    let mut best = (15u8, 0.0f64);
+    for (k, t) in times.enumerate() {
+        if t > best.1 {
+            best = (k as u8, t);
+        }
+    }
+    best
+}
+
+/// One level's row as its columns come (of `len` ticks each): runs of equal (cell, call
+/// path + 1) (`Level`).
+struct Runs {
     len: f64,
-    n: usize,
-    cell: impl Fn(usize, &mut [f64]),
-    best: &[(f32, u32)],
-    used: &mut Vec<u32>,
-) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut run: Option<(u8, u32, u32)> = None;
-    let mut sum = vec![0.0f64; n];
-    // a share in percent in sixteenths, once per percent
-    let sixteenths: [u8; 101] =
-        std::array::from_fn(|pct| (pct as f64 * 15.0 / 100.0).round().clamp(1.0, 15.0) as u8);
-    for (col, &best) in best.iter().enumerate().take(cols) {
-        cell(col, &mut sum);
-        let (k, pct) = dominant(&sum, len);
+    out: Vec<u8>,
+    /// The current run: cell, call path + 1, length (0: none yet).
+    run: (u8, u32, u32),
+    /// A share in percent in sixteenths, once per percent.
+    sixteenths: [u8; 101],
+}
+
+impl Runs {
+    fn new(len: f64) -> Runs {
+        Runs {
+            len,
+            out: Vec::new(),
+            run: (0, 0, 0),
+            sixteenths: std::array::from_fn(|pct| {
+                (pct as f64 * 15.0 / 100.0).round().clamp(1.0, 15.0) as u8
+            }),
+        }
+    }
+
+    /// The next column: its first largest class sum `(k, t)` (`first_max`) and its longest
+    /// stretch `best`; the call path named pushed to `used` (a repeat of the last one left
+    /// out: the caller sorts and deduplicates).
+    #[inline(always)]
+    fn push(&mut self, (k, t): (u8, f64), best: (f32, u32), used: &mut Vec<u32>) {
         let cell = if k == 15 {
             0xF0
         } else {
-            k << 4 | sixteenths[pct as usize]
+            k << 4 | self.sixteenths[round_pct(100.0 * t / self.len) as usize]
         };
         let cn = if best.1 == NO_CNODE { 0 } else { best.1 + 1 };
-        // (sorted and deduplicated by the caller: a repeat of the last one is left out)
         if best.1 != NO_CNODE && used.last() != Some(&best.1) {
             used.push(best.1);
         }
-        match &mut run {
-            Some((c, p, n)) if *c == cell && *p == cn => *n += 1,
-            _ => {
-                if let Some(r) = run.take() {
-                    push_run(&mut out, r);
-                }
-                run = Some((cell, cn, 1));
+        if self.run.2 > 0 && self.run.0 == cell && self.run.1 == cn {
+            self.run.2 += 1;
+        } else {
+            if self.run.2 > 0 {
+                push_run(&mut self.out, self.run);
             }
+            self.run = (cell, cn, 1);
         }
     }
-    if let Some(r) = run {
-        push_run(&mut out, r);
+
+    fn out(mut self) -> Vec<u8> {
+        if self.run.2 > 0 {
+            push_run(&mut self.out, self.run);
+        }
+        self.out
     }
-    out
 }
 
 /// `x.ceil() as usize` for `x ≥ 0` (saturating like the cast), without a call to libm's
