@@ -442,13 +442,13 @@ impl<'a> Timeline<'a> {
 
 impl Timeline<'_> {
     /// `walk` of a location with no wait state, no team and no piece kept (`None` when it is
-    /// in a team), over a run of fewer than 2^53 ticks: every stretch is its call path's
-    /// base class whole (`parts` = [(base, 1.0)], and `x * 1.0` is `x`), so the sums per
-    /// class and per frame window add whole ticks below 2^53, exact in any order: they are
-    /// kept as integers; the columns' cells, whose sums are not exact, are added in the
-    /// order `walk` adds them.
+    /// in a team or a sum reaches 2^53 ticks): every stretch is its call path's base class
+    /// whole (`parts` = [(base, 1.0)], and `x * 1.0` is `x`), so the sums per class and per
+    /// frame window add whole ticks, exact in any order below 2^53: they are kept as
+    /// integers (saturating); the columns' cells, whose sums are not exact, are added in
+    /// the order `walk_parts` adds them.
     fn walk_whole(&self, l: usize) -> Option<LocOut> {
-        if self.span >= 1 << 53 || !self.fork_join(l).is_empty() {
+        if !self.fork_join(l).is_empty() {
             return None;
         }
         let (ncls, t0) = (self.ncls, self.t0);
@@ -482,21 +482,22 @@ impl Timeline<'_> {
                 continue;
             }
             let k = self.base[c as usize] as usize;
-            by_class[k] += b0 - a0;
+            by_class[k] = by_class[k].saturating_add(b0 - a0);
             let (a, b) = (a0.max(t0), b0.max(t0));
             if a < wspan.0 || a >= wspan.1 {
                 wcur = (self.windows.partition_point(|&x| x <= a)).clamp(1, nwin.max(1)) - 1;
                 wspan = (self.windows[wcur], self.windows[(wcur + 1).min(nwin)]);
             }
             if b <= wspan.1 && a >= wspan.0 {
-                win[wcur * ncls + k] += b - a;
+                let x = &mut win[wcur * ncls + k];
+                *x = x.saturating_add(b - a);
             } else {
                 let mut w = wcur;
                 while w < nwin && self.windows[w] < b {
                     let o = b
                         .min(self.windows[w + 1])
                         .saturating_sub(a.max(self.windows[w]));
-                    win[w * ncls + k] += o;
+                    win[w * ncls + k] = win[w * ncls + k].saturating_add(o);
                     w += 1;
                 }
             }
@@ -508,6 +509,12 @@ impl Timeline<'_> {
             let x1 = f64_of(b - t0) * acc.inv;
             last = (b, x1);
             acc.add_whole((x0, x1), c, k);
+        }
+        // every sum is of whole ticks, each term and partial sum at most its total: below
+        // 2^53 the float sums of `walk_parts` were exact (else, a time column going back and
+        // forth over a long run, they are made as `walk_parts` makes them)
+        if by_class.iter().chain(&win).any(|&t| t >= 1 << 53) {
+            return None;
         }
         let states = (0..nwin)
             .map(|w| {
