@@ -274,7 +274,7 @@ impl<'a> Timeline<'a> {
     /// Every stretch of location `l` with its call path: from each event to the next, the
     /// call path active there, except in fork and join intervals (`fork_join`), which are
     /// given as stretches of their own at the end.
-    fn stretches(&self, l: usize, mut f: impl FnMut(u64, u64, u32)) {
+    fn stretches(&self, l: usize, f: &mut impl OnStretch) {
         let ev = &self.trace.events[l];
         let (time, kind): (&[u64], &[EventKind]) = (&ev.time, &ev.kind);
         let ls = &self.replay.locations[l];
@@ -297,7 +297,7 @@ impl<'a> Timeline<'a> {
                 if b > a {
                     let c = active(i);
                     if c != NO_CNODE {
-                        f(a, b, c);
+                        f.on(a, b, c);
                     }
                 }
             }
@@ -305,7 +305,7 @@ impl<'a> Timeline<'a> {
         }
         let mut emit = |a: u64, b: u64, c: u32| {
             if c != NO_CNODE && b > a {
-                f(a, b, c);
+                f.on(a, b, c);
             }
         };
         let mut cur = 0;
@@ -346,12 +346,9 @@ impl<'a> Timeline<'a> {
             // no wait state here: no need to know the call paths' time
             return out;
         }
-        let mut excl = vec![0u64; self.base.len()];
-        self.stretches(l, |a, b, c| {
-            if let Some(x) = excl.get_mut(c as usize) {
-                *x += b - a;
-            }
-        });
+        let mut excl = Excl(vec![0u64; self.base.len()]);
+        self.stretches(l, &mut excl);
+        let excl = excl.0;
         let res = self.trace.timer_resolution.max(1) as f64;
         for &(c, j, v) in cells {
             match excl.get(c as usize) {
@@ -370,24 +367,25 @@ impl<'a> Timeline<'a> {
 
     /// Location `l`'s part of the timeline, its wait states as `cells` say.
     pub(crate) fn walk(&self, l: usize, cells: &[WaitCell]) -> LocOut {
+        if cells.is_empty() && !self.keep_pieces {
+            if let Some(out) = self.walk_whole(l) {
+                return out;
+            }
+        }
+        self.walk_parts(l, cells)
+    }
+
+    /// `walk`, each stretch split into its call path's parts (`walk_whole` the case of one
+    /// part).
+    fn walk_parts(&self, l: usize, cells: &[WaitCell]) -> LocOut {
         let ncls = self.ncls;
         let shares = self.wait_shares(l, cells);
-        let mut acc = Acc::new(
-            ncls,
-            self.finest as usize,
-            self.span as f64 / self.finest as f64,
-        );
         let nwin = self.windows.len().saturating_sub(1);
-        let mut win = vec![0.0f64; nwin * ncls];
-        let mut by_class = vec![0.0f64; ncls];
-        let mut wcur = 0usize;
-        // window `wcur`'s bounds
+        // window 0's bounds
         let at = |w: usize| self.windows.get(w).copied().unwrap_or(0);
-        let mut wspan = (at(0), at(1.min(nwin)));
-        let mut pieces = Vec::new();
         // per call path, the classes a stretch of it is split into (the same for each of
         // its stretches: made once)
-        let parts_of: Vec<Vec<(u8, f64)>> = (shares.iter().zip(&self.base))
+        let parts = (shares.iter().zip(&self.base))
             .map(|(waits, &base)| {
                 let rest = 1.0 - waits.iter().map(|x| x.1 as f64).sum::<f64>();
                 let mut parts = Vec::with_capacity(waits.len() + 1);
@@ -396,58 +394,35 @@ impl<'a> Timeline<'a> {
                 parts
             })
             .collect();
-        let res = self.trace.timer_resolution.max(1) as f64;
-        self.stretches(l, |a0, b0, c| {
-            let parts = &parts_of[c as usize][..];
-            let dt = (b0 - a0) as f64;
-            let (a, b) = (a0.max(self.t0), b0.max(self.t0));
-            // the frame windows this stretch overlaps (stretches come in time order but for
-            // the fork and join intervals at the end)
-            if a < wspan.0 || a >= wspan.1 {
-                wcur = self
-                    .windows
-                    .partition_point(|&x| x <= a)
-                    .clamp(1, nwin.max(1))
-                    - 1;
-                wspan = (self.windows[wcur], self.windows[(wcur + 1).min(nwin)]);
-            }
-            // within window `wcur` (never with no window, a < b)
-            let inside = b <= wspan.1 && a >= wspan.0;
-            match acc.single(a - self.t0, b - self.t0) {
-                Some((col, o)) if inside && a0 >= self.t0 => {
-                    // the common case, one column of one window, not clipped: the three
-                    // sums in one pass over the parts, each sum in its own order as below
-                    // (the window's overlap is `dt` here)
-                    let cell = &mut acc.time[col * ncls..(col + 1) * ncls];
-                    let w = &mut win[wcur * ncls..(wcur + 1) * ncls];
-                    for &(k, s) in parts {
-                        let p = dt * s;
-                        by_class[k as usize] += p;
-                        w[k as usize] += p;
-                        cell[k as usize] += (o * s) as f32;
-                    }
-                    acc.longest(col, o, c);
-                }
-                _ => {
-                    for &(k, s) in parts {
-                        by_class[k as usize] += dt * s;
-                    }
-                    acc.add(a - self.t0, b - self.t0, c, parts);
-                    let sums = (&mut win[..], ncls);
-                    add_windows(sums, self.windows, (wcur, inside), (a, b), parts);
-                }
-            }
-            if self.keep_pieces {
-                pieces.push(Piece {
-                    row: l as u32,
-                    start_s: (a - self.t0) as f64 / res,
-                    end_s: (b - self.t0) as f64 / res,
-                    cnode: c,
-                    class: self.base[c as usize],
-                    waits: shares[c as usize].clone(),
-                });
-            }
-        });
+        let mut sums = Sums {
+            acc: Acc::new(
+                ncls,
+                self.finest as usize,
+                self.span as f64 / self.finest as f64,
+            ),
+            win: vec![0.0f64; nwin * ncls],
+            by_class: vec![0.0f64; ncls],
+            wcur: 0,
+            wspan: (at(0), at(1.min(nwin))),
+            windows: self.windows,
+            t0: self.t0,
+            parts,
+            pieces: self.keep_pieces.then(|| Pieces {
+                row: l as u32,
+                res: self.trace.timer_resolution.max(1) as f64,
+                base: &self.base,
+                shares: &shares,
+                out: Vec::new(),
+            }),
+        };
+        self.stretches(l, &mut sums);
+        let Sums {
+            acc,
+            win,
+            by_class,
+            pieces,
+            ..
+        } = sums;
         let states = (0..nwin)
             .map(|w| {
                 let len = (self.windows[w + 1] - self.windows[w]).max(1) as f64;
@@ -459,9 +434,220 @@ impl<'a> Timeline<'a> {
             by_class,
             rows,
             states,
-            pieces,
+            pieces: pieces.map_or_else(Vec::new, |p| p.out),
             used,
         }
+    }
+}
+
+impl Timeline<'_> {
+    /// `walk` of a location with no wait state, no team and no piece kept (`None` when it is
+    /// in a team or a sum reaches 2^53 ticks): every stretch is its call path's base class
+    /// whole (`parts` = [(base, 1.0)], and `x * 1.0` is `x`), so the sums per class and per
+    /// frame window add whole ticks, exact in any order below 2^53: they are kept as
+    /// integers (saturating); the columns' cells, whose sums are not exact, are added in
+    /// the order `walk_parts` adds them.
+    fn walk_whole(&self, l: usize) -> Option<LocOut> {
+        if !self.fork_join(l).is_empty() {
+            return None;
+        }
+        let (ncls, t0) = (self.ncls, self.t0);
+        let ev = &self.trace.events[l];
+        let (time, kind): (&[u64], &[EventKind]) = (&ev.time, &ev.kind);
+        let ls = &self.replay.locations[l];
+        let nodes = &self.replay.tree.nodes;
+        let nwin = self.windows.len().saturating_sub(1);
+        let at = |w: usize| self.windows.get(w).copied().unwrap_or(0);
+        let (mut wcur, mut wspan) = (0usize, (at(0), at(1.min(nwin))));
+        let mut acc = Acc::new(
+            ncls,
+            self.finest as usize,
+            self.span as f64 / self.finest as f64,
+        );
+        let mut win = vec![0u64; nwin * ncls];
+        let mut by_class = vec![0u64; ncls];
+        // the column fraction of the last stretch's end (the next one's start, mostly)
+        let mut last = (u64::MAX, 0.0f64);
+        for (i, w) in time.windows(2).enumerate() {
+            let (a0, b0) = (w[0], w[1]);
+            if b0 <= a0 {
+                continue;
+            }
+            // the call path active from event `i` on (`stretches`)
+            let mut c = ls.cnode(i);
+            if c != NO_CNODE && kind[i] == EventKind::Leave {
+                c = nodes[c as usize].parent.unwrap_or(NO_CNODE);
+            }
+            if c == NO_CNODE {
+                continue;
+            }
+            let k = self.base[c as usize] as usize;
+            by_class[k] = by_class[k].saturating_add(b0 - a0);
+            let (a, b) = (a0.max(t0), b0.max(t0));
+            if a < wspan.0 || a >= wspan.1 {
+                wcur = (self.windows.partition_point(|&x| x <= a)).clamp(1, nwin.max(1)) - 1;
+                wspan = (self.windows[wcur], self.windows[(wcur + 1).min(nwin)]);
+            }
+            if b <= wspan.1 && a >= wspan.0 {
+                let x = &mut win[wcur * ncls + k];
+                *x = x.saturating_add(b - a);
+            } else {
+                let mut w = wcur;
+                while w < nwin && self.windows[w] < b {
+                    let o = b
+                        .min(self.windows[w + 1])
+                        .saturating_sub(a.max(self.windows[w]));
+                    win[w * ncls + k] = win[w * ncls + k].saturating_add(o);
+                    w += 1;
+                }
+            }
+            let x0 = if a == last.0 {
+                last.1
+            } else {
+                f64_of(a - t0) * acc.inv
+            };
+            let x1 = f64_of(b - t0) * acc.inv;
+            last = (b, x1);
+            acc.add_whole((x0, x1), c, k);
+        }
+        // every sum is of whole ticks, each term and partial sum at most its total: below
+        // 2^53 the float sums of `walk_parts` were exact (else, a time column going back and
+        // forth over a long run, they are made as `walk_parts` makes them)
+        if by_class.iter().chain(&win).any(|&t| t >= 1 << 53) {
+            return None;
+        }
+        let states = (0..nwin)
+            .map(|w| {
+                let len = (self.windows[w + 1] - self.windows[w]).max(1) as f64;
+                let sums: Vec<f64> = win[w * ncls..(w + 1) * ncls]
+                    .iter()
+                    .map(|&t| t as f64)
+                    .collect();
+                dominant(&sums, len)
+            })
+            .collect();
+        let (rows, used) = acc.levels(self.finest);
+        Some(LocOut {
+            by_class: by_class.iter().map(|&t| t as f64).collect(),
+            rows,
+            states,
+            pieces: Vec::new(),
+            used,
+        })
+    }
+}
+
+/// What is done with each stretch of a location (`Timeline::stretches`): a trait, not a
+/// closure, so that the walk's sums are inlined into the loop over the events.
+trait OnStretch {
+    /// Stretch `[a, b)` (`a < b`) of call path `c`.
+    fn on(&mut self, a: u64, b: u64, c: u32);
+}
+
+/// The exclusive ticks per call path (`Timeline::wait_shares`).
+struct Excl(Vec<u64>);
+
+impl OnStretch for Excl {
+    #[inline(always)]
+    fn on(&mut self, a: u64, b: u64, c: u32) {
+        if let Some(x) = self.0.get_mut(c as usize) {
+            *x += b - a;
+        }
+    }
+}
+
+/// Every stretch kept (small traces: exact tooltips).
+struct Pieces<'t> {
+    row: u32,
+    res: f64,
+    base: &'t [u8],
+    shares: &'t [Vec<(u8, f32)>],
+    out: Vec<Piece>,
+}
+
+/// One location's sums as its stretches come (`Timeline::walk`): the finest columns, the
+/// frame windows' sums (windows × classes) with the current window `wcur` and its bounds,
+/// ticks per class.
+struct Sums<'t> {
+    acc: Acc,
+    win: Vec<f64>,
+    by_class: Vec<f64>,
+    wcur: usize,
+    wspan: (u64, u64),
+    windows: &'t [u64],
+    t0: u64,
+    /// Per call path, the classes a stretch of it is split into.
+    parts: Vec<Vec<(u8, f64)>>,
+    pieces: Option<Pieces<'t>>,
+}
+
+impl OnStretch for Sums<'_> {
+    #[inline(always)]
+    fn on(&mut self, a0: u64, b0: u64, c: u32) {
+        let ncls = self.acc.ncls;
+        let nwin = self.windows.len().saturating_sub(1);
+        let t0 = self.t0;
+        let parts = &self.parts[c as usize][..];
+        let dt = f64_of(b0 - a0);
+        let (a, b) = (a0.max(t0), b0.max(t0));
+        // the frame windows this stretch overlaps (stretches come in time order but for
+        // the fork and join intervals at the end)
+        if a < self.wspan.0 || a >= self.wspan.1 {
+            self.wcur = (self.windows.partition_point(|&x| x <= a)).clamp(1, nwin.max(1)) - 1;
+            self.wspan = (
+                self.windows[self.wcur],
+                self.windows[(self.wcur + 1).min(nwin)],
+            );
+        }
+        let wcur = self.wcur;
+        // within window `wcur` (never with no window, a < b)
+        let inside = b <= self.wspan.1 && a >= self.wspan.0;
+        match self.acc.single(a - t0, b - t0) {
+            Some((col, o)) if inside && a0 >= t0 => {
+                // the common case, one column of one window, not clipped: the three
+                // sums in one pass over the parts, each sum in its own order as below
+                // (the window's overlap is `dt` here)
+                let cell = &mut self.acc.time[col * ncls..(col + 1) * ncls];
+                let w = &mut self.win[wcur * ncls..(wcur + 1) * ncls];
+                for &(k, s) in parts {
+                    let p = dt * s;
+                    self.by_class[k as usize] += p;
+                    w[k as usize] += p;
+                    cell[k as usize] += (o * s) as f32;
+                }
+                self.acc.longest(col, o, c);
+            }
+            _ => {
+                for &(k, s) in parts {
+                    self.by_class[k as usize] += dt * s;
+                }
+                self.acc.add(a - t0, b - t0, c, parts);
+                let sums = (&mut self.win[..], ncls);
+                add_windows(sums, self.windows, (wcur, inside), (a, b), parts);
+            }
+        }
+        if let Some(p) = &mut self.pieces {
+            p.out.push(Piece {
+                row: p.row,
+                start_s: (a - t0) as f64 / p.res,
+                end_s: (b - t0) as f64 / p.res,
+                cnode: c,
+                class: p.base[c as usize],
+                waits: p.shares[c as usize].clone(),
+            });
+        }
+    }
+}
+
+/// `x as f64` (the same value), through the signed conversion where `x` is below 2^63: one
+/// instruction, not the unsigned conversion's sequence.
+#[inline(always)]
+fn f64_of(x: u64) -> f64 {
+    let f = x as i64 as f64;
+    if f >= 0.0 {
+        f
+    } else {
+        x as f64
     }
 }
 
@@ -501,10 +687,22 @@ fn dominant(times: &[f64], len: f64) -> (u8, u8) {
             best = (k as u8, t);
         }
     }
-    (
-        best.0,
-        (100.0 * best.1 / len).round().clamp(0.0, 100.0) as u8,
-    )
+    (best.0, round_pct(100.0 * best.1 / len))
+}
+
+/// `x.round().clamp(0.0, 100.0) as u8` (the same value), without a call to libm's `round`
+/// per column (the target has no rounding instruction): below 100, `x` less its truncation
+/// is exact.
+#[inline]
+fn round_pct(x: f64) -> u8 {
+    if x.is_nan() || x <= 0.0 {
+        return 0;
+    }
+    if x >= 100.0 {
+        return 100;
+    }
+    let t = trunc_usize(x) as f64;
+    t as u8 + u8::from(x - t >= 0.5)
 }
 
 impl Acc {
@@ -519,13 +717,23 @@ impl Acc {
     }
 
     /// The columns stretch `[a, b)` (ticks from the run's start) spans, as fractions.
+    #[inline]
     fn span(&self, a: u64, b: u64) -> (f64, f64) {
-        (a as f64 * self.inv, b as f64 * self.inv)
+        (f64_of(a) * self.inv, f64_of(b) * self.inv)
     }
 
     /// The overlap of span `(x0, x1)` with column `col`, in ticks.
+    /// (`min` and `max` as comparisons: the same values, `col` is never NaN and a NaN
+    /// `x0` or `x1` gives the column's edge either way.)
+    #[inline]
     fn overlap(&self, (x0, x1): (f64, f64), col: usize) -> f64 {
-        (x1.min(col as f64 + 1.0) - x0.max(col as f64)).max(0.0) * self.width
+        let (c0, c1) = (col as f64, col as f64 + 1.0);
+        let d = if x1 < c1 { x1 } else { c1 } - if x0 > c0 { x0 } else { c0 };
+        if d > 0.0 {
+            d * self.width
+        } else {
+            0.0
+        }
     }
 
     /// The column of stretch `[a, b)` and its overlap there when it lies in one column and
@@ -570,70 +778,150 @@ impl Acc {
         }
     }
 
-    /// Each level's row, coarsest first, and the call paths they name.
-    fn levels(&self, finest: u32) -> (Vec<Vec<u8>>, Vec<u32>) {
-        let mut rows = Vec::new();
-        let mut used = Vec::new();
-        let mut cols = finest;
-        let mut group = 1usize;
-        let mut per_level = Vec::new();
-        loop {
-            per_level.push(self.row(cols, group, &mut used));
-            if cols <= super::timeline::COLUMNS || cols % 2 == 1 {
-                break;
+    /// `add` of a stretch of class `k` whole (`parts` = [(k, 1.0)]) spanning the column
+    /// fractions `x` (`span`).
+    #[inline(always)]
+    fn add_whole(&mut self, x: (f64, f64), c: u32, k: usize) {
+        let n = self.best.len();
+        let first = trunc_usize(x.0).min(n - 1);
+        // one column (`single`'s test; `add`'s last column is then `first`)
+        if first + 1 >= n || x.1 <= (first + 1) as f64 {
+            let o = self.overlap(x, first);
+            if o > 0.0 {
+                self.time[first * self.ncls + k] += o as f32;
+                self.longest(first, o, c);
             }
-            cols /= 2;
-            group *= 2;
+            return;
         }
-        while let Some(r) = per_level.pop() {
-            rows.push(r);
+        let last = (ceil_usize(x.1).max(first + 1) - 1).min(n - 1);
+        for col in first..=last {
+            let o = self.overlap(x, col);
+            if o > 0.0 {
+                self.time[col * self.ncls + k] += o as f32;
+                self.longest(col, o, c);
+            }
         }
-        used.sort_unstable();
-        used.dedup();
-        (rows, used)
     }
 
-    /// One level's row: `cols` cells of `group` finest columns each.
-    fn row(&self, cols: u32, group: usize, used: &mut Vec<u32>) -> Vec<u8> {
-        let mut out = Vec::new();
-        let mut run: Option<(u8, u32, u32)> = None;
-        let mut sum = vec![0.0f64; self.ncls];
-        let len = self.width * group as f64;
-        for col in 0..cols as usize {
-            sum.iter_mut().for_each(|x| *x = 0.0);
-            let mut best = (0.0f32, NO_CNODE);
-            for f in col * group..(col + 1) * group {
-                let cell = &self.time[f * self.ncls..(f + 1) * self.ncls];
-                sum.iter_mut().zip(cell).for_each(|(s, &t)| *s += t as f64);
-                if self.best[f].0 > best.0 {
-                    best = self.best[f];
-                }
-            }
-            let (k, pct) = dominant(&sum, len);
-            let cell = if k == 15 {
-                0xF0
-            } else {
-                let q = (pct as f64 * 15.0 / 100.0).round().clamp(1.0, 15.0) as u8;
-                k << 4 | q
-            };
-            let cn = if best.1 == NO_CNODE { 0 } else { best.1 + 1 };
-            if best.1 != NO_CNODE {
-                used.push(best.1);
-            }
-            match &mut run {
-                Some((c, p, n)) if *c == cell && *p == cn => *n += 1,
-                _ => {
-                    if let Some(r) = run.take() {
-                        push_run(&mut out, r);
-                    }
-                    run = Some((cell, cn, 1));
-                }
-            }
+    /// Each level's row, coarsest first, and the call paths they name. A coarser column's
+    /// class sums are its finest columns' cells added one by one from 0 in column order;
+    /// its left half's sum, made so for the finer level, is carried on over its right
+    /// half's cells (the same additions in the same order, half of them done once), and its
+    /// longest stretch is the first longest of its halves'.
+    fn levels(&self, finest: u32) -> (Vec<Vec<u8>>, Vec<u32>) {
+        let n = self.ncls;
+        let mut used = Vec::new();
+        let mut cols = finest as usize;
+        let mut group = 1usize;
+        // the finest level: a column's sums are its own cells (0 + t is t)
+        let mut runs = Runs::new(self.width);
+        for (cell, &best) in self.time.chunks_exact(n).zip(&self.best) {
+            runs.push(first_max(cell.iter().map(|&t| t as f64)), best, &mut used);
         }
-        if let Some(r) = run {
-            push_run(&mut out, r);
+        let mut per_level = vec![runs.out()];
+        // the current level's sums (`cols × classes`; empty at the finest) and longest
+        // stretches
+        let mut sums: Vec<f64> = Vec::new();
+        let mut best = self.best.clone();
+        while cols > super::timeline::COLUMNS as usize && cols % 2 == 0 {
+            let half = group;
+            cols /= 2;
+            group *= 2;
+            let mut next = vec![0.0f64; cols * n];
+            let mut next_best = Vec::with_capacity(cols);
+            let mut runs = Runs::new(self.width * group as f64);
+            for (c, s) in next.chunks_exact_mut(n).enumerate() {
+                let left = 2 * c;
+                if half == 1 {
+                    let cell = &self.time[left * n..(left + 1) * n];
+                    s.iter_mut().zip(cell).for_each(|(s, &t)| *s = t as f64);
+                } else {
+                    s.copy_from_slice(&sums[left * n..(left + 1) * n]);
+                }
+                let right = &self.time[(c * group + half) * n..(c + 1) * group * n];
+                for cell in right.chunks_exact(n) {
+                    s.iter_mut().zip(cell).for_each(|(s, &t)| *s += t as f64);
+                }
+                let (l, r) = (best[left], best[left + 1]);
+                let b = if r.0 > l.0 { r } else { l };
+                next_best.push(b);
+                runs.push(first_max(s.iter().copied()), b, &mut used);
+            }
+            per_level.push(runs.out());
+            (sums, best) = (next, next_best);
         }
-        out
+        per_level.reverse();
+        used.sort_unstable();
+        used.dedup();
+        (per_level, used)
+    }
+}
+
+/// The first largest of the class sums `times` and its class; (15, 0.0) when none is
+/// positive (`dominant`'s choice).
+#[inline(always)]
+fn first_max(times: impl Iterator<Item = f64>) -> (u8, f64) {
+    let mut best = (15u8, 0.0f64);
+    for (k, t) in times.enumerate() {
+        if t > best.1 {
+            best = (k as u8, t);
+        }
+    }
+    best
+}
+
+/// One level's row as its columns come (of `len` ticks each): runs of equal (cell, call
+/// path + 1) (`Level`).
+struct Runs {
+    len: f64,
+    out: Vec<u8>,
+    /// The current run: cell, call path + 1, length (0: none yet).
+    run: (u8, u32, u32),
+    /// A share in percent in sixteenths, once per percent.
+    sixteenths: [u8; 101],
+}
+
+impl Runs {
+    fn new(len: f64) -> Runs {
+        Runs {
+            len,
+            out: Vec::new(),
+            run: (0, 0, 0),
+            sixteenths: std::array::from_fn(|pct| {
+                (pct as f64 * 15.0 / 100.0).round().clamp(1.0, 15.0) as u8
+            }),
+        }
+    }
+
+    /// The next column: its first largest class sum `(k, t)` (`first_max`) and its longest
+    /// stretch `best`; the call path named pushed to `used` (a repeat of the last one left
+    /// out: the caller sorts and deduplicates).
+    #[inline(always)]
+    fn push(&mut self, (k, t): (u8, f64), best: (f32, u32), used: &mut Vec<u32>) {
+        let cell = if k == 15 {
+            0xF0
+        } else {
+            k << 4 | self.sixteenths[round_pct(100.0 * t / self.len) as usize]
+        };
+        let cn = if best.1 == NO_CNODE { 0 } else { best.1 + 1 };
+        if best.1 != NO_CNODE && used.last() != Some(&best.1) {
+            used.push(best.1);
+        }
+        if self.run.2 > 0 && self.run.0 == cell && self.run.1 == cn {
+            self.run.2 += 1;
+        } else {
+            if self.run.2 > 0 {
+                push_run(&mut self.out, self.run);
+            }
+            self.run = (cell, cn, 1);
+        }
+    }
+
+    fn out(mut self) -> Vec<u8> {
+        if self.run.2 > 0 {
+            push_run(&mut self.out, self.run);
+        }
+        self.out
     }
 }
 
@@ -690,6 +978,47 @@ mod tests {
         ] {
             assert_eq!(ceil_usize(x), x.ceil() as usize, "{x}");
         }
+    }
+
+    /// `walk_whole` gives `walk_parts`' values to the bit, on every location of every
+    /// shipped trace it takes (as a big trace would: no pieces kept).
+    #[test]
+    fn a_whole_walk_is_the_split_walk() {
+        let mut compared = 0;
+        for (group, file) in [
+            ("scorep", "traces.otf2"),
+            ("scorep-omp", "traces.otf2"),
+            ("generated", "traces.otf2"),
+            ("smpi", "trace.paje"),
+        ] {
+            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("testdata")
+                .join(group);
+            for e in std::fs::read_dir(dir).unwrap().flatten() {
+                let path = e.path().join(file);
+                if !path.exists() {
+                    continue;
+                }
+                let trace = crate::formats::open(&path).unwrap();
+                let replay = Replay::new(&trace);
+                let (t0, t1) = trace.time_span().unwrap_or((0, 0));
+                let win = super::super::traffic::windows(&[], t0, t1);
+                let tl = Timeline::new(&trace, &replay, 7, (t0, t1), u64::MAX, &win.bounds);
+                for l in 0..trace.events.len() {
+                    let Some(whole) = tl.walk_whole(l) else {
+                        continue;
+                    };
+                    let parts = tl.walk_parts(l, &[]);
+                    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&whole.by_class), bits(&parts.by_class), "{path:?} {l}");
+                    assert_eq!(whole.rows, parts.rows, "{path:?} {l}");
+                    assert_eq!(whole.states, parts.states, "{path:?} {l}");
+                    assert_eq!(whole.used, parts.used, "{path:?} {l}");
+                    compared += 1;
+                }
+            }
+        }
+        assert!(compared > 100, "{compared}");
     }
 
     #[test]
