@@ -231,6 +231,8 @@ struct Reader<'a> {
     warnings: Vec<Warning>,
     /// perfexpert's records (`pe.rs`), when the trace carries them.
     pe: pe::Records,
+    /// Which link ends pair up (the simulation's slots).
+    pairs: sim::Pairing,
 }
 
 /// A decoded field as the text reader would see it (numbers of string fields as empty).
@@ -244,19 +246,6 @@ fn text<'v>(v: &binary::Val<'v>) -> &'v [u8] {
 
 fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-/// The key and size of a link event of the binary read into `out` (paired with its other end
-/// by the simulation, `sim::Pairing`).
-#[inline(always)]
-fn link_key(out: &mut Batch, code: Code, h: &binary::Hot) {
-    use binary::{HOT_KEY, HOT_SIZE};
-    let size = if code == Code::StartLink {
-        lex::lenient_count(h.s[HOT_SIZE]).unwrap_or(0)
-    } else {
-        0
-    };
-    out.keys.push(sim::LinkEnd::new(h.s[HOT_KEY], size));
 }
 
 /// Read a Paje trace.
@@ -412,6 +401,7 @@ impl<'a> Reader<'a> {
             format_version: String::new(),
             warnings: Vec::new(),
             pe: pe::Records::default(),
+            pairs: sim::Pairing::default(),
         };
         // the implicit root type and container `0`
         r.types.push(Type {
@@ -572,7 +562,7 @@ impl<'a> Reader<'a> {
                 dec.offset()
             } else if let Some((lp, s, _)) = link {
                 let t = self.ticks(&mut times, hot.time(), s.kind, hot.offset)?;
-                link_key(batch, s.code, &hot);
+                self.link_key(batch, s.code, s.ty, s.c, &hot);
                 batch.push(s.code, s.ty, s.c, s.x, t, hot.offset);
                 lp.start as u64
             } else if dec.next_hot(&mut hot) {
@@ -771,13 +761,26 @@ impl<'a> Reader<'a> {
             }
             Code::StartLink | Code::EndLink => {
                 let e = self.memo_container(memo, h.s[HOT_OTHER], h.k[HOT_OTHER], line)?;
-                link_key(out, code, h);
+                self.link_key(out, code, ty, c, h);
                 e
             }
             _ => 0,
         };
         out.push(code, ty, c, x, t, line);
         Ok(())
+    }
+
+    /// The key and size of a link event of type `ty` in container `c` (`link_end`).
+    #[inline(always)]
+    fn link_key(&mut self, out: &mut Batch, code: Code, ty: u32, c: u32, h: &binary::Hot) {
+        use binary::{HOT_KEY, HOT_SIZE};
+        let start = code == Code::StartLink;
+        let size = if start {
+            lex::lenient_count(h.s[HOT_SIZE]).unwrap_or(0)
+        } else {
+            0
+        };
+        self.link_end(out, c, ty, h.s[HOT_KEY], size, start);
     }
 
     #[inline(always)]
@@ -1114,8 +1117,7 @@ impl<'a> Reader<'a> {
         } else {
             0
         };
-        // paired with its other end by the simulation (`sim::Pairing`)
-        out.keys.push(sim::LinkEnd::new(f[def.at(Role::Key)], size));
+        self.link_end(out, c, ty, f[def.at(Role::Key)], size, start);
         let code = if start {
             Code::StartLink
         } else {
@@ -1123,6 +1125,14 @@ impl<'a> Reader<'a> {
         };
         out.push(code, ty, c, e, t, line);
         Ok(())
+    }
+
+    /// A link end's key, size and pairing slot into `out`.
+    #[inline(always)]
+    fn link_end(&mut self, out: &mut Batch, c: u32, ty: u32, key: &[u8], size: u64, start: bool) {
+        let mut end = sim::LinkEnd::new(key, size, start);
+        end.slot = self.pairs.slot(c, ty, &end.key, start);
+        out.keys.push(end);
     }
 
     fn define_value(&mut self, def: &EventDef, f: &[&[u8]], line: u64) -> Result<()> {

@@ -53,23 +53,33 @@ pub(super) struct Op {
     pub t: u64,
 }
 
-/// A link end as the resolving side hands it over: its key (its bytes, inline when short) and
-/// its `Size` (0 if none). Which end it pairs with (`Pairing`) and the split of a StartLink's
-/// key (`split_key`) are worked out by the simulation (`Sim::link`), off the decoding thread of
-/// the binary read.
+/// A link end's key, its `Size` (0 if none), its pairing slot (`Pairing::slot`) and, for a
+/// StartLink whose key splits (`split_key`), the length of the key's prefix + 1 and its
+/// counter (`cut` 0 otherwise): worked out where the key is decoded.
 #[derive(Default)]
 pub(super) struct LinkEnd {
     pub key: LinkKey,
     pub size: u64,
+    pub n: u64,
+    pub slot: u32,
+    pub cut: u32,
 }
 
 impl LinkEnd {
     #[inline]
-    /// The end of `key` with `size`.
-    pub fn new(key: &[u8], size: u64) -> LinkEnd {
+    /// The end of `key` with `size`; its slot is given by `Pairing::slot` afterwards.
+    pub fn new(key: &[u8], size: u64, start: bool) -> LinkEnd {
+        // only a StartLink's key is split (an EndLink's would be thrown away)
+        let (cut, n) = match start.then(|| split_key(key)).flatten() {
+            Some((p, n)) => (p.len() as u32 + 1, n),
+            None => (0, 0),
+        };
         LinkEnd {
             key: LinkKey::of(key),
             size,
+            n,
+            slot: 0,
+            cut,
         }
     }
 }
@@ -460,9 +470,10 @@ impl LinkKey {
 
 /// Which link ends pair up: the two ends with the same (container, type, key) get the same
 /// slot, a small number reused once the pair is complete, so the simulation keeps its open
-/// halves in a vector indexed by slot. It follows the simulation's rule exactly: an end whose
-/// key is open with the other kind of end closes the pair; with the same kind it gets that
-/// slot too, and the simulation stops there with its error.
+/// halves in a vector indexed by slot and the hashing of keys happens where the names are
+/// resolved (on the decoding thread of the binary read). It follows the simulation's rule
+/// exactly: an end whose key is open with the other kind of end closes the pair; with the
+/// same kind it gets that slot too, and the simulation stops there with its error.
 ///
 /// Keys of up to 23 bytes (`LinkKey::Short`, all of SimGrid's) live in an open-addressing
 /// table of their words (linear probing, backward-shift removal: no tombstones, no
@@ -637,8 +648,7 @@ pub(super) struct Sim<'p> {
     /// location u32::MAX while it has none: most lookups in one dense table.
     first_loc: Vec<(u32, u32)>,
     regions: Vec<RegionInfo>,
-    /// Which link ends pair up; the open link halves by pairing slot, and how many there are.
-    pairing: Pairing,
+    /// Open link halves by pairing slot, and how many there are.
     halves: Vec<Option<Half>>,
     open: u64,
     pub counts: PajeCounts,
@@ -666,7 +676,6 @@ impl<'p> Sim<'p> {
             locs: Vec::new(),
             first_loc: vec![(u32::MAX, u32::MAX)],
             regions: Vec::new(),
-            pairing: Pairing::default(),
             halves: Vec::new(),
             open: 0,
             counts: PajeCounts {
@@ -924,7 +933,7 @@ impl<'p> Sim<'p> {
         if t < last {
             self.order_warning(last, t, "a link end", c, lines[i]);
         }
-        let slot = self.pairing.slot(c, ty, &end.key, start) as usize;
+        let slot = end.slot as usize;
         if slot >= self.halves.len() {
             self.halves.resize_with(slot + 1, || None);
         }
@@ -962,10 +971,7 @@ impl<'p> Sim<'p> {
                     // SimGrid with `tracing/smpi/internals` writes every user MPI_Isend as two
                     // links with consecutive keys, same time, same state instance (testdata/
                     // smpi/README.md): the second is no message of its own
-                    // the key's prefix length + 1 and its counter (`cut` 0: it does not split)
-                    let (cut, n) = end.key.with_bytes(|k| {
-                        split_key(k).map_or((0, 0), |(p, n)| (p.len() as u32 + 1, n))
-                    });
+                    let (n, cut) = (end.n, end.cut);
                     if cut != 0 {
                         duplicate = matches!(&loc.last_start,
                             Some((inst, tp, pk, pcut, np))
