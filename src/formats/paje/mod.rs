@@ -644,7 +644,7 @@ impl<'a> Reader<'a> {
 
     /// The run of state events at the decoder's position that `states` knows (their bytes
     /// seen before at `stamp`), up to a full batch: their ops pushed with their times, the
-    /// decoder moved past them. Whether there were any.
+    /// decoder moved past them.
     #[inline(always)]
     fn known_states(
         &mut self,
@@ -653,9 +653,9 @@ impl<'a> Reader<'a> {
         stamp: u64,
         times: &mut Times,
         batch: &mut Batch,
-    ) -> Result<bool> {
+    ) -> Result<()> {
         let Some((data, mut pos)) = dec.known_at() else {
-            return Ok(false);
+            return Ok(());
         };
         let (nops, nlines) = (batch.ops.len(), batch.lines.len());
         let (ops, lines) = (
@@ -696,7 +696,7 @@ impl<'a> Reader<'a> {
         dec.skip_known(pos, n as u64);
         match err {
             Some(e) => Err(e),
-            None => Ok(n > 0),
+            None => Ok(()),
         }
     }
 
