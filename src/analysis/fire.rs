@@ -2,7 +2,7 @@
 //! lets and `when` (after its prefilter), its severity and group, and emits the instance
 //! into the pass's own accumulator or its list (`LocPass`).
 
-use crate::analysis::cube::{CausedWait, Cell, Contribution, Instance};
+use crate::analysis::cube::{CausedWait, Contribution, Instance};
 use crate::analysis::eval::{self, ptr, Code, Ctx, Member, Ptr};
 use crate::analysis::pass::location::LocPass;
 use crate::analysis::plan::{Plan, Prefilter, RuleCode};
@@ -250,20 +250,9 @@ impl Engine<'_> {
         let Some(at_e) = &code.at else { return };
         let at = at_e.run(ctx, env);
         let Value::Event(loc, event) = at else { return };
-        // the call path and time of the `at` event, looked up once for the instances of the
-        // rules fired on one trigger that name the same event
-        let (cnode, time) = match pass.at {
-            (l, i, c, t) if (l, i) == (loc, event) => (c, t),
-            _ => {
-                let c = ptr(self.replay, Ptr::Cnode, loc, event);
-                let t = self.trace.events[loc as usize].time[event as usize];
-                pass.at = (loc, event, c, t);
-                (c, t)
-            }
-        };
-        if cnode == NO_CNODE {
+        let Some((cnode, time)) = self.at_of(loc, event, pass) else {
             return;
-        }
+        };
         if self.plan.partner[k] {
             // a wait state with a cause: the root-cause analysis reads it (docs/rules.md)
             if let Some(Cause::Partner(p)) = &self.plan.rs.rules[k].cause {
@@ -277,30 +266,7 @@ impl Engine<'_> {
                 }
             }
         }
-        match &mut pass.acc {
-            // the frequent case, inline: an instance of the pass's own location
-            Some(acc) if loc == pass.loc => {
-                if cc {
-                    acc.cc.push((k as u16, cnode, sev));
-                }
-                let idx = &mut acc.idx[k];
-                if idx.is_empty() {
-                    idx.resize(self.replay.tree.len(), 0);
-                }
-                let slot = &mut idx[cnode as usize];
-                if *slot == 0 {
-                    acc.cells.push(Cell::new(k as u16, cnode));
-                    *slot = acc.cells.len() as u32;
-                }
-                acc.cells[*slot as usize - 1].add(Instance {
-                    loc,
-                    event,
-                    time,
-                    value: sev,
-                });
-            }
-            _ => self.listed(k, cnode, loc, event, sev, cc, pass),
-        }
+        self.book(k, (loc, event, cnode, time), sev, cc, pass);
         // the instance as the rules it feeds and the queues it joins see it (most rules have
         // neither)
         if self.plan.feeds[k] {
@@ -308,6 +274,78 @@ impl Engine<'_> {
             env[rule.at_slot as usize] = at;
             env[rule.value_slot as usize] = Value::Num(sev);
             self.feed(k, env, pass, *fr);
+        }
+    }
+
+    /// `fire_when` of a rule whose instances are only booked (`KindRule::plain`: no group,
+    /// no `[cause]` recorded, no rule or queue fed, its `at` the value of slot `at`): the
+    /// same steps in the same order, without those that cannot apply.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn fire_plain(
+        &self,
+        k: usize,
+        code: &RuleCode,
+        when: Option<&Code>,
+        at: usize,
+        env: &mut [Value],
+        pass: &mut LocPass,
+        ctx: &Ctx,
+    ) {
+        if !self.prelude_code(code, when, ctx, env) {
+            return;
+        }
+        let Some(sev_e) = &code.severity else { return };
+        let sev = sev_e.num(ctx, env);
+        // not `sev > 0.0`: NaN is dropped too (§4.1.1)
+        if sev.is_nan() || sev <= 0.0 {
+            return;
+        }
+        let cc = code.violation.as_ref().is_some_and(|v| v.truth(ctx, env));
+        let Value::Event(loc, event) = env[at] else {
+            return;
+        };
+        if let Some((cnode, time)) = self.at_of(loc, event, pass) {
+            self.book(k, (loc, event, cnode, time), sev, cc, pass);
+        }
+    }
+
+    /// The call path and time of event `event` of location `loc`, an instance's `at`
+    /// (`None`: outside any call, the instance is dropped), looked up once for the
+    /// instances of the rules fired on one trigger that name the same event.
+    #[inline(always)]
+    fn at_of(&self, loc: u32, event: u32, pass: &mut LocPass) -> Option<(u32, u64)> {
+        let (cnode, time) = match pass.at {
+            (l, i, c, t) if (l, i) == (loc, event) => (c, t),
+            _ => {
+                let c = ptr(self.replay, Ptr::Cnode, loc, event);
+                let t = self.trace.events[loc as usize].time[event as usize];
+                pass.at = (loc, event, c, t);
+                (c, t)
+            }
+        };
+        (cnode != NO_CNODE).then_some((cnode, time))
+    }
+
+    /// Books an instance of rule `k` at `(loc, event, cnode, time)` with value `sev`
+    /// (`cc`: clock-touched): into the pass's own cell, or its list.
+    #[inline(always)]
+    fn book(&self, k: usize, at: (u32, u32, u32, u64), sev: f64, cc: bool, pass: &mut LocPass) {
+        let (loc, event, cnode, time) = at;
+        match &mut pass.acc {
+            // the frequent case, inline: an instance of the pass's own location
+            Some(acc) if loc == pass.loc => {
+                if cc {
+                    acc.cc.push((k as u16, cnode, sev));
+                }
+                acc.cell(k, cnode, self.replay.tree.len()).add(Instance {
+                    loc,
+                    event,
+                    time,
+                    value: sev,
+                });
+            }
+            _ => self.listed(k, cnode, loc, event, sev, cc, pass),
         }
     }
 

@@ -4,7 +4,7 @@
 //! are added to the cube in location order (`run_pass`).
 
 use super::{event, p2p};
-use crate::analysis::cube::{CausedWait, Cells, Contribution, Cube, Found, PhaseBook};
+use crate::analysis::cube::{CausedWait, Cell, Cells, Contribution, Cube, Found, PhaseBook};
 use crate::analysis::eval;
 use crate::analysis::fire::{Engine, Frame, NO_CALL, UNSEEN};
 use crate::analysis::plan::{KindRule, PassRules};
@@ -69,6 +69,31 @@ pub(crate) struct Acc {
     pub(crate) cells: Cells,
     /// (rule, call path, value) of every clock-touched instance, own location or not.
     pub(crate) cc: Vec<(u16, u32, f64)>,
+}
+
+impl Acc {
+    /// The cell of rule `k` at call path `cnode` (`ntree` call paths), made on its first
+    /// instance.
+    #[inline(always)]
+    pub(crate) fn cell(&mut self, k: usize, cnode: u32, ntree: usize) -> &mut Cell {
+        let i = match self.idx[k].get(cnode as usize) {
+            Some(&s) if s != 0 => s as usize - 1,
+            _ => self.new_cell(k, cnode, ntree),
+        };
+        &mut self.cells[i]
+    }
+
+    /// `cell`'s first instance of rule `k` at `cnode`: the cell made, its index returned.
+    #[inline(never)]
+    fn new_cell(&mut self, k: usize, cnode: u32, ntree: usize) -> usize {
+        let idx = &mut self.idx[k];
+        if idx.is_empty() {
+            idx.resize(ntree, 0);
+        }
+        self.cells.push(Cell::new(k as u16, cnode));
+        idx[cnode as usize] = self.cells.len() as u32;
+        self.cells.len() - 1
+    }
 }
 
 /// Passes run again in list mode (`add_passes`).
@@ -286,6 +311,7 @@ fn walk_on<const T: u8>(
     rctx0.shared = &rcells;
     let rider_kinds: &[Vec<usize>] = rider.map_or(&[], |r| &r.rules.by_kind);
     let (by_kind, folded) = (&pr.by_kind, &pr.folded);
+    let (mut lists, mut rlists) = (Lists::default(), Lists::default());
     let kind_col: &[EventKind] = &ev.kind[..];
     let kinds = crate::model::spill::bytes_of(kind_col);
     let mut next = 0usize;
@@ -315,7 +341,7 @@ fn walk_on<const T: u8>(
         let region = eval::call_region(trace, replay, l as u32, i as u32);
         if let Some(r) = rider.filter(|_| rides) {
             // the riding event-pass rules first, on `E` alone
-            let rules_here = r.rules.rules_for(kind as usize, region);
+            let rules_here = rlists.get(&r.rules, kind, region);
             if !rules_here.is_empty() {
                 let mut regions = [region.unwrap_or(NO_CALL), UNSEEN, UNSEEN, UNSEEN];
                 for c in &rcells[..r.rules.shared[kind as usize] as usize] {
@@ -349,11 +375,15 @@ fn walk_on<const T: u8>(
             _ => None,
         };
         let Some(bind) = bind else { continue };
-        let rules_here = pr.rules_for(kind as usize, region);
+        let rules_here = lists.get(pr, kind, region);
         if rules_here.is_empty() {
             continue;
         }
         let mut regions = [region.unwrap_or(NO_CALL), UNSEEN, UNSEEN, UNSEEN];
+        // a blocking send's completion is the send itself: its call's region is known
+        if T == SEND && bind[2] == bind[0] {
+            regions[2] = regions[0];
+        }
         // a new event: its shared values are still to be evaluated
         for c in &cells[..pr.shared[kind as usize] as usize] {
             c.set(None);
@@ -373,6 +403,25 @@ fn walk_on<const T: u8>(
     }
     eng.flush_groups(None, &mut pass, Frame::events(&taken, had));
     pass
+}
+
+/// `PassRules::rules_for` of the last (kind, region) asked for, kept: consecutive
+/// triggers of a walk are mostly of one kind in calls of one region.
+#[derive(Default)]
+struct Lists<'a> {
+    key: Option<(EventKind, Option<u32>)>,
+    list: &'a [usize],
+}
+
+impl<'a> Lists<'a> {
+    #[inline(always)]
+    fn get(&mut self, pr: &'a PassRules, kind: EventKind, region: Option<u32>) -> &'a [usize] {
+        if self.key != Some((kind, region)) {
+            self.key = Some((kind, region));
+            self.list = pr.rules_for(kind as usize, region);
+        }
+        self.list
+    }
 }
 
 /// What a trial of rules on one event works on: the environment (the trigger bound), the
@@ -402,6 +451,7 @@ fn try_rules(
             rule: k,
             slots,
             code,
+            plain,
         } = &folded[j];
         let k = *k;
         let env = &mut env_buf[..*slots];
@@ -411,7 +461,10 @@ fn try_rules(
             None => eng.consume(k, env, pass, taken, had),
             Some((code, prefilter)) => {
                 if let Some(when) = eng.prefiltered_when(prefilter, code, env, regions) {
-                    eng.fire_when(k, code, when, env, pass, fr, ctx);
+                    match plain {
+                        Some(at) => eng.fire_plain(k, code, when, *at as usize, env, pass, ctx),
+                        None => eng.fire_when(k, code, when, env, pass, fr, ctx),
+                    }
                 }
             }
         }

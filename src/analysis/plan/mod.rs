@@ -136,11 +136,15 @@ impl Plan {
         let feeds = |k: usize| self.feeds[k] || self.rs.rules[k].cause.is_some();
         let event = || table(Trigger::Event);
         let n = self.rs.rules.len();
+        // `partner`: an instance is recorded with its partner event for the root causes
+        let books_more = |k: usize| self.feeds[k] || self.partner[k];
         #[cfg(test)]
         if NO_RIDE.with(|c| c.get()) {
+            tables.iter_mut().for_each(|t| t.mark_plain(&books_more));
             return tables;
         }
         passes::ride(&mut tables, &event, &feeds, &present, n);
+        tables.iter_mut().for_each(|t| t.mark_plain(&books_more));
         tables
     }
 

@@ -79,6 +79,9 @@ pub(crate) struct KindRule {
     pub(crate) slots: usize,
     /// `None` for a queue consumer (run as it is, `Engine::consume`).
     pub(crate) code: Option<(RuleCode, Option<Prefilter>)>,
+    /// `Some(s)` for a rule whose instances are only booked, at the event in slot `s`
+    /// (`Engine::fire_plain`; `Plan::mark_plain`).
+    pub(crate) plain: Option<u16>,
 }
 
 /// A pass that looks at events of at most two kinds that occur in the trace (besides LEAVE
@@ -178,6 +181,7 @@ impl PassRules {
                     rule: k,
                     slots,
                     code,
+                    plain: None,
                 });
             }
         }
@@ -193,6 +197,24 @@ impl PassRules {
             by_region,
             lists,
             rider: None,
+        }
+    }
+
+    /// Marks the rules that only book their instances (`KindRule::plain`): no group, `at`
+    /// a slot, `feeds` false for them (no rule or queue fed, no `[cause]` recorded); the
+    /// same in the rider's table.
+    pub(crate) fn mark_plain(&mut self, feeds: &dyn Fn(usize) -> bool) {
+        for r in &mut self.folded {
+            r.plain = match &r.code {
+                Some((c, _)) if c.group.is_none() && !feeds(r.rule) => match c.at {
+                    Some(eval::Code::Slot(s)) => u16::try_from(s).ok(),
+                    _ => None,
+                },
+                _ => None,
+            };
+        }
+        if let Some(r) = &mut self.rider {
+            r.rules.mark_plain(feeds);
         }
     }
 
