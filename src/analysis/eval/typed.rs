@@ -211,6 +211,11 @@ fn time(c: &Ctx, v: Value) -> Option<f64> {
 pub enum Truth {
     Const(Option<bool>),
     Slot(usize),
+    /// An order operator (`<`, `<=`, `>`, `>=`) on two numeric operands, read in place as
+    /// `binary!` reads them: no closure of its own.
+    Order(BinOp, Box<[Num; 2]>),
+    /// `==` (true) or `!=` (false) on two numeric operands (or nothing), read in place.
+    Equal(bool, Box<[Num; 2]>),
     /// As `Num::Shared`, `Num::Table`.
     Shared(usize, Box<Truth>),
     Table(usize, Box<[Option<bool>]>),
@@ -224,6 +229,22 @@ impl Truth {
         match self {
             Truth::Const(v) => *v,
             Truth::Slot(s) => boolean(env[*s]),
+            Truth::Order(op, ab) => {
+                let x = ab[0].operand(c, env);
+                match (x, ab[1].operand(c, env)) {
+                    (Some(x), Some(y)) => Some(match op {
+                        BinOp::Lt => x < y,
+                        BinOp::Le => x <= y,
+                        BinOp::Gt => x > y,
+                        _ => x >= y,
+                    }),
+                    _ => None,
+                }
+            }
+            Truth::Equal(eq, ab) => {
+                let x = ab[0].strict(c, env);
+                Some((x == ab[1].strict(c, env)) == *eq)
+            }
             Truth::Shared(j, x) => shared(c, env, *j, &**x),
             Truth::Table(s, t) => table(c, env[*s], t),
             Truth::Fn(f) => f(c, env),
@@ -270,8 +291,8 @@ fn truth(e: &Expr) -> Truth {
     }
 }
 
-/// The closure of arithmetic or order operator `$op` (an operator token) on numeric
-/// operands, as `$make` (`Num::Fn`, `Truth::Fn`).
+/// The closure of arithmetic operator `$op` (an operator token) on numeric operands, as
+/// `$make` (`Num::Fn`); the order operators read theirs in place (`Truth::Order`).
 macro_rules! binary {
     ($make:path, $a:expr, $b:expr, $op:tt) => {{
         let (a, b) = (num($a), num($b));
@@ -409,18 +430,14 @@ pub fn typed_bool(e: &Expr) -> Option<Truth> {
                 _ => b.get(c, env),
             }))
         }
-        Expr::Bin(BinOp::Lt, a, b) => binary!(Truth::Fn, a, b, <),
-        Expr::Bin(BinOp::Le, a, b) => binary!(Truth::Fn, a, b, <=),
-        Expr::Bin(BinOp::Gt, a, b) => binary!(Truth::Fn, a, b, >),
-        Expr::Bin(BinOp::Ge, a, b) => binary!(Truth::Fn, a, b, >=),
+        Expr::Bin(op @ (BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge), a, b) => {
+            Truth::Order(*op, Box::new([num(a), num(b)]))
+        }
         Expr::Bin(op @ (BinOp::Eq | BinOp::Ne), a, b) => {
             let eq = *op == BinOp::Eq;
             // two numbers (or nothing): equal as `Value`s are
             if let (Some(a), Some(b)) = (typed_num(a), typed_num(b)) {
-                return Some(Truth::Fn(Box::new(move |c, env| {
-                    let x = a.strict(c, env);
-                    Some((x == b.strict(c, env)) == eq)
-                })));
+                return Some(Truth::Equal(eq, Box::new([a, b])));
             }
             let (a, b) = (compile(a), compile(b));
             Truth::Fn(Box::new(move |c, env| {
