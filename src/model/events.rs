@@ -460,6 +460,73 @@ fn grow_full<T>(v: &mut Vec<T>) {
     }
 }
 
+/// The positions, from `from` on, of the events whose kind lies in `lo..=hi`, in order: the
+/// kind column read 8 kinds a word (every kind is below 128), the others passed over without
+/// a branch of their own (cheaper than `memchr` where such events are frequent).
+pub struct KindsIn<'a> {
+    bytes: &'a [u8],
+    /// Where the next word starts.
+    next: usize,
+    /// The hits of the word that starts at `base` not yet handed out: the high bit of each
+    /// byte.
+    hits: u64,
+    base: usize,
+    lo: u8,
+    hi: u8,
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+impl<'a> KindsIn<'a> {
+    pub fn new(kinds: &'a [EventKind], from: usize, lo: EventKind, hi: EventKind) -> KindsIn<'a> {
+        KindsIn {
+            bytes: super::spill::bytes_of(kinds),
+            next: from,
+            hits: 0,
+            base: from,
+            lo: lo as u8,
+            hi: hi as u8,
+        }
+    }
+}
+
+impl Iterator for KindsIn<'_> {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        loop {
+            if self.hits != 0 {
+                let d = (self.hits.trailing_zeros() / 8) as usize;
+                self.hits &= self.hits - 1;
+                return Some(self.base + d);
+            }
+            let Some(w) = self.bytes.get(self.next..self.next + 8) else {
+                break;
+            };
+            let mut word = [0u8; 8];
+            word.copy_from_slice(w);
+            let v = u64::from_le_bytes(word);
+            // per byte, its low 7 bits plus (128 − bound) carry into its high bit exactly
+            // when they reach the bound (no carry leaves the byte); bytes ≥ 128 never hit
+            let t = v & (ONES * 0x7f);
+            let at_least_lo = t + ONES * (0x80 - self.lo as u64);
+            let above_hi = t + ONES * (0x80 - (self.hi as u64 + 1).min(0x80));
+            self.hits = at_least_lo & !above_hi & !v & (ONES * 0x80);
+            self.base = self.next;
+            self.next += 8;
+        }
+        // the last few kinds, one by one
+        while let Some(&k) = self.bytes.get(self.next) {
+            self.next += 1;
+            if (self.lo..=self.hi).contains(&k) {
+                return Some(self.next - 1);
+            }
+        }
+        None
+    }
+}
+
 /// `v.extend_from_slice(xs)`, growing the buffer in huge pages where it is large.
 #[inline(always)]
 fn put_all<T: Copy>(v: &mut Vec<T>, xs: &[T]) {
@@ -834,6 +901,39 @@ fn lookup(pairs: &[(u32, u64)], k: usize) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kinds_in_finds_every_kind_of_the_range() {
+        let all = EventKind::ALL;
+        // every kind next to every other, at every offset in a word, and a short tail
+        let kinds: Vec<EventKind> = (0..all.len() * 3 + 5)
+            .map(|j| all[(j * 7 + j / all.len()) % all.len()])
+            .collect();
+        for (lo, hi) in [
+            (14, 21),
+            (18, 19),
+            (13, 19),
+            (0, 0),
+            (92, 92),
+            (0, 92),
+            (30, 12),
+        ] {
+            for from in [0, 1, 7, 8, 9, kinds.len() - 3, kinds.len(), kinds.len() + 4] {
+                let want: Vec<usize> = (from..kinds.len())
+                    .filter(|&j| (lo..=hi).contains(&(kinds[j] as u8)))
+                    .collect();
+                let (l, h) = (
+                    EventKind::ALL.iter().find(|k| **k as u8 == lo),
+                    EventKind::ALL.iter().find(|k| **k as u8 == hi),
+                );
+                let (Some(&l), Some(&h)) = (l, h) else {
+                    continue;
+                };
+                let got: Vec<usize> = KindsIn::new(&kinds, from, l, h).collect();
+                assert_eq!(got, want, "{lo}..={hi} from {from}");
+            }
+        }
+    }
 
     #[test]
     fn byte_column_keeps_large_values() {

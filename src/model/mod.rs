@@ -8,7 +8,7 @@ pub mod spill;
 
 pub use defs::*;
 pub use event_kind::EventKind;
-pub use events::{Attribute, Coll, Events, Msg};
+pub use events::{Attribute, Coll, Events, KindsIn, Msg};
 
 use crate::error::Warning;
 use serde::Serialize;

@@ -2,7 +2,7 @@
 //! operations (§5.2): `sendptr`/`recvptr`, `completion(S)` and `request(R)`.
 
 use super::NONE;
-use crate::model::{CommIdx, EventKind, LocIdx, Trace};
+use crate::model::{CommIdx, EventKind, KindsIn, LocIdx, Trace};
 use rayon::prelude::*;
 use std::collections::{BTreeSet, HashMap};
 
@@ -165,7 +165,8 @@ impl Sides {
     #[inline(always)]
     fn tag(&self, trace: &Trace, s: Side) -> u32 {
         if self.tag.is_empty() {
-            payload(trace, s.0, s.1).2
+            let ev = &trace.events[s.0 as usize];
+            ev.msg.tag[ev.arg[s.1 as usize] as usize]
         } else {
             self.tag[s.2]
         }
@@ -193,26 +194,6 @@ struct Proc {
     ignored: u64,
 }
 
-/// The kinds `collect` looks at: messages and the request records that link them.
-static MATCHED_KINDS: [bool; 256] = {
-    let mut t = [false; 256];
-    let kinds = [
-        EventKind::MpiSend,
-        EventKind::MpiIsend,
-        EventKind::MpiRecv,
-        EventKind::MpiIrecv,
-        EventKind::MpiIrecvRequest,
-        EventKind::MpiIsendComplete,
-        EventKind::MpiRequestCancelled,
-    ];
-    let mut k = 0;
-    while k < kinds.len() {
-        t[kinds[k] as usize] = true;
-        k += 1;
-    }
-    t
-};
-
 /// The payload index, communicator and tag of message event `i` of location `l`.
 #[inline]
 fn payload(trace: &Trace, l: LocIdx, i: u32) -> (usize, CommIdx, u32) {
@@ -233,13 +214,14 @@ fn partners(links: &mut [MsgLinks]) -> Vec<&mut [EventRef]> {
     links.iter_mut().map(|x| &mut x.partner[..]).collect()
 }
 
+#[inline(never)]
 /// Collect one process's sides (in location order, then event order) and its request
 /// links, then sort them.
 fn collect(
     trace: &Trace,
     me: LocIdx,
     locs: Vec<LocIdx>,
-    in_mpi: &(dyn Fn(usize, usize) -> bool + Sync),
+    in_mpi: &(impl Fn(usize, usize) -> bool + Sync),
 ) -> Proc {
     let threaded = locs.len() > 1;
     let mut p = Proc {
@@ -265,12 +247,13 @@ fn collect(
         let first_send = p.sends.event.len();
         let mut pending_isend: HashMap<u64, u32> = HashMap::new(); // request → msg index
         let mut posted_irecv: HashMap<u64, u32> = HashMap::new(); // request → IRECV_REQUEST
-        let kinds = &ev.kind[..];
-        for (i, &kind) in kinds.iter().enumerate() {
-            // most events are none of the kinds below: one table lookup passes them
-            if !MATCHED_KINDS[kind as usize] {
-                continue;
-            }
+        let (kinds, arg) = (&ev.kind[..], &ev.arg[..]);
+        let (peers, comms, tags) = (&ev.msg.peer[..], &ev.msg.comm[..], &ev.msg.tag[..]);
+        // most events are none of the kinds below (MpiSend ..= MpiRequestCancelled): passed
+        // over 8 a word
+        let matched = KindsIn::new(kinds, 0, EventKind::MpiSend, EventKind::MpiRequestCancelled);
+        for i in matched {
+            let kind = kinds[i];
             match kind {
                 EventKind::MpiSend
                 | EventKind::MpiIsend
@@ -280,15 +263,15 @@ fn collect(
                         p.ignored += 1; // §4.1.3: a record outside any MPI call
                         continue;
                     }
-                    let (k, comm, tag) = payload(trace, l, i as u32);
-                    let Some(peer) =
-                        trace.defs.comms[comm as usize].location_of(ev.msg.peer[k], me)
+                    let k = arg[i] as usize;
+                    let (comm, tag) = (comms[k], tags[k]);
+                    let Some(peer) = trace.defs.comms[comm as usize].location_of(peers[k], me)
                     else {
                         p.unresolved += 1;
                         continue;
                     };
                     let mut order = i as u32;
-                    match ev.kind[i] {
+                    match kind {
                         EventKind::MpiIsend => {
                             if let Some(r) = ev.msg(i).and_then(|m| m.request) {
                                 pending_isend.insert(r, k as u32);
@@ -306,7 +289,7 @@ fn collect(
                     let at = if threaded { ev.time[order as usize] } else { 0 };
                     let key = (comm, peer, tag, at, order, l);
                     let (side, locv, b) =
-                        if matches!(ev.kind[i], EventKind::MpiSend | EventKind::MpiIsend) {
+                        if matches!(kind, EventKind::MpiSend | EventKind::MpiIsend) {
                             (&mut p.sends, &mut send_loc, &mut send_b)
                         } else {
                             (&mut p.recvs, &mut recv_loc, &mut recv_b)
@@ -379,7 +362,8 @@ type Key = (CommIdx, LocIdx, u32, u64, u32, LocIdx);
 /// The runs of one direction's sides as they are collected, and whether they came in order.
 struct Runs {
     runs: Vec<Run>,
-    prev: Option<Key>,
+    /// The last side's key (at first the least key there is).
+    prev: Key,
     sorted: bool,
 }
 
@@ -387,7 +371,7 @@ impl Default for Runs {
     fn default() -> Runs {
         Runs {
             runs: Vec::new(),
-            prev: None,
+            prev: (0, 0, 0, 0, 0, 0),
             sorted: true,
         }
     }
@@ -406,10 +390,10 @@ impl Runs {
                 end: j as u32 + 1,
             }),
         }
-        if self.prev.is_some_and(|q| q > k) {
+        if self.prev > k {
             self.sorted = false;
         }
-        self.prev = Some(k);
+        self.prev = k;
     }
 }
 
@@ -538,7 +522,7 @@ struct Found {
 /// only its own locations' links.
 pub fn match_messages(
     trace: &Trace,
-    in_mpi: &(dyn Fn(usize, usize) -> bool + Sync),
+    in_mpi: &(impl Fn(usize, usize) -> bool + Sync),
     master: &[u32],
 ) -> (Vec<MsgLinks>, MatchStats, Violators, Vec<u32>) {
     let m = collect_share(trace, in_mpi, master, None).pair(trace, Vec::new());
@@ -622,7 +606,7 @@ fn processes(
 /// `None`; a share holds whole processes).
 pub fn collect_share(
     trace: &Trace,
-    in_mpi: &(dyn Fn(usize, usize) -> bool + Sync),
+    in_mpi: &(impl Fn(usize, usize) -> bool + Sync),
     master: &[u32],
     keep: Option<&[bool]>,
 ) -> Share {

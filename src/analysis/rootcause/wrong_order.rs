@@ -4,8 +4,8 @@
 //! communicators where comparing their sources as communicator-local ranks (scout) and as world
 //! ranks (perfexpert) disagree. Only counted, for the report's diagnostics.
 
-use super::sync::call_span;
-use crate::model::{classify, EventKind, Trace};
+use crate::model::{classify, EventKind, KindsIn, Trace};
+use crate::replay::matching::EventRef;
 use crate::replay::{Replay, NONE};
 use std::collections::VecDeque;
 
@@ -37,76 +37,142 @@ pub fn wrong_order_differences_in(trace: &Trace, replay: &Replay, held: &[bool])
         .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
 }
 
+/// The Late Sender instances a location keeps for wrong-order checks (§4.2.4), oldest first,
+/// and the latest send time among them (a receive whose send is not earlier than it
+/// reclassifies none: one comparison, not one per instance).
+#[derive(Default)]
+struct Buffer {
+    q: VecDeque<Buffered>,
+    latest: u64,
+}
+
+impl Buffer {
+    fn push(&mut self, b: Buffered) {
+        if self.q.len() == BUFFER {
+            if let Some(old) = self.q.pop_front() {
+                if old.0 == self.latest {
+                    self.latest = self.q.iter().map(|x| x.0).max().unwrap_or(0);
+                }
+            }
+        }
+        self.latest = self.latest.max(b.0);
+        self.q.push_back(b);
+    }
+
+    /// The instances whose sends were later than `ts`, taken out (in order); empty when none.
+    fn take_later(&mut self, ts: u64) -> Vec<Buffered> {
+        if self.q.is_empty() || self.latest <= ts {
+            return Vec::new();
+        }
+        let hit: Vec<Buffered> = self.q.iter().copied().filter(|b| b.0 > ts).collect();
+        self.q.retain(|b| b.0 <= ts);
+        self.latest = self.q.iter().map(|x| x.0).max().unwrap_or(0);
+        hit
+    }
+}
+
+/// When the call around event `i` of location `l` was entered (`call_span`'s start).
+#[inline(always)]
+fn entered(trace: &Trace, replay: &Replay, l: usize, i: usize) -> Option<(u32, u64)> {
+    let st = &replay.locations[l];
+    if i >= st.len() {
+        return None;
+    }
+    let e = st.enterptr(i);
+    (e != NONE).then(|| (e, trace.events[l].time[e as usize]))
+}
+
+/// The time receive `i` of location `l` waited for its send `p` (`call_span` of both sides,
+/// patterns.md §4.2.4): 0 as soon as the receive's call turns out to have entered no earlier
+/// than the send's, before the receive's LEAVE is looked at.
+#[inline]
+fn idle(trace: &Trace, replay: &Replay, l: usize, i: usize, p: EventRef) -> u64 {
+    let Some((e, re)) = entered(trace, replay, l, i) else {
+        return 0;
+    };
+    let se = match entered(trace, replay, p.loc as usize, p.event as usize) {
+        Some((_, se)) if se > re => se,
+        _ => return 0,
+    };
+    let x = replay.locations[l].exitptr(e as usize);
+    let t = &trace.events[l].time;
+    let rx = if x == NONE { t[i] } else { t[x as usize] };
+    se.min(rx).saturating_sub(re)
+}
+
 fn location(trace: &Trace, replay: &Replay, classes: &[&'static str], l: usize) -> (u64, u64) {
     let ev = &trace.events[l];
     let st = &replay.locations[l];
     let links = &replay.msg_links[l];
     let proc = |x: u32| replay.omp.master.get(x as usize).copied().unwrap_or(x);
-    let mut buf: VecDeque<Buffered> = VecDeque::new();
+    let mut buf = Buffer::default();
     // the largest wait of the open wait-for-many call: (its ENTER, wait, instance)
     let mut multi: Option<(u32, u64, Buffered)> = None;
     let (mut several, mut cross) = (0, 0);
-    let push = |buf: &mut VecDeque<Buffered>, b: Buffered| {
-        if buf.len() == BUFFER {
-            buf.pop_front();
-        }
-        buf.push_back(b);
+    // the receives, and while a wait-for-many call is open the LEAVEs (and the kinds between,
+    // passed over): found 8 kinds a word, every other event passed over
+    let scan = |from: usize, open: bool| {
+        let lo = if open {
+            EventKind::Leave
+        } else {
+            EventKind::MpiRecv
+        };
+        KindsIn::new(&ev.kind, from, lo, EventKind::MpiIrecv)
     };
-    // the receives, and while a wait-for-many call is open the LEAVEs: found on the kind
-    // column as bytes (memchr), every other event passed over
-    let kinds = crate::model::spill::bytes_of(&ev.kind[..]);
-    let (recv, irecv) = (EventKind::MpiRecv as u8, EventKind::MpiIrecv as u8);
-    let mut next = 0;
-    while let Some(d) = match multi {
-        None => memchr::memchr2(recv, irecv, &kinds[next..]),
-        Some(_) => memchr::memchr3(recv, irecv, EventKind::Leave as u8, &kinds[next..]),
-    } {
-        let i = next + d;
-        next = i + 1;
-        if ev.kind[i] == EventKind::Leave {
+    let mut events = scan(0, false);
+    let (arg, peers, partner) = (&ev.arg[..], &ev.msg.peer[..], &links.partner[..]);
+    while let Some(i) = events.next() {
+        let kind = ev.kind[i];
+        if kind == EventKind::Leave {
             if let Some((_, _, b)) = multi.filter(|m| m.0 == st.enterptr(i)) {
-                push(&mut buf, b);
+                buf.push(b);
                 multi = None;
+                events = scan(i + 1, false);
             }
             continue;
         }
+        if kind != EventKind::MpiRecv && kind != EventKind::MpiIrecv {
+            continue;
+        }
         // the payload's columns read directly (`Events::msg` would look up the request too)
-        let k = ev.arg[i] as usize;
-        let (Some(&peer), Some(p)) = (ev.msg.peer.get(k), links.partner.get(k).copied()) else {
+        let k = arg[i] as usize;
+        let (Some(&peer), Some(&p)) = (peers.get(k), partner.get(k)) else {
             continue;
         };
-        let m = (peer, ev.msg.comm[k], ev.msg.bytes.get(k));
         if !p.is_some() {
             continue;
         }
         let ts = trace.events[p.loc as usize].time[p.event as usize];
-        let me: Buffered = (ts, proc(p.loc), m.0, m.1, st.cnode(i), m.2 == 0);
-        let e = st.enterptr(i);
-        let class = match (e != NONE).then(|| classes.get(ev.arg[e as usize] as usize)) {
-            Some(Some(c)) => *c,
-            _ => "",
+        let instance = || -> Buffered {
+            let (comm, bytes) = (ev.msg.comm[k], ev.msg.bytes.get(k));
+            (ts, proc(p.loc), peer, comm, st.cnode(i), bytes == 0)
         };
-        let spans = (
-            call_span(trace, replay, l, i as u32),
-            call_span(trace, replay, p.loc as usize, p.event),
-        );
-        if let (Some((re, rx)), Some((se, _))) = spans {
-            let idle = se.min(rx).saturating_sub(re);
-            if idle > 0 && !class.starts_with("P2P_TEST") {
+        // most receives did not wait: the class and the instance only for those that did
+        let waited = idle(trace, replay, l, i, p);
+        if waited > 0 {
+            let e = st.enterptr(i);
+            let class = match classes.get(arg[e as usize] as usize) {
+                Some(c) => *c,
+                None => "",
+            };
+            if !class.starts_with("P2P_TEST") {
                 if class == "P2P_WAIT_MULTI" {
-                    if multi.is_none_or(|m| m.0 != e || idle > m.1) {
-                        multi = Some((e, idle, me));
+                    if multi.is_none_or(|m| m.0 != e || waited > m.1) {
+                        if multi.is_none() {
+                            events = scan(i + 1, true);
+                        }
+                        multi = Some((e, waited, instance()));
                     }
                 } else {
-                    push(&mut buf, me);
+                    buf.push(instance());
                 }
             }
         }
-        let hit: Vec<Buffered> = buf.iter().copied().filter(|b| b.0 > ts).collect();
+        let hit = buf.take_later(ts);
         if hit.is_empty() {
             continue;
         }
-        buf.retain(|b| b.0 <= ts);
+        let me = instance();
         // scout books the split and the counts of all at the first one's call path, by the
         // first one's source and size: those that differ from it are booked differently
         let first = hit[0];
