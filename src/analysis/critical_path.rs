@@ -189,8 +189,23 @@ impl<'w> WindowCursor<'w> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn until(&mut self, i: u32) -> Option<u64> {
+        // no window begins at `i`: none is active, or the answer stays (most events)
+        if self.list.get(self.next).is_none_or(|w| w.first > i) {
+            if self.active.is_empty() {
+                return None;
+            }
+            if self.min_last >= i {
+                return Some(self.max_until);
+            }
+        }
+        self.until_changed(i)
+    }
+
+    /// `until` where a window begins at `i` or one may have ended before it.
+    #[inline(never)]
+    fn until_changed(&mut self, i: u32) -> Option<u64> {
         let mut begun = false;
         while let Some(w) = self.list.get(self.next).filter(|w| w.first <= i) {
             self.active.push((w.last, w.until));
@@ -1256,7 +1271,7 @@ impl<'a> Graph<'a> {
 
     /// The weight of the local edge into event `i > 0` of location `l` (time spent waiting
     /// taken out); `wc` is at `i` (called for increasing `i`).
-    #[inline]
+    #[inline(always)]
     fn local_weight(&self, l: usize, i: usize, wc: &mut WindowCursor) -> u64 {
         let t = &self.time[l];
         let mut w = t[i] - t[i - 1];

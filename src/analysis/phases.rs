@@ -200,8 +200,6 @@ pub fn add_curves(
     v: &mut [[f64; 4]; BINS],
 ) {
     let bins = BinOf::new(t1 - t0, dt);
-    // every time after t0 converts as a signed integer (the run is shorter than 2^63 ticks)
-    let signed = i64::try_from(t1 - t0).is_ok();
     let classes: Vec<u8> = (trace.defs.regions.iter())
         .map(|x| match x.paradigm {
             Paradigm::MPI => 0,
@@ -209,58 +207,124 @@ pub fn add_curves(
             _ => 2,
         })
         .collect();
-    let class = |r: u32| classes.get(r as usize).map_or(2, |&c| c as usize);
-    let mut stack: Vec<u32> = Vec::new();
-    for ev in &trace.events[locs] {
-        stack.clear();
-        // the class of the region on top of the stack (`NO_CLASS` while it is empty), the
-        // previous event's time (ticks after t0, clamped to the run) and the bin last found
-        // (the next lookup starts there)
-        let (mut top, mut prev, mut prev_f, mut hint) = (NO_CLASS, 0u64, 0.0f64, 0usize);
-        let time = &ev.time[..];
-        let (kind, arg) = (&ev.kind[..time.len()], &ev.arg[..time.len()]);
-        for i in 0..time.len() {
-            let (k, a) = (kind[i], arg[i]);
-            // `clamp` (t0 < t1) without its check of the bounds' order
-            let x = time[i].max(t0).min(t1) - t0;
-            let xf = exact_f64(x, signed);
-            // the interval [previous event, this one) goes to the region on top (none at
-            // the first event: the stack is empty)
-            if top != NO_CLASS && prev < x {
-                hint = bins.bin(prev, hint);
-                bins.spread(v, top, prev_f, xf, hint);
-            }
-            match k {
-                EventKind::Enter => {
-                    stack.push(a);
-                    top = class(a);
-                }
-                EventKind::Leave if stack.last() == Some(&a) => {
-                    stack.pop();
-                    top = stack.last().map_or(NO_CLASS, |&r| class(r));
-                }
-                EventKind::Leave => {
-                    if let Some(j) = stack.iter().rposition(|&r| r == a) {
-                        stack.truncate(j);
-                        top = stack.last().map_or(NO_CLASS, |&r| class(r));
-                    }
-                }
-                EventKind::MpiSend
-                | EventKind::MpiIsend
-                | EventKind::MpiRecv
-                | EventKind::MpiIrecv => {
-                    hint = bins.bin(x, hint);
-                    v[hint][3] += 1.0;
-                }
-                _ => {}
-            }
-            (prev, prev_f) = (x, xf);
+    let mut stack: Vec<(u32, u8)> = Vec::new();
+    // every time after t0 converts as a signed integer (the run is shorter than 2^63 ticks)
+    if i64::try_from(t1 - t0).is_ok() {
+        let inner = Inner::new(&bins, t1 - t0, |x| exact_f64(x, true));
+        for ev in &trace.events[locs] {
+            curve_walk::<true>(ev, (t0, t1), (&bins, &inner), &classes, &mut stack, v);
+        }
+    } else {
+        let inner = Inner::new(&bins, t1 - t0, |x| exact_f64(x, false));
+        for ev in &trace.events[locs] {
+            curve_walk::<false>(ev, (t0, t1), (&bins, &inner), &classes, &mut stack, v);
         }
     }
 }
 
 /// The class of an empty stack (`add_curves`).
-const NO_CLASS: usize = usize::MAX;
+const NO_CLASS: u8 = u8::MAX;
+
+/// One location's events in order (`add_curves`): the interval [previous event, this one)
+/// goes to the class of the region on top of the stack (none at the first event: the stack
+/// is empty; classes per region in `classes`, 0 MPI, 1 OpenMP, 2 other), each
+/// point-to-point event adds 1 to its bin. `SIGNED`: every time after t0 converts as a
+/// signed integer (`exact_f64`).
+fn curve_walk<const SIGNED: bool>(
+    ev: &Events,
+    (t0, t1): (u64, u64),
+    (bins, inner): (&BinOf, &Inner),
+    classes: &[u8],
+    stack: &mut Vec<(u32, u8)>,
+    v: &mut [[f64; 4]; BINS],
+) {
+    stack.clear();
+    let dt = bins.dt;
+    // the class on top of the stack, the previous event's time (ticks after t0, clamped to
+    // the run), and the bin last found with the times inside it (`Inner`)
+    let (mut top, mut prev, mut prev_f) = (NO_CLASS, 0u64, 0.0f64);
+    let (mut k, mut lo, mut hi) = (0usize, inner.lo[0], inner.hi[0]);
+    let time = &ev.time[..];
+    let (kind, arg) = (&ev.kind[..time.len()], &ev.arg[..time.len()]);
+    for ((&t, &kd), &a) in time.iter().zip(kind).zip(arg) {
+        // `clamp` (t0 < t1) without its check of the bounds' order
+        let x = t.max(t0).min(t1) - t0;
+        let xf = exact_f64(x, SIGNED);
+        if top != NO_CLASS && prev < x {
+            if lo <= prev && x < hi {
+                // inside bin k as `BinOf::spread` cuts it: its one share, the same value
+                v[k][top as usize & 3] += (xf - prev_f) / dt;
+            } else {
+                k = bins.bin(prev, k);
+                (lo, hi) = (inner.lo[k], inner.hi[k]);
+                bins.spread(v, top as usize, prev_f, xf, k);
+            }
+        }
+        match kd {
+            EventKind::Enter => {
+                let c = classes.get(a as usize).map_or(2, |&c| c);
+                stack.push((a, c));
+                top = c;
+            }
+            EventKind::Leave => {
+                let j = match stack.last() {
+                    Some(&(r, _)) if r == a => Some(stack.len() - 1),
+                    _ => stack.iter().rposition(|&(r, _)| r == a),
+                };
+                if let Some(j) = j {
+                    stack.truncate(j);
+                    top = stack.last().map_or(NO_CLASS, |&(_, c)| c);
+                }
+            }
+            EventKind::MpiSend | EventKind::MpiIsend | EventKind::MpiRecv | EventKind::MpiIrecv => {
+                if !(lo <= x && x < hi) {
+                    k = bins.bin(x, k);
+                    (lo, hi) = (inner.lo[k], inner.hi[k]);
+                }
+                v[k][3] += 1.0;
+            }
+            _ => {}
+        }
+        (prev, prev_f) = (x, xf);
+    }
+}
+
+/// Per bin `k` of a `BinOf`, the times `[lo[k], hi[k])` (ticks after the start) whose bin
+/// is `k` and whose value as f64 (`f`) lies within the bin's edges `[edge[k], edge[k + 1]]`:
+/// an interval [a, b) with `lo[k] <= a < b < hi[k]` is one share of bin `k`, `(b - a) / dt`
+/// as `BinOf::spread` adds it (its cuts at the edges change neither end).
+struct Inner {
+    lo: [u64; BINS],
+    hi: [u64; BINS],
+}
+
+impl Inner {
+    fn new(bins: &BinOf, span: u64, f: impl Fn(u64) -> f64) -> Inner {
+        // the first time in [0, span] whose value passes `ok` (monotone), else span + 1
+        let first = |ok: &dyn Fn(f64) -> bool| {
+            let (mut a, mut b) = (0u64, span.saturating_add(1));
+            while a < b {
+                let m = a + (b - a) / 2;
+                if ok(f(m)) {
+                    b = m;
+                } else {
+                    a = m + 1;
+                }
+            }
+            a
+        };
+        let mut inner = Inner {
+            lo: [0; BINS],
+            hi: [0; BINS],
+        };
+        for k in 0..BINS {
+            let (e0, e1) = (bins.edge[k], bins.edge[k + 1]);
+            inner.lo[k] = bins.thr[k].max(first(&|y| y >= e0));
+            inner.hi[k] = bins.thr[k + 1].min(first(&|y| y > e1));
+        }
+        inner
+    }
+}
 
 /// The bins of the curves over a run of `span` ticks, bin width `dt`: the bin of a time `x`
 /// ticks after the start is `((x as f64 / dt) as usize).min(BINS - 1)`, found here without
