@@ -648,6 +648,14 @@ impl EventsFiller {
     /// `Events::push_msg`.
     #[inline(always)]
     pub fn push_msg(&mut self, time: u64, kind: EventKind, m: Msg) {
+        let i = self.msg(m);
+        self.event(time, kind, i);
+    }
+
+    /// The payload of a message whose event the caller appends itself (`extend_events`,
+    /// with this index as its `arg`): the message columns of `push_msg` alone.
+    #[inline(always)]
+    pub fn msg(&mut self, m: Msg) -> u32 {
         let n = self.peer.len();
         let i = n as u32;
         // column by column, not through `extend_messages` with slices of one (a call and a
@@ -668,7 +676,7 @@ impl EventsFiller {
         if let Some(r) = m.request {
             self.msg_request.push((i, r));
         }
-        self.event(time, kind, i);
+        i
     }
 
     /// Messages pushed so far (the index the next one gets).
@@ -765,9 +773,17 @@ impl EventsFiller {
     /// request: the columns written directly.
     #[inline(always)]
     pub fn push_coll_end(&mut self, time: u64, kind: EventKind, op: u8, comm: CommIdx, root: u32) {
+        let i = self.coll_end(op, comm, root);
+        self.event(time, kind, i);
+    }
+
+    /// The payload of `push_coll_end` alone, for a caller that appends the event itself
+    /// (`extend_events`, with this index as its `arg`).
+    #[inline(always)]
+    pub fn coll_end(&mut self, op: u8, comm: CommIdx, root: u32) -> u32 {
         let i = self.coll_op.len() as u32;
         self.coll(op, comm, root, 0, 0);
-        self.event(time, kind, i);
+        i
     }
 
     /// A collective's columns (byte counts as `small_bytes` gives them).

@@ -213,10 +213,55 @@ fn replace(list: &mut Vec<(u32, u64)>, key: u32, v: u64) -> Option<u64> {
     }
 }
 
+/// Events a location stages before they go to its columns (`Loc::event`).
+const STAGE: usize = 32;
+
+/// Bytes ahead of the end of each column of `EventsFiller::spare` (time, kind, arg; the
+/// four message columns) that a flush prefetches (`Loc::flush`): what the next flush
+/// writes and a line to spare; two lines of each message column (a few messages).
+const PREFETCH: [usize; 7] = [
+    STAGE * 8 + 64,
+    STAGE + 64,
+    STAGE * 4 + 64,
+    128,
+    128,
+    128,
+    128,
+];
+
+/// Ask for the cache lines of `bytes` bytes at address `at` (column memory not yet
+/// written) for writing, ahead of the writes. Only a hint: nothing is read or written.
+#[inline(always)]
+fn prefetch_write(at: usize, bytes: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0};
+        for a in (at..at + bytes).step_by(64) {
+            // SAFETY: a prefetch never faults and has no effect on memory or on the
+            // program's values, whatever the address (SSE, part of x86_64's baseline).
+            unsafe { _mm_prefetch::<_MM_HINT_ET0>(a as *const i8) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (at, bytes);
+}
+
 /// One location being filled.
 pub(super) struct Loc {
     pub container: u32,
     pub events: EventsFiller,
+    /// Its latest events' core columns (time, kind, arg), `staged` of them, not yet in
+    /// `events`: a location's events come a few at a time between those of 63 others, and
+    /// columns written value by value keep hundreds of lines half-written in the cache
+    /// (the columns of all locations start at the same offset in their pages and fill at
+    /// the same pace, so their lines compete for the same cache sets); staged here, next to
+    /// the location's other fields, they go to the columns `STAGE` at a time (`flush`).
+    /// Message and collective payloads go straight to their columns (their indices are
+    /// the columns' lengths, which staging leaves alone).
+    staged: u32,
+    st_time: [u64; STAGE],
+    st_kind: [EventKind; STAGE],
+    st_arg: [u32; STAGE],
     /// Open states: how many, the region of the innermost (`top`, when `depth` > 0) and those
     /// of the others, outermost first (`below`): SMPI's states nest one deep, so a state costs
     /// no vector push and pop.
@@ -238,6 +283,10 @@ impl Loc {
         Loc {
             container,
             events: EventsFiller::default(),
+            staged: 0,
+            st_time: [0; STAGE],
+            st_kind: [EventKind::Enter; STAGE],
+            st_arg: [0; STAGE],
             depth: 0,
             top: 0,
             below: Vec::new(),
@@ -277,11 +326,36 @@ impl Loc {
         (self.depth > 0).then_some(self.top)
     }
 
-    /// Make room for one more event before the columns are full (`reserve`).
+    /// Stage an event (`staged`), moving the stage to the columns first if it is full.
     #[inline(always)]
-    fn room(&mut self, g: &mut Growth) {
-        if self.events.room() == 0 {
+    fn event(&mut self, t: u64, kind: EventKind, arg: u32, g: &mut Growth) {
+        let mut n = self.staged as usize;
+        if n >= STAGE {
+            self.flush(g);
+            n = 0;
+        }
+        self.st_time[n] = t;
+        self.st_kind[n] = kind;
+        self.st_arg[n] = arg;
+        self.staged = n as u32 + 1;
+    }
+
+    /// Move the staged events to the columns, reserving ahead (`Growth::reserve`) when
+    /// they do not fit.
+    #[inline(never)]
+    fn flush(&mut self, g: &mut Growth) {
+        let n = (self.staged as usize).min(STAGE);
+        if self.events.room() < n {
             g.reserve(&mut self.events);
+        }
+        self.events
+            .extend_events(&self.st_time[..n], &self.st_kind[..n], &self.st_arg[..n]);
+        self.staged = 0;
+        // the lines the next flush writes (and the messages until then), asked for now:
+        // fresh column memory comes from far (faulted in on the other core), and the
+        // location's next flush is dozens of other locations' events away
+        for ((at, bytes), ahead) in self.events.spare().into_iter().zip(PREFETCH) {
+            prefetch_write(at, bytes.min(ahead));
         }
     }
 
@@ -290,7 +364,6 @@ impl Loc {
     #[inline(always)]
     fn leave_top(&mut self, regions: &[RegionInfo], t: u64, g: &mut Growth) {
         let Some(r) = self.close() else { return };
-        self.room(g);
         if let Some(&RegionInfo {
             coll: Some(op),
             root,
@@ -300,10 +373,10 @@ impl Loc {
             // the region for now (the reconstructed communicator in `finish`); the trace
             // holds no payload: unknown, stored as 0 (the analysis treats unknown payloads of
             // reconstructed instances as > 0)
-            self.events
-                .push_coll_end(t, EventKind::MpiCollectiveEnd, op, r, root);
+            let i = self.events.coll_end(op, r, root);
+            self.event(t, EventKind::MpiCollectiveEnd, i, g);
         }
-        self.events.push_region(t, EventKind::Leave, r);
+        self.event(t, EventKind::Leave, r, g);
     }
 
     /// Close every open state at `t`.
@@ -878,9 +951,8 @@ impl<'p> Sim<'p> {
                 if kind == Kind::SetState {
                     loc.leave_all(regions, t, g);
                 }
-                loc.room(g);
                 loc.open(r);
-                loc.events.push_region(t, EventKind::Enter, r);
+                loc.event(t, EventKind::Enter, r, g);
                 loc.enters = loc.enters.wrapping_add(1);
                 counts.states += 1;
             }
@@ -989,19 +1061,14 @@ impl<'p> Sim<'p> {
                         (true, false) => EventKind::MpiSend,
                         (false, _) => EventKind::MpiRecv,
                     };
-                    loc.room(&mut g);
-                    let i = loc.events.msgs() as u32;
-                    loc.events.push_msg(
-                        t,
-                        kind,
-                        Msg {
-                            peer: u32::MAX,
-                            comm: 0,
-                            tag: 0,
-                            bytes,
-                            request: None,
-                        },
-                    );
+                    let i = loc.events.msg(Msg {
+                        peer: u32::MAX,
+                        comm: 0,
+                        tag: 0,
+                        bytes,
+                        request: None,
+                    });
+                    loc.event(t, kind, i, &mut g);
                     msg = Some((l, i));
                 }
             }
@@ -1041,6 +1108,8 @@ impl<'p> Sim<'p> {
         let end = self.end_time;
         for l in 0..self.locs.len() as u32 {
             self.leave_all(l, end);
+            let (locs, _, _, mut g) = split!(self);
+            locs[l as usize].flush(&mut g);
         }
         let file = self.path.display().to_string();
         if self.order_warnings > 0 {
