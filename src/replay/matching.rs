@@ -214,9 +214,9 @@ fn partners(links: &mut [MsgLinks]) -> Vec<&mut [EventRef]> {
     links.iter_mut().map(|x| &mut x.partner[..]).collect()
 }
 
-#[inline(never)]
 /// Collect one process's sides (in location order, then event order) and its request
 /// links, then sort them.
+#[inline(never)]
 fn collect(
     trace: &Trace,
     me: LocIdx,
