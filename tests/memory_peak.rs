@@ -59,7 +59,7 @@ fn run_measured(args: &[&str]) -> (i32, String, String, u64) {
 ///     with the floor in MB before the run, and `--memory-limit-strict` exits 2 with no
 ///     report;
 /// (a) a limit just above that stated floor keeps the peak resident set within the limit
-///     + 10 %, with the same report as without a limit.
+///     + 10 % (the larger peak of two runs), with the same report as without a limit.
 #[cfg(target_os = "linux")]
 #[test]
 fn the_peak_stays_within_a_limit_above_the_floor() {
@@ -104,14 +104,19 @@ fn the_peak_stays_within_a_limit_above_the_floor() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert_eq!(common::mb_after(&err, "below the about "), stated, "{err}");
 
-    // (a) just above the stated floor: the peak stays within the limit + 10 %
+    // (a) just above the stated floor: the peak stays within the limit + 10 %, the larger
+    // of two runs (where the passes fault the columns back varies from run to run)
     let limit = (stated + 1) << 20;
     let arg = format!("--memory-limit={limit}");
-    let (code, out, err, peak) = run_measured(&["run", "-q", &arg, t]);
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(spill_lines(&err), 1, "{err}");
-    assert!(!err.contains("even with the event columns"), "{err}");
-    assert_eq!(out, plain, "the same report under the limit");
+    let mut peak = 0;
+    for _ in 0..2 {
+        let (code, out, err, p) = run_measured(&["run", "-q", &arg, t]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(spill_lines(&err), 1, "{err}");
+        assert!(!err.contains("even with the event columns"), "{err}");
+        assert_eq!(out, plain, "the same report under the limit");
+        peak = peak.max(p);
+    }
     eprintln!(
         "floor {stated} MB, limit {} MB, peak {} MB",
         limit >> 20,

@@ -13,8 +13,13 @@
 //! comes near the limit, it tells the kernel that the mapped columns are not needed
 //! (`madvise(MADV_DONTNEED)`), which drops them from the resident set without changing their
 //! content. Whatever pass runs at the time (replay, rules, critical path) faults back only
-//! the locations it is working on, so only a window of locations stays resident, with no
-//! hook in those passes.
+//! the locations it is working on, so only a window of locations stays resident.
+//!
+//! The trimmer alone cannot hold a limit on a busy machine: it sleeps between readings,
+//! and a thread that wakes may wait tens of milliseconds for a core while the passes,
+//! which keep theirs, fault the page cache back at several MB a millisecond. So the passes
+//! also look themselves, where they are done with a location (`Column::release_resident`):
+//! a thread that maps columns back is a thread that runs, so its look is never late.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -193,11 +198,17 @@ impl<T: Pod> Column<T> {
     /// memory between two of the trimmer's readings, whatever the load of the machine.
     /// The regions stored beside it later (`spill_beside`: the replay's columns of the
     /// location) are dropped with it.
+    ///
+    /// Then, with a limit, it reads the resident set as the trimmer does (at most once a
+    /// millisecond over all threads) and drops every mapped column when it is above the
+    /// trimmer's mark (`Home::checkpoint`): what the passes read of other locations (a
+    /// message's partner) cannot pile up while the trimmer waits for a core.
     #[inline(never)]
     pub fn release_resident(&self) {
         if let Store::Mapped(m) = &self.store {
             drop_resident(&m.map);
             m.home.release_beside(&m.map);
+            m.home.checkpoint();
         }
     }
 
@@ -426,7 +437,6 @@ pub fn floor_bytes(s: &RunShape) -> u64 {
 pub struct Spill {
     home: Arc<Home>,
     stop: Arc<AtomicBool>,
-    trims: Arc<AtomicU64>,
     trimmer: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -441,6 +451,13 @@ pub struct Home {
     /// A write of `spill_beside` failed (said once).
     failed: AtomicBool,
     path: PathBuf,
+    /// With a limit: the resident set above which the mapped columns are dropped.
+    high: Option<u64>,
+    /// When a pass last read the resident set (`checkpoint`), in µs since `born`.
+    checked: AtomicU64,
+    born: std::time::Instant,
+    /// How often the mapped columns were dropped (by the trimmer or a pass).
+    trims: AtomicU64,
 }
 
 struct SpillFile {
@@ -488,17 +505,19 @@ impl Spill {
             beside: Mutex::default(),
             failed: AtomicBool::new(false),
             path,
+            high: limit.map(high_mark),
+            checked: AtomicU64::new(0),
+            born: std::time::Instant::now(),
+            trims: AtomicU64::new(0),
         });
         let stop = Arc::new(AtomicBool::new(false));
-        let trims = Arc::new(AtomicU64::new(0));
-        let trimmer = limit.map(|l| {
-            let (home, stop, trims) = (home.clone(), stop.clone(), trims.clone());
-            std::thread::spawn(move || trim_loop(l, &home, &stop, &trims))
+        let trimmer = home.high.map(|high| {
+            let (home, stop) = (home.clone(), stop.clone());
+            std::thread::spawn(move || trim_loop(high, &home, &stop))
         });
         Ok(Spill {
             home,
             stop,
-            trims,
             trimmer,
         })
     }
@@ -508,9 +527,9 @@ impl Spill {
         &self.home.path
     }
 
-    /// How often the trimmer dropped the mapped columns from the resident set.
+    /// How often the trimmer or a pass dropped the mapped columns from the resident set.
     pub fn trims(&self) -> u64 {
-        self.trims.load(Ordering::Relaxed)
+        self.home.trims.load(Ordering::Relaxed)
     }
 
     /// Bytes written to the spill file so far.
@@ -594,6 +613,42 @@ impl Home {
         }
     }
 
+    /// A pass is done with a location: with a limit, and unless a pass looked less than a
+    /// millisecond ago, drop every mapped column when the resident set is above the mark.
+    fn checkpoint(&self) {
+        let Some(high) = self.high else { return };
+        let now = self.born.elapsed().as_micros() as u64;
+        let last = self.checked.load(Ordering::Relaxed);
+        if now < last.saturating_add(1000)
+            || (self.checked)
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return; // another thread looked just now
+        }
+        self.trim_above(high);
+    }
+
+    /// Drop every mapped column from the resident set if it is above `high` and file-backed
+    /// pages make up more than 4 MB of it; `false` when there is no `/proc` to read it from.
+    fn trim_above(&self, high: u64) -> bool {
+        let Some((rss, file)) = resident() else {
+            return false;
+        };
+        if rss <= high || file <= 4 << 20 {
+            return true;
+        }
+        let maps: Vec<Arc<memmap2::Mmap>> = match self.maps.lock() {
+            Ok(m) => m.clone(),
+            Err(_) => return false,
+        };
+        for m in &maps {
+            drop_resident(m);
+        }
+        self.trims.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
     fn release_beside(&self, of: &memmap2::Mmap) {
         let maps = match self.beside.lock() {
             Ok(b) => b.get(&Home::key(of)).cloned(),
@@ -653,32 +708,27 @@ fn resident() -> Option<(u64, u64)> {
     Some((rss * page, shared * page))
 }
 
-/// Keeps the resident set under `limit`: it reads the resident set every millisecond
-/// (reading `/proc/self/statm` costs a few microseconds), and when it is above 80 % of the
-/// limit and file-backed pages make up more than 4 MB of it, drops the mapped columns from
-/// it (their content stays in the file and the page cache; the next access faults them
-/// back). Pages of the page cache map back fast (several MB in a millisecond when a pass
-/// scans a column), so the trimmer starts a fifth below the limit, and `floor_bytes`
-/// counts what threads map between two readings; the peak then stays within the limit +
-/// 10 % whenever the limit is above the floor.
-fn trim_loop(limit: u64, home: &Home, stop: &AtomicBool, trims: &AtomicU64) {
-    let high = limit - limit / 5;
+/// Where the mapped columns are dropped under `limit`: 80 % of it. Pages of the page cache
+/// map back fast (several MB in a millisecond when a pass scans a column), so the trimmer
+/// and the passes' checkpoints start a fifth below the limit, and `floor_bytes` counts what
+/// threads map between two readings; the peak then stays within the limit + 10 % whenever
+/// the limit is above the floor.
+fn high_mark(limit: u64) -> u64 {
+    limit - limit / 5
+}
+
+/// Keeps the resident set under the limit: it reads the resident set every millisecond
+/// (reading `/proc/self/statm` costs a few microseconds), and when it is above the mark
+/// (`high_mark`), drops the mapped columns from it (`Home::trim_above`: their content stays
+/// in the file and the page cache; the next access faults them back). It catches a pass
+/// that maps much inside one location; the passes' own checkpoints (`Home::checkpoint`)
+/// the rest, whenever this thread waits for a core.
+fn trim_loop(high: u64, home: &Home, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(std::time::Duration::from_millis(1));
-        let Some((rss, file)) = resident() else {
+        if !home.trim_above(high) {
             return; // no /proc: leave it to the kernel
-        };
-        if rss <= high || file <= 4 << 20 {
-            continue;
         }
-        let maps: Vec<Arc<memmap2::Mmap>> = match home.maps.lock() {
-            Ok(m) => m.clone(),
-            Err(_) => return,
-        };
-        for m in &maps {
-            drop_resident(m);
-        }
-        trims.fetch_add(1, Ordering::Relaxed);
     }
 }
 

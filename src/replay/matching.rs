@@ -777,6 +777,7 @@ fn pair<'s>(
                     _ => {}
                 });
             }
+            release(trace, locs);
             f
         })
         .collect();
@@ -807,6 +808,7 @@ fn pair<'s>(
                     _ => {}
                 });
             }
+            release(trace, locs);
             f
         })
         .collect();
@@ -815,6 +817,15 @@ fn pair<'s>(
         all.add(f);
     }
     all
+}
+
+/// A process's locations are walked: spilled, they leave memory again (`--memory-limit`).
+fn release(trace: &Trace, locs: &[LocIdx]) {
+    for &l in locs {
+        if let Some(ev) = trace.events.get(l as usize) {
+            ev.release_resident();
+        }
+    }
 }
 
 impl Found {

@@ -33,7 +33,12 @@ pub fn wrong_order_differences_in(trace: &Trace, replay: &Replay, held: &[bool])
     (0..trace.events.len())
         .into_par_iter()
         .filter(|&l| held.is_empty() || held.get(l) == Some(&true))
-        .map(|l| location(trace, replay, &classes, l))
+        .map(|l| {
+            let found = location(trace, replay, &classes, l);
+            // a spilled location leaves memory again (`--memory-limit`)
+            trace.events[l].release_resident();
+            found
+        })
         .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
 }
 
