@@ -1168,7 +1168,7 @@ impl<'a> Reader<'a> {
     /// A link end's key, size and pairing slot into `out`.
     #[inline(always)]
     fn link_end(&mut self, out: &mut Batch, c: u32, ty: u32, key: &[u8], size: u64, start: bool) {
-        let mut end = sim::LinkEnd::new(key, size, start);
+        let mut end = sim::LinkEnd::new(key, size);
         end.slot = self.pairs.slot(c, ty, &end.key, start);
         out.keys.push(end);
     }
