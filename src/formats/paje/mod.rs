@@ -286,6 +286,36 @@ pub fn read(path: &Path) -> Result<Trace> {
     parse(path, &map)
 }
 
+/// Where the binary read's decoding thread hands its full batches: the channel to the
+/// simulation, the emptied batches coming back, and the column memory to fault in while
+/// the channel is full (`sim::Pending`).
+struct Out<'t> {
+    tx: &'t std::sync::mpsc::SyncSender<Batch>,
+    back: &'t std::sync::mpsc::Receiver<Batch>,
+    pending: &'t sim::Pending,
+}
+
+impl Out<'_> {
+    /// Hand `batch` over (an emptied one in its place), faulting in column memory while the
+    /// simulation has no room for it; false when the simulation stopped (at an error).
+    fn send(&self, batch: &mut Batch) -> bool {
+        use std::sync::mpsc::TrySendError;
+        let next = self
+            .back
+            .try_recv()
+            .unwrap_or_else(|_| Batch::with_capacity(OPS_PER_BATCH));
+        let mut full = std::mem::replace(batch, next);
+        loop {
+            match self.tx.try_send(full) {
+                Ok(()) => return true,
+                Err(TrySendError::Full(b)) if self.pending.step() => full = b,
+                Err(TrySendError::Full(b)) => return self.tx.send(b).is_ok(),
+                Err(TrySendError::Disconnected(_)) => return false,
+            }
+        }
+    }
+}
+
 /// Release the file's pages behind the binary decoder in steps of this many bytes.
 const RELEASE_STEP: usize = 1 << 25;
 
@@ -479,11 +509,18 @@ impl<'a> Reader<'a> {
         sim.size = data.len() as u64;
         let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(4);
         let (back_tx, back_rx) = std::sync::mpsc::sync_channel::<Batch>(8);
+        let pending = sim::Pending::default();
         let (result, reader) = std::thread::scope(|s| {
+            let pending = &pending;
             let decoder = s.spawn(move || {
                 let mut r = self;
                 let mut batch = Batch::with_capacity(OPS_PER_BATCH);
-                if let Err(e) = r.decode(data, &mut batch, &tx, &back_rx, release) {
+                let out = Out {
+                    tx: &tx,
+                    back: &back_rx,
+                    pending,
+                };
+                if let Err(e) = r.decode(data, &mut batch, &out, release) {
                     batch.err = Some(Box::new(e));
                     batch.push(Code::Err, 0, 0, 0, 0, 0);
                 }
@@ -491,18 +528,25 @@ impl<'a> Reader<'a> {
                 r
             });
             let mut result = Ok(());
-            for mut b in rx.iter() {
+            loop {
+                let mut b = match rx.try_recv() {
+                    Ok(b) => b,
+                    Err(std::sync::mpsc::TryRecvError::Disconnected) => break,
+                    // no batch yet: fault in column memory meanwhile, or wait
+                    Err(std::sync::mpsc::TryRecvError::Empty) if pending.step() => continue,
+                    Err(std::sync::mpsc::TryRecvError::Empty) => match rx.recv() {
+                        Ok(b) => b,
+                        Err(_) => break,
+                    },
+                };
                 if let Err(e) = sim.apply(&mut b) {
                     result = Err(e);
                     break;
                 }
                 b.clear();
-                // the column memory reserved in this batch goes back with it, to be faulted
-                // in there (kept for the next one if the channel is full)
-                std::mem::swap(&mut b.populate, &mut sim.populate);
-                if let Err(std::sync::mpsc::TrySendError::Full(mut b)) = back_tx.try_send(b) {
-                    std::mem::swap(&mut b.populate, &mut sim.populate);
-                }
+                // the column memory reserved in this batch, for whichever thread has time
+                pending.add(&mut sim.populate);
+                let _ = back_tx.try_send(b);
             }
             drop(rx);
             (result, decoder.join())
@@ -523,8 +567,7 @@ impl<'a> Reader<'a> {
         &mut self,
         data: &'d [u8],
         batch: &mut Batch,
-        tx: &std::sync::mpsc::SyncSender<Batch>,
-        back: &std::sync::mpsc::Receiver<Batch>,
+        out: &Out,
         release: Option<&(dyn Fn(usize, usize) + Sync)>,
     ) -> Result<()>
     where
@@ -628,12 +671,7 @@ impl<'a> Reader<'a> {
                         released = upto;
                     }
                 }
-                let mut next = back
-                    .try_recv()
-                    .unwrap_or_else(|_| Batch::with_capacity(OPS_PER_BATCH));
-                sim::populate(&next.populate);
-                next.populate.clear();
-                if tx.send(std::mem::replace(batch, next)).is_err() {
+                if !out.send(batch) {
                     return Ok(()); // the simulation stopped at an error
                 }
             }
@@ -1130,7 +1168,7 @@ impl<'a> Reader<'a> {
     /// A link end's key, size and pairing slot into `out`.
     #[inline(always)]
     fn link_end(&mut self, out: &mut Batch, c: u32, ty: u32, key: &[u8], size: u64, start: bool) {
-        let mut end = sim::LinkEnd::new(key, size, start);
+        let mut end = sim::LinkEnd::new(key, size);
         end.slot = self.pairs.slot(c, ty, &end.key, start);
         out.keys.push(end);
     }

@@ -53,61 +53,95 @@ pub(super) struct Op {
     pub t: u64,
 }
 
-/// A link end's key, its `Size` (0 if none), its pairing slot (`Pairing::slot`) and, for a
-/// StartLink whose key splits (`split_key`), the length of the key's prefix + 1 and its
-/// counter (`cut` 0 otherwise): worked out where the key is decoded.
+/// A link end's key, its `Size` (0 if none) and its pairing slot (`Pairing::slot`). A
+/// StartLink's key is split (`split_key`) by the simulation, where it is needed: on the
+/// binary read's decoding thread, the busier of the two, it cost ~5 % of that thread.
 #[derive(Default)]
 pub(super) struct LinkEnd {
     pub key: LinkKey,
     pub size: u64,
-    pub n: u64,
     pub slot: u32,
-    pub cut: u32,
 }
 
 impl LinkEnd {
     #[inline]
     /// The end of `key` with `size`; its slot is given by `Pairing::slot` afterwards.
-    pub fn new(key: &[u8], size: u64, start: bool) -> LinkEnd {
-        // only a StartLink's key is split (an EndLink's would be thrown away)
-        let (cut, n) = match start.then(|| split_key(key)).flatten() {
-            Some((p, n)) => (p.len() as u32 + 1, n),
-            None => (0, 0),
-        };
+    pub fn new(key: &[u8], size: u64) -> LinkEnd {
         LinkEnd {
             key: LinkKey::of(key),
             size,
-            n,
             slot: 0,
-            cut,
         }
     }
 }
 
-/// Fault in the pages inside each (address, bytes) range for writing (`MADV_POPULATE_WRITE`,
+/// Fault in the `bytes` bytes of whole pages at `start` for writing (`MADV_POPULATE_WRITE`,
 /// Linux 5.14 and later; elsewhere, or if it fails, nothing happens and the writer's own
-/// first touch faults them in). The ranges are column memory the simulation thread reserved
+/// first touch faults them in). The pages are column memory the simulation thread reserved
 /// (`Sim::populate`): populating a page never changes what it holds, and a range freed or
 /// reused since is at worst populated for its new owner or refused by the kernel.
-pub(super) fn populate(ranges: &[(usize, usize)]) {
+fn populate(start: usize, bytes: usize) {
     #[cfg(target_os = "linux")]
-    for &(at, bytes) in ranges {
+    // SAFETY: MADV_POPULATE_WRITE only maps pages (as a write fault would) and never writes
+    // to them; the range needs no particular owner (see above).
+    unsafe {
+        libc::madvise(start as *mut libc::c_void, bytes, libc::MADV_POPULATE_WRITE);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (start, bytes);
+}
+
+/// Column memory the simulation reserved (`Sim::populate`) and not yet faulted in, as whole
+/// pages, oldest first, shared by the two threads of the binary read: whichever would wait
+/// for the other (the simulation for a batch, the decoder for room in the channel) faults
+/// in the next piece (`step`) meanwhile, so the kernel's first touch of the model's pages
+/// goes to whichever thread has time, not to one of them whatever the balance.
+#[derive(Default)]
+pub(super) struct Pending(std::sync::Mutex<std::collections::VecDeque<(usize, usize)>>);
+
+/// Bytes `Pending::step` faults in at a time (whole pages): short enough that a batch
+/// arriving meanwhile waits little.
+const POPULATE_STEP: usize = 64 << 12;
+
+impl Pending {
+    fn queue(&self) -> std::sync::MutexGuard<'_, std::collections::VecDeque<(usize, usize)>> {
+        // a panic of the other thread while it held the lock leaves a queue of plain ranges
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queue the whole pages inside each (address, bytes) range of `ranges`, emptied.
+    pub fn add(&self, ranges: &mut Vec<(usize, usize)>) {
+        if ranges.is_empty() {
+            return;
+        }
         const PAGE: usize = 4096;
-        let (start, end) = (at.next_multiple_of(PAGE), (at + bytes) & !(PAGE - 1));
-        if end > start {
-            // SAFETY: MADV_POPULATE_WRITE only maps pages (as a write fault would) and never
-            // writes to them; the range needs no particular owner (see above).
-            unsafe {
-                libc::madvise(
-                    start as *mut libc::c_void,
-                    end - start,
-                    libc::MADV_POPULATE_WRITE,
-                );
+        let mut q = self.queue();
+        for (at, bytes) in ranges.drain(..) {
+            let (start, end) = (at.next_multiple_of(PAGE), (at + bytes) & !(PAGE - 1));
+            if end > start {
+                q.push_back((start, end - start));
             }
         }
     }
-    #[cfg(not(target_os = "linux"))]
-    let _ = ranges;
+
+    /// Fault in the next piece of the oldest range; false when nothing is left.
+    pub fn step(&self) -> bool {
+        let piece = {
+            let mut q = self.queue();
+            let Some(r) = q.front_mut() else {
+                return false;
+            };
+            let n = r.1.min(POPULATE_STEP);
+            let piece = (r.0, n);
+            (r.0, r.1) = (r.0 + n, r.1 - n);
+            if r.1 == 0 {
+                q.pop_front();
+            }
+            piece
+        };
+        populate(piece.0, piece.1);
+        true
+    }
 }
 
 /// Whether the first `len` bytes of two keys are equal.
@@ -124,8 +158,6 @@ pub(super) struct Batch {
     pub keys: Vec<LinkEnd>,
     pub names: Vec<String>,
     pub err: Option<Box<Error>>,
-    /// On the way back to the decoding thread: column memory to fault in (`Sim::populate`).
-    pub populate: Vec<(usize, usize)>,
 }
 
 impl Batch {
@@ -136,7 +168,6 @@ impl Batch {
             keys: Vec::with_capacity(n / 4),
             names: Vec::new(),
             err: None,
-            populate: Vec::new(),
         }
     }
 
@@ -454,7 +485,7 @@ impl Growth<'_> {
         let part = |k: usize| (k as f64 * more as f64 / n as f64) as usize;
         ev.reserve(more, part(ev.msgs()), part(ev.colls()));
         // the pages of what the rate says will be written (not the margins) are faulted
-        // in by the decoding thread (`populate`), so their first touch is not on this one
+        // in ahead of the writes (`Pending`), by whichever thread would otherwise wait
         let expect = ((n as f64 * rate) as usize).saturating_sub(n).min(more);
         for (at, bytes) in ev.spare() {
             let part = (bytes as f64 * expect as f64 / more.max(1) as f64) as usize;
@@ -730,8 +761,8 @@ pub(super) struct Sim<'p> {
     /// which `reserve` estimates how many events a location will hold (0: unknown).
     pub size: u64,
     at: u64,
-    /// Address ranges of reserved column memory not yet written, for the decoding thread to
-    /// fault in (`populate`): handed over with the emptied batches.
+    /// Address ranges of reserved column memory not yet written, to be faulted in by
+    /// whichever thread has time (`Pending`), queued there after each batch.
     pub populate: Vec<(usize, usize)>,
     pub end_time: u64,
     order_warnings: u64,
@@ -1043,8 +1074,10 @@ impl<'p> Sim<'p> {
                     // SimGrid with `tracing/smpi/internals` writes every user MPI_Isend as two
                     // links with consecutive keys, same time, same state instance (testdata/
                     // smpi/README.md): the second is no message of its own
-                    let (n, cut) = (end.n, end.cut);
-                    if cut != 0 {
+                    let split = end
+                        .key
+                        .with_bytes(|k| split_key(k).map(|(p, n)| (p.len() as u32 + 1, n)));
+                    if let Some((cut, n)) = split {
                         duplicate = matches!(&loc.last_start,
                             Some((inst, tp, pk, pcut, np))
                                 if *inst == loc.enters && *tp == t && n == np.wrapping_add(1) && *pcut == cut
