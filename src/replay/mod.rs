@@ -322,9 +322,10 @@ const OUTSIDE: Cell = (NONE, NO_CNODE);
 /// A column of `n` zeros (in huge pages where it is large): pass A writes each event's cell
 /// once, in event order (an ENTER's pointer again at its LEAVE).
 fn zeroed<T: Copy + Default>(n: usize) -> Vec<T> {
-    let mut v = Vec::with_capacity(n);
+    // zeroed memory from the allocator: a large column's pages stay untouched (not resident)
+    // until pass A writes them, as they would if it were pushed event by event
+    let v = vec![T::default(); n];
     crate::model::spill::advise_huge_full(&v);
-    v.resize(n, T::default());
     v
 }
 

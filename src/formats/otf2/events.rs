@@ -255,7 +255,10 @@ fn fast_records(
     b: &mut Batch,
 ) -> bool {
     let start = c.pos;
-    loop {
+    // full columns are left to the checked way, whose next event grows them: `fill` on full
+    // columns would grow them before knowing whether another event comes, doubling the
+    // columns of every location whose declared count is right (their last event fills them)
+    while out.room() > 0 {
         b.msg_base = out.messages() as u32;
         let full = out.fill(|s| fast_span(c, time, cx, s, b));
         b.flush(out);
