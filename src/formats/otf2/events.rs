@@ -102,17 +102,23 @@ pub struct LocationContext<'a> {
 }
 
 /// Decode one `.evt` file into `out` (timestamps still raw; the caller corrects the clock).
+/// `read_to`, if any, hears each chunk's start as the decoder reaches it: the bytes before
+/// it are read for good (a caller that maps the file drops their pages).
 pub fn decode_events(
     data: &[u8],
     chunk_size: usize,
     cx: &mut LocationContext,
     out: &mut EventsFiller,
+    mut read_to: Option<&mut dyn FnMut(usize)>,
 ) -> DResult<()> {
     let mut time = 0u64;
     let mut attrs: Vec<Attribute> = Vec::new();
     let mut scratch: Vec<u64> = Vec::new();
     let mut batch = Batch::new();
     for_each_chunk(data, chunk_size, |mut c, last_chunk| {
+        if let Some(f) = read_to.as_mut() {
+            f(c.pos);
+        }
         let chunk = &c.buf[..c.end];
         loop {
             // the records of nearly every event, little endian, without attributes
@@ -590,7 +596,7 @@ mod tests {
             comm_global: &none,
         };
         let mut out = EventsFiller::default();
-        decode_events(data, data.len().max(1), &mut cx, &mut out)?;
+        decode_events(data, data.len().max(1), &mut cx, &mut out, None)?;
         Ok(out.finish())
     }
 
