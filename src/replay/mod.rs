@@ -155,11 +155,10 @@ impl From<Cnodes> for CnodeColumn {
 }
 
 impl Cnodes {
-    /// An empty column with room for `n` call paths (in huge pages where it is large).
-    fn with_capacity(n: usize) -> Cnodes {
-        let v = Vec::with_capacity(n);
-        crate::model::spill::advise_huge_full(&v);
-        Cnodes::Narrow(v)
+    /// A column of `n` call paths, each written later by `set` (in huge pages where it is
+    /// large).
+    fn zeroed(n: usize) -> Cnodes {
+        Cnodes::Narrow(zeroed(n))
     }
 
     #[cfg(test)]
@@ -173,25 +172,25 @@ impl Cnodes {
         }
     }
 
-    /// The next event's call path (`NO_CNODE`: none).
+    /// Event `i`'s call path (`NO_CNODE`: none).
     #[inline(always)]
-    fn push(&mut self, c: CnodeIdx) {
+    fn set(&mut self, i: usize, c: CnodeIdx) {
         match self {
-            Cnodes::Narrow(v) if c < NARROW_NONE as CnodeIdx => v.push(c as u16),
-            Cnodes::Narrow(_) => self.push_rare(c),
-            Cnodes::Wide(v) => v.push(c),
+            Cnodes::Narrow(v) if c < NARROW_NONE as CnodeIdx => v[i] = c as u16,
+            Cnodes::Narrow(_) => self.set_rare(i, c),
+            Cnodes::Wide(v) => v[i] = c,
         }
     }
 
-    /// `push` of `NO_CNODE`, or of a call path beyond 16 bits (the column widened first).
+    /// `set` of `NO_CNODE`, or of a call path beyond 16 bits (the column widened first).
     #[cold]
-    fn push_rare(&mut self, c: CnodeIdx) {
+    fn set_rare(&mut self, i: usize, c: CnodeIdx) {
         if c != NO_CNODE {
             self.widen();
         }
         match self {
-            Cnodes::Narrow(v) => v.push(NARROW_NONE),
-            Cnodes::Wide(v) => v.push(c),
+            Cnodes::Narrow(v) => v[i] = NARROW_NONE,
+            Cnodes::Wide(v) => v[i] = c,
         }
     }
 
@@ -320,13 +319,36 @@ type Cell = (u32, CnodeIdx);
 
 const OUTSIDE: Cell = (NONE, NO_CNODE);
 
+/// A column of `n` zeros (in huge pages where it is large): pass A writes each event's cell
+/// once, in event order (an ENTER's pointer again at its LEAVE).
+fn zeroed<T: Copy + Default>(n: usize) -> Vec<T> {
+    // zeroed memory from the allocator: a large column's pages stay untouched (not resident)
+    // until pass A writes them, as they would if it were pushed event by event
+    let v = vec![T::default(); n];
+    crate::model::spill::advise_huge_full(&v);
+    v
+}
+
+/// `Walk::plain`'s top frame of an empty stack.
+const NO_TOP: Frame = (RegionIdx::MAX, NO_CNODE, NONE);
+
+/// Local call paths below which `Walk::plain` runs (its call-path column is narrow).
+const PLAIN_NODES: usize = NARROW_NONE as usize;
+
 fn pass_a(ev: &Events, worker: Option<Worker>) -> PassA {
     let mut w = Walk::new(ev, worker);
-    // the three columns side by side (no bounds check per event); each event's pointer and
-    // call path pushed once, in event order (an ENTER's pointer set again at its LEAVE)
-    let (times, kinds, args) = (&ev.time[..], &ev.kind[..], &ev.arg[..]);
-    for (i, ((&t, &kind), &arg)) in times.iter().zip(kinds).zip(args).enumerate() {
-        let t = w.clock(t);
+    // the three columns side by side
+    let cols = (&ev.time[..], &ev.kind[..], &ev.arg[..]);
+    let n = cols.0.len().min(cols.1.len()).min(cols.2.len());
+    let mut i = 0;
+    while i < n {
+        if w.plain_ok() {
+            i = w.plain(cols, i);
+            if i >= n {
+                break;
+            }
+        }
+        let (t, kind, arg) = (w.clock(cols.0[i]), cols.1[i], cols.2[i]);
         let (p, c) = match kind {
             EventKind::ThreadTeamBegin if w.worker.is_some() && w.stack.is_empty() => {
                 w.team_begin(t)
@@ -336,8 +358,9 @@ fn pass_a(ev: &Events, worker: Option<Worker>) -> PassA {
             EventKind::Leave => w.leave(i, arg),
             kind => w.other(ev, i, kind),
         };
-        w.ptr.push(p);
-        w.cnode.push(c);
+        w.ptr[i] = p;
+        w.cnode.set(i, c);
+        i += 1;
     }
     w.finish()
 }
@@ -348,12 +371,8 @@ impl<'w> Walk<'w> {
         Walk {
             worker,
             local: LocalTree::default(),
-            cnode: Cnodes::with_capacity(n),
-            ptr: {
-                let v = Vec::with_capacity(n);
-                crate::model::spill::advise_huge_full(&v);
-                v
-            },
+            cnode: Cnodes::zeroed(n),
+            ptr: zeroed(n),
             time: Vec::new(),
             visits: Vec::new(),
             repairs: Vec::new(),
@@ -366,6 +385,103 @@ impl<'w> Walk<'w> {
             base: 0,
             by_enter: false,
         }
+    }
+
+    /// Whether `plain` may run: no worker thread (no inherited frames), the implicit task,
+    /// not paused, the call-path column narrow with room for new call paths.
+    #[inline]
+    fn plain_ok(&self) -> bool {
+        self.worker.is_none()
+            && self.base == 0
+            && self.tasks.floor() == 0
+            && !self.paused
+            && matches!(self.cnode, Cnodes::Narrow(_))
+            && self.time.len() < PLAIN_NODES
+    }
+
+    /// Pass A's common case from event `i` on, while `plain_ok` holds: ENTERs of known call
+    /// paths, LEAVEs of the region on top of the stack and events that change no state, what
+    /// `clock`, `enter`, `leave` and `other` do for them, with the stack's top, the clock
+    /// and the columns in locals. Returns the first event it leaves to them (an ENTER of a
+    /// new call path, a LEAVE that needs a search or a repair, a task event, a measurement
+    /// pause).
+    #[inline(never)]
+    fn plain(
+        &mut self,
+        (times, kinds, args): (&[u64], &[EventKind], &[u32]),
+        mut i: usize,
+    ) -> usize {
+        let Cnodes::Narrow(cn) = &mut self.cnode else {
+            return i;
+        };
+        let (cn, ptr) = (&mut cn[..], &mut self.ptr[..]);
+        let (time, visits) = (&mut self.time[..], &mut self.visits[..]);
+        let n = (times.len().min(kinds.len()).min(args.len()))
+            .min(ptr.len())
+            .min(cn.len());
+        let stack = &mut self.stack;
+        // the top frame, `NO_TOP` for an empty stack (its call path `NO_CNODE`: no time
+        // counts to it, and it gives `OUTSIDE` as a cell)
+        let mut top = stack.pop().unwrap_or(NO_TOP);
+        let (mut last_t, mut clamped) = (self.last_t, 0);
+        while i < n {
+            let (t0, kind, arg) = (times[i], kinds[i], args[i]);
+            let t = t0.max(last_t);
+            // the time since the last event to the call path on top (`clock`), once the
+            // event is known to be handled here
+            let mut tick = |c: CnodeIdx| {
+                clamped += (t0 < last_t) as u64;
+                if let Some(x) = time.get_mut(c as usize) {
+                    *x += t - last_t;
+                }
+                last_t = t;
+            };
+            let (p, c) = match kind {
+                EventKind::Enter => {
+                    let c = self.local.child(top.1, arg, t);
+                    // a new call path: `enter` grows the counts
+                    let Some(v) = visits.get_mut(c as usize) else {
+                        break;
+                    };
+                    *v += 1;
+                    tick(top.1);
+                    if top.1 != NO_CNODE {
+                        stack.push(top);
+                    }
+                    top = (arg, c, i as u32);
+                    (i as u32, c as u16)
+                }
+                EventKind::Leave => {
+                    if top.1 == NO_CNODE || top.0 != arg {
+                        break;
+                    }
+                    tick(top.1);
+                    let (_, c, e) = top;
+                    top = stack.pop().unwrap_or(NO_TOP);
+                    // the ENTER's own pointer, written at the ENTER (`e` < `i`)
+                    if let Some(p) = ptr.get_mut(e as usize) {
+                        *p = i as u32;
+                    }
+                    (e, c as u16)
+                }
+                EventKind::MeasurementOnOff => break,
+                k if omp::is_task_kind(k) => break,
+                _ => {
+                    tick(top.1);
+                    // `NO_CNODE as u16` is `NARROW_NONE`
+                    (top.2, top.1 as u16)
+                }
+            };
+            ptr[i] = p;
+            cn[i] = c;
+            i += 1;
+        }
+        if top.1 != NO_CNODE {
+            stack.push(top);
+        }
+        self.last_t = last_t;
+        self.clamped += clamped;
+        i
     }
 
     /// The event's time, clamped to the previous one (§3.4.5); the time since then goes to
@@ -795,12 +911,12 @@ mod tests {
 
     #[test]
     fn call_path_column_widens_and_narrows() {
-        let mut c = Cnodes::with_capacity(3);
-        c.push(7);
-        c.push(NO_CNODE);
+        let mut c = Cnodes::zeroed(3);
+        c.set(0, 7);
+        c.set(1, NO_CNODE);
         assert!(matches!(c, Cnodes::Narrow(_)));
         // a local call path beyond 16 bits widens the column, keeping what it held
-        c.push(70_000);
+        c.set(2, 70_000);
         assert!(matches!(c, Cnodes::Wide(_)));
         assert_eq!((c.get(0), c.get(1), c.get(2)), (7, NO_CNODE, 70_000));
         // merged into a small global tree: narrow again

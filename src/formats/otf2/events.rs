@@ -6,7 +6,7 @@ use super::local::LocalDefs;
 use super::records::decode_event_fields;
 use super::schema::EVENTS;
 use super::wire::*;
-use crate::model::events::EventsFiller;
+use crate::model::events::{EventsFiller, Spare};
 use crate::model::{Attribute, Coll, EventKind, Msg};
 use std::collections::HashMap;
 
@@ -21,6 +21,13 @@ pub struct Resolver {
 
 impl Resolver {
     const NONE: u32 = u32::MAX;
+
+    /// The direct table: `table()[id]` is the model index of local id `id`, or `NONE` where
+    /// `resolve` must look further.
+    #[inline]
+    fn table(&self) -> &[u32] {
+        &self.direct
+    }
 
     /// `global` maps global ids to model indices (`count` of them); `map` is the location's
     /// local-to-global table of this kind, if any.
@@ -95,17 +102,23 @@ pub struct LocationContext<'a> {
 }
 
 /// Decode one `.evt` file into `out` (timestamps still raw; the caller corrects the clock).
+/// `read_to`, if any, hears each chunk's start as the decoder reaches it: the bytes before
+/// it are read for good (a caller that maps the file drops their pages).
 pub fn decode_events(
     data: &[u8],
     chunk_size: usize,
     cx: &mut LocationContext,
     out: &mut EventsFiller,
+    mut read_to: Option<&mut dyn FnMut(usize)>,
 ) -> DResult<()> {
     let mut time = 0u64;
     let mut attrs: Vec<Attribute> = Vec::new();
     let mut scratch: Vec<u64> = Vec::new();
     let mut batch = Batch::new();
     for_each_chunk(data, chunk_size, |mut c, last_chunk| {
+        if let Some(f) = read_to.as_mut() {
+            f(c.pos);
+        }
         let chunk = &c.buf[..c.end];
         loop {
             // the records of nearly every event, little endian, without attributes
@@ -237,7 +250,8 @@ pub fn decode_events(
 /// timestamps, ENTERs and LEAVEs, point-to-point records, read straight from the bytes from
 /// `c.pos` on, as many as come in a row (`time` set, the events in `out`, `c.pos` past
 /// them). True when it read any; it stops before anything else, and before these near the
-/// chunk's end or with a field that does not fit, which go the checked way.
+/// chunk's end, with a field that does not fit or a region id the location's table does not
+/// resolve, which go the checked way.
 #[inline(always)]
 fn fast_records(
     c: &mut Cursor,
@@ -246,55 +260,82 @@ fn fast_records(
     out: &mut EventsFiller,
     b: &mut Batch,
 ) -> bool {
+    let start = c.pos;
+    // full columns are left to the checked way, whose next event grows them: `fill` on full
+    // columns would grow them before knowing whether another event comes, doubling the
+    // columns of every location whose declared count is right (their last event fills them)
+    while out.room() > 0 {
+        b.msg_base = out.messages() as u32;
+        let full = out.fill(|s| fast_span(c, time, cx, s, b));
+        b.flush(out);
+        if !full {
+            break;
+        }
+    }
+    c.pos > start
+}
+
+/// `fast_records` until the columns' room or the message batch is full (true) or a record
+/// that goes the checked way comes (false), the events written into `s`.
+#[inline(never)]
+fn fast_span<'s>(
+    c: &mut Cursor,
+    time: &mut u64,
+    cx: &mut LocationContext,
+    mut s: Spare<'s>,
+    b: &mut Batch,
+) -> (Spare<'s>, bool) {
     // the chunk's bytes end at `c.end`; the file's go on (the compressed-integer reads
     // load 8 bytes at once, masked to the integer's length)
     let (end, file) = (c.end, c.buf);
-    let (start, mut pos, mut t) = (c.pos, c.pos, *time);
-    b.msg_base = out.messages() as u32;
-    loop {
-        if b.n == BATCH || b.m == BATCH {
-            b.flush(out);
-            b.msg_base = out.messages() as u32;
+    // a window of 19 bytes inside the chunk holds a timestamp and the ENTER or LEAVE after
+    // it (type, size byte, up to 4 value bytes; 8 bytes loaded), or one such record alone:
+    // records in a chunk's last 18 bytes go the checked way
+    let chunk = &file[..end.min(file.len())];
+    let (mut pos, mut t) = (c.pos, *time);
+    let regions = cx.regions.table();
+    let full = loop {
+        if s.is_full() {
+            break true;
         }
-        // one load covers a timestamp and the ENTER or LEAVE after it (type, size byte, 8
-        // value bytes), or one such record alone
-        let Some(w) = file.get(pos..pos + 19) else {
-            break;
+        let Some(w) = chunk.get(pos..).and_then(|w| w.first_chunk::<19>()) else {
+            break false;
         };
-        let mut at = 0;
-        if w[0] == TIMESTAMP {
-            if pos + 9 > end {
-                break;
-            }
+        let r = if w[0] == TIMESTAMP {
             t = le_u64(&w[1..9]);
             pos += 9;
-            if !matches!(w[9], 12 | 13) {
-                continue;
-            }
-            at = 9;
-        }
-        match w[at] {
+            w.last_chunk::<10>()
+        } else {
+            w.first_chunk::<10>()
+        };
+        let Some(r) = r else {
+            break false;
+        };
+        match r[0] {
             k @ (12 | 13) => {
-                let n = w[at + 1] as usize;
-                if n > 4 || pos + 2 + n > end {
-                    if at > 0 {
-                        continue; // the timestamp is read; the record goes the checked way
-                    }
-                    break;
+                // a timestamp read stays read: the record goes the checked way at `pos`
+                let n = r[1] as usize;
+                if n > 4 {
+                    break false;
                 }
-                let local = masked(le_u64(&w[at + 2..at + 10]), n);
+                let local = le_u32(&r[2..6]) & MASK32[n.min(4)];
+                let Some(&id) = regions
+                    .get(local as usize)
+                    .filter(|&&v| v != Resolver::NONE)
+                else {
+                    break false;
+                };
                 pos += 2 + n;
                 let kind = if k == 12 {
                     EventKind::Enter
                 } else {
                     EventKind::Leave
                 };
-                let r = cx.regions.resolve(local, cx.region_global);
-                b.event(t, kind, r);
+                s.push(t, kind, id);
             }
             k @ (14 | 15 | 18 | 19) => {
                 let Some((rend, m)) = fast_msg(end, file, pos + 1, k == 15 || k == 19) else {
-                    break;
+                    break false;
                 };
                 pos = rend;
                 let kind = match k {
@@ -305,30 +346,41 @@ fn fast_records(
                 };
                 let comm = cx.comms.resolve(m.comm as u64, cx.comm_global);
                 let i = b.message(m, comm);
-                b.event(t, kind, i);
+                s.push(t, kind, i);
+                if b.m == BATCH {
+                    break true;
+                }
             }
-            _ => break,
+            _ => break false,
         }
-    }
-    b.flush(out);
+    };
     c.pos = pos;
     *time = t;
-    pos > start
+    (s, full)
 }
 
-/// Up to this many events (and messages) `fast_records` decodes into a `Batch` before they
-/// go to the columns.
+/// The low `n` bytes of a u64 (`n` <= 8).
+const MASK64: [u64; 9] = {
+    let mut m = [0u64; 9];
+    let mut n = 1;
+    while n < 9 {
+        m[n] = u64::MAX >> (64 - 8 * n);
+        n += 1;
+    }
+    m
+};
+
+/// The low `n` bytes of a u32 (`n` <= 4).
+const MASK32: [u32; 5] = [0, 0xff, 0xffff, 0xff_ffff, u32::MAX];
+
+/// Up to this many messages `fast_span` decodes into a `Batch` before they go to the
+/// columns.
 const BATCH: usize = 256;
 
-/// Events decoded by `fast_records` on their way to the columns: written to a buffer on the
-/// stack (a store each, with the count in a register) and appended to the columns a batch
-/// at a time, where a `Vec::push` per field reloads the vector's length and pointer after
-/// every store.
+/// The payloads of messages decoded by `fast_span` on their way to the columns (their
+/// events go straight to the columns): written to a buffer on the stack and appended a
+/// batch at a time.
 struct Batch {
-    n: usize,
-    time: [u64; BATCH],
-    kind: [EventKind; BATCH],
-    arg: [u32; BATCH],
     /// Messages, indexed from `msg_base` (the columns' message count at the batch's start).
     m: usize,
     msg_base: u32,
@@ -343,10 +395,6 @@ struct Batch {
 impl Batch {
     fn new() -> Batch {
         Batch {
-            n: 0,
-            time: [0; BATCH],
-            kind: [EventKind::Unknown; BATCH],
-            arg: [0; BATCH],
             m: 0,
             msg_base: 0,
             peer: [0; BATCH],
@@ -360,7 +408,7 @@ impl Batch {
     /// Message `m` on model communicator `comm`; its index in the columns.
     #[inline(always)]
     fn message(&mut self, m: Msg, comm: u32) -> u32 {
-        // `m < BATCH`: `fast_records` flushes a full batch before each record
+        // `m < BATCH`: `fast_span` stops when the batch is full
         let k = self.m.min(BATCH - 1);
         let i = self.msg_base + k as u32;
         self.peer[k] = m.peer;
@@ -374,30 +422,25 @@ impl Batch {
         i
     }
 
-    #[inline(always)]
-    fn event(&mut self, t: u64, kind: EventKind, arg: u32) {
-        // `n < BATCH`: `fast_records` flushes a full batch before each record
-        let k = self.n.min(BATCH - 1);
-        self.time[k] = t;
-        self.kind[k] = kind;
-        self.arg[k] = arg;
-        self.n = k + 1;
-    }
-
-    /// The batch's events and messages appended to `out`; the batch empty.
+    /// The batch's messages appended to `out`; the batch empty.
     fn flush(&mut self, out: &mut EventsFiller) {
         let m = self.m;
+        if m == 0 {
+            return;
+        }
         let (peer, comm, tag) = (&self.peer[..m], &self.comm[..m], &self.tag[..m]);
         out.extend_messages([peer, comm, tag], &self.bytes[..m], &self.requests);
         self.requests.clear();
-        out.extend_events(
-            &self.time[..self.n],
-            &self.kind[..self.n],
-            &self.arg[..self.n],
-        );
-        self.n = 0;
         self.m = 0;
     }
+}
+
+/// Four little-endian bytes.
+#[inline(always)]
+fn le_u32(b: &[u8]) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(b);
+    u32::from_le_bytes(a)
 }
 
 /// Eight little-endian bytes.
@@ -408,47 +451,28 @@ fn le_u64(b: &[u8]) -> u64 {
     u64::from_le_bytes(a)
 }
 
-/// The low `n` bytes of `v` (a compressed integer's value, `n` <= 8).
-#[inline(always)]
-fn masked(v: u64, n: usize) -> u64 {
-    // n = 0: the value 0; 1 <= n <= 8 keeps the shift below 64
-    if n == 0 {
-        0
-    } else {
-        v & (u64::MAX >> (64 - 8 * n as u32))
-    }
-}
-
-/// A little-endian compressed integer of at most `max` bytes (A.4) at `pos` and its length
-/// in bytes, when it ends by `end` and `file` has 8 bytes after its size byte (else `None`:
-/// the cursor's checked path reads it, or reports it).
-#[inline(always)]
-fn fast_uc(end: usize, file: &[u8], pos: usize, max: usize) -> Option<(u64, usize)> {
-    let w = file.get(pos..pos + 9)?;
-    let n = w[0] as usize;
-    if n > max || pos + 1 + n > end {
-        return None;
-    }
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&w[1..9]);
-    Some((masked(u64::from_le_bytes(a), n), 1 + n))
-}
-
 /// A little-endian point-to-point record's payload at `pos` (its one-byte length, then
 /// receiver or sender, communicator (local id), tag, length and, `nonblocking`, the request)
 /// inside a chunk ending at `end`: the record's end and the message, or `None` for the
-/// cursor's checked path (a long length, a field that does not fit, the file's last bytes).
+/// cursor's checked path (a length over 30 bytes, a field that does not fit, the file's
+/// last 40 bytes).
 #[inline(always)]
 fn fast_msg(end: usize, file: &[u8], pos: usize, nonblocking: bool) -> Option<(usize, Msg)> {
-    let len = *file.get(pos)? as usize;
+    // the length byte and the fields, each field's 8 value bytes loaded at once
+    let w = file.get(pos..)?.first_chunk::<40>()?;
+    let len = w[0] as usize;
     let rend = pos + 1 + len;
-    if len == 0xff || rend > end {
+    if len > 30 || rend > end {
         return None;
     }
-    let mut p = pos + 1;
+    let mut p = 1;
     let mut field = |max: usize| {
-        let (v, n) = fast_uc(rend, file, p, max)?;
-        p += n;
+        let n = *w.get(p)? as usize;
+        if n > max {
+            return None;
+        }
+        let v = le_u64(w.get(p + 1..p + 9)?) & MASK64[n.min(8)];
+        p += 1 + n;
         Some(v)
     };
     let peer = field(4)? as u32;
@@ -456,6 +480,10 @@ fn fast_msg(end: usize, file: &[u8], pos: usize, nonblocking: bool) -> Option<(u
     let tag = field(4)? as u32;
     let bytes = field(8)?;
     let request = if nonblocking { Some(field(8)?) } else { None };
+    // every field inside the record (`p` only grows)
+    if p > 1 + len {
+        return None;
+    }
     Some((
         rend,
         Msg {
@@ -568,7 +596,7 @@ mod tests {
             comm_global: &none,
         };
         let mut out = EventsFiller::default();
-        decode_events(data, data.len().max(1), &mut cx, &mut out)?;
+        decode_events(data, data.len().max(1), &mut cx, &mut out, None)?;
         Ok(out.finish())
     }
 

@@ -37,6 +37,22 @@ pub(crate) fn map_file(path: &Path) -> Result<Option<memmap2::Mmap>> {
     Ok(Some(m))
 }
 
+/// The pages of `m` from `from` to `to` dropped from the resident set once they span
+/// `DROP_STEP` bytes or more; where the next drop starts.
+fn drop_pages(m: &memmap2::Mmap, from: usize, to: usize) -> usize {
+    /// Drop a read file's pages in steps of this many bytes.
+    const DROP_STEP: usize = 4 << 20;
+    if to < from.saturating_add(DROP_STEP) || to > m.len() {
+        return from;
+    }
+    // SAFETY: the mapping is read-only and never written: MADV_DONTNEED only drops its
+    // pages from the resident set, and a later read of them faults them in again from the
+    // file (the same contents), as the first read did.
+    let _ =
+        unsafe { m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, to - from) };
+    to
+}
+
 fn bytes(m: &Option<memmap2::Mmap>) -> &[u8] {
     m.as_deref().unwrap_or(&[])
 }
@@ -356,7 +372,16 @@ fn read_location(
         region_global: &region_global,
         comm_global: &comm_global,
     };
-    events::decode_events(data, event_chunk, &mut cx, &mut filler).map_err(|e| at(&evt_path, e))?;
+    // the pages read leave the resident set as the decoder passes them: the mapping is
+    // populated, and would otherwise hold the whole file beside the columns it fills
+    let mut dropped = 0;
+    let mut read_to = |to: usize| {
+        if let Some(m) = &m {
+            dropped = drop_pages(m, dropped, to);
+        }
+    };
+    events::decode_events(data, event_chunk, &mut cx, &mut filler, Some(&mut read_to))
+        .map_err(|e| at(&evt_path, e))?;
     drop(m);
     let mut events = filler.finish();
     let name = evt_path.display().to_string();
@@ -418,7 +443,7 @@ pub fn decode_any(data: &[u8]) {
             comm_global: &none,
         };
         let mut ev = EventsFiller::default();
-        let _ = events::decode_events(data, chunk, &mut cx, &mut ev);
+        let _ = events::decode_events(data, chunk, &mut cx, &mut ev, None);
         local::correct_clock(&local.clock_offsets, &mut ev.finish().time);
     }
 }
