@@ -7,7 +7,9 @@ use crate::rules::{Let, Rule};
 
 /// Whether `e` reads nothing but the trigger events, slots `0..n` (whose values all rules
 /// tried on one event share), and is worth keeping: more than a constant, a slot or a
-/// region table (the prefilter reads those).
+/// region table (the prefilter reads those), or a leaf the typed code reads in place (a
+/// time of a slot's event or of its call's ENTER or LEAVE, its bytes: `typed::Num`), which
+/// costs less read again than a shared value's first evaluation out of line.
 fn shareable(e: &Expr, n: u16) -> bool {
     fn reads(e: &Expr, n: u16) -> bool {
         match e {
@@ -23,7 +25,12 @@ fn shareable(e: &Expr, n: u16) -> bool {
             Expr::Agg { .. } | Expr::Shared(..) => false,
         }
     }
-    !matches!(e, Expr::Const(_) | Expr::Slot(_) | Expr::Table(..)) && reads(e, n)
+    let in_place = matches!(
+        e,
+        Expr::Path(_, Field::Time | Field::Bytes, None)
+            | Expr::Path(_, Field::Enter | Field::Leave, Some(Field::Time))
+    );
+    !in_place && !matches!(e, Expr::Const(_) | Expr::Slot(_) | Expr::Table(..)) && reads(e, n)
 }
 
 /// Every expression of `r` that its trial on an event evaluates (`exprs` of the tests).
