@@ -145,6 +145,9 @@ pub(crate) struct Timeline<'a> {
     replay: &'a Replay,
     ncls: usize,
     base: Vec<u8>,
+    /// Per call path: the call path active after its ENTER (itself) and after its LEAVE
+    /// (its parent, `NO_CNODE` at the root) with their base classes.
+    act: Vec<[(u32, u8); 2]>,
     t0: u64,
     span: u64,
     /// Each level's columns, coarsest first.
@@ -172,6 +175,10 @@ struct Acc {
     ncls: usize,
     /// `columns × classes` ticks.
     time: Vec<f32>,
+    /// Per column: the classes added to it (bit `k`: class `k`); a class not set has
+    /// 0.0 ticks there, and adding 0.0 to a sum of ticks (never -0.0) leaves its bits, so
+    /// `levels` reads only the classes set.
+    mask: Vec<u16>,
     /// Per column: the longest stretch's length and call path.
     best: Vec<(f32, u32)>,
     width: f64,
@@ -191,11 +198,19 @@ impl<'a> Timeline<'a> {
         windows: &'a [u64],
     ) -> Timeline<'a> {
         let cols = level_columns(trace.events.len(), t1.saturating_sub(t0));
+        let base = base_classes(trace, replay);
+        let act = (replay.tree.nodes.iter().enumerate())
+            .map(|(c, n)| {
+                let up = n.parent.map_or((NO_CNODE, 0), |p| (p, base[p as usize]));
+                [(c as u32, base[c]), up]
+            })
+            .collect();
         Timeline {
             trace,
             replay,
             ncls,
-            base: base_classes(trace, replay),
+            base,
+            act,
             t0,
             span: t1.saturating_sub(t0).max(1),
             finest: cols[cols.len() - 1],
@@ -455,7 +470,7 @@ impl Timeline<'_> {
         let ev = &self.trace.events[l];
         let (time, kind): (&[u64], &[EventKind]) = (&ev.time, &ev.kind);
         let ls = &self.replay.locations[l];
-        let nodes = &self.replay.tree.nodes;
+        let act = &self.act[..];
         let nwin = self.windows.len().saturating_sub(1);
         let at = |w: usize| self.windows.get(w).copied().unwrap_or(0);
         let (mut wcur, mut wspan) = (0usize, (at(0), at(1.min(nwin))));
@@ -468,20 +483,23 @@ impl Timeline<'_> {
         let mut by_class = vec![0u64; ncls];
         // the column fraction of the last stretch's end (the next one's start, mostly)
         let mut last = (u64::MAX, 0.0f64);
-        for (i, w) in time.windows(2).enumerate() {
+        // the column the last stretch ended in (`Col`)
+        let mut col = Col::NONE;
+        for ((i, w), &kd) in time.windows(2).enumerate().zip(kind) {
             let (a0, b0) = (w[0], w[1]);
             if b0 <= a0 {
                 continue;
             }
-            // the call path active from event `i` on (`stretches`)
-            let mut c = ls.cnode(i);
-            if c != NO_CNODE && kind[i] == EventKind::Leave {
-                c = nodes[c as usize].parent.unwrap_or(NO_CNODE);
-            }
+            // the call path active from event `i` on (`stretches`) and its class
+            let c = ls.cnode(i);
             if c == NO_CNODE {
                 continue;
             }
-            let k = self.base[c as usize] as usize;
+            let (c, k) = act[c as usize][usize::from(kd == EventKind::Leave)];
+            if c == NO_CNODE {
+                continue;
+            }
+            let k = k as usize;
             by_class[k] = by_class[k].saturating_add(b0 - a0);
             let (a, b) = (a0.max(t0), b0.max(t0));
             if a < wspan.0 || a >= wspan.1 {
@@ -508,7 +526,17 @@ impl Timeline<'_> {
             };
             let x1 = f64_of(b - t0) * acc.inv;
             last = (b, x1);
-            acc.add_whole((x0, x1), c, k);
+            if x0 >= col.lo && x1 <= col.hi {
+                // within the last stretch's column: `add_whole`'s one column, its overlap
+                // `x1 - x0` (`overlap` of fractions within the column's edges)
+                let d = x1 - x0;
+                if d > 0.0 && d * acc.width > 0.0 {
+                    acc.put(col.col, k, d * acc.width, c);
+                }
+            } else {
+                acc.add_whole((x0, x1), c, k);
+                col = Col::of(x1, acc.best.len());
+            }
         }
         // every sum is of whole ticks, each term and partial sum at most its total: below
         // 2^53 the float sums of `walk_parts` were exact (else, a time column going back and
@@ -609,12 +637,15 @@ impl OnStretch for Sums<'_> {
                 // (the window's overlap is `dt` here)
                 let cell = &mut self.acc.time[col * ncls..(col + 1) * ncls];
                 let w = &mut self.win[wcur * ncls..(wcur + 1) * ncls];
+                let mut m = 0u16;
                 for &(k, s) in parts {
                     let p = dt * s;
                     self.by_class[k as usize] += p;
                     w[k as usize] += p;
                     cell[k as usize] += (o * s) as f32;
+                    m |= 1 << k;
                 }
+                self.acc.mask[col] |= m;
                 self.acc.longest(col, o, c);
             }
             _ => {
@@ -710,6 +741,7 @@ impl Acc {
         Acc {
             ncls,
             time: vec![0.0; columns * ncls],
+            mask: vec![0; columns],
             best: vec![(0.0, NO_CNODE); columns],
             width,
             inv: 1.0 / width,
@@ -773,9 +805,18 @@ impl Acc {
             let cell = &mut self.time[col * self.ncls..(col + 1) * self.ncls];
             for &(k, s) in parts {
                 cell[k as usize] += (o * s) as f32;
+                self.mask[col] |= 1 << k;
             }
             self.longest(col, o, c);
         }
+    }
+
+    /// `o` ticks (positive) of class `k` and call path `c` in column `col`.
+    #[inline(always)]
+    fn put(&mut self, col: usize, k: usize, o: f64, c: u32) {
+        self.time[col * self.ncls + k] += o as f32;
+        self.mask[col] |= 1 << k;
+        self.longest(col, o, c);
     }
 
     /// `add` of a stretch of class `k` whole (`parts` = [(k, 1.0)]) spanning the column
@@ -789,6 +830,7 @@ impl Acc {
             let o = self.overlap(x, first);
             if o > 0.0 {
                 self.time[first * self.ncls + k] += o as f32;
+                self.mask[first] |= 1 << k;
                 self.longest(first, o, c);
             }
             return;
@@ -798,6 +840,7 @@ impl Acc {
             let o = self.overlap(x, col);
             if o > 0.0 {
                 self.time[col * self.ncls + k] += o as f32;
+                self.mask[col] |= 1 << k;
                 self.longest(col, o, c);
             }
         }
@@ -807,7 +850,8 @@ impl Acc {
     /// class sums are its finest columns' cells added one by one from 0 in column order;
     /// its left half's sum, made so for the finer level, is carried on over its right
     /// half's cells (the same additions in the same order, half of them done once), and its
-    /// longest stretch is the first longest of its halves'.
+    /// longest stretch is the first longest of its halves'. Only the classes a column's
+    /// `mask` sets are read and added (the others' cells are 0.0: no sum changes by them).
     fn levels(&self, finest: u32) -> (Vec<Vec<u8>>, Vec<u32>) {
         let n = self.ncls;
         let mut used = Vec::new();
@@ -815,40 +859,57 @@ impl Acc {
         let mut group = 1usize;
         // the finest level: a column's sums are its own cells (0 + t is t)
         let mut runs = Runs::new(self.width);
-        for (cell, &best) in self.time.chunks_exact(n).zip(&self.best) {
-            runs.push(first_max(cell.iter().map(|&t| t as f64)), best, &mut used);
+        for ((cell, &m), &best) in (self.time.chunks_exact(n).zip(&self.mask)).zip(&self.best) {
+            runs.push(first_max(cell, m), best, &mut used);
         }
         let mut per_level = vec![runs.out()];
-        // the current level's sums (`cols × classes`; empty at the finest) and longest
-        // stretches
+        // the current level's sums (`cols × classes`; empty at the finest), the classes
+        // they hold and longest stretches
         let mut sums: Vec<f64> = Vec::new();
+        let mut held: Vec<u16> = Vec::new();
         let mut best = self.best.clone();
         while cols > super::timeline::COLUMNS as usize && cols % 2 == 0 {
             let half = group;
             cols /= 2;
             group *= 2;
             let mut next = vec![0.0f64; cols * n];
+            let mut next_held = Vec::with_capacity(cols);
             let mut next_best = Vec::with_capacity(cols);
             let mut runs = Runs::new(self.width * group as f64);
             for (c, s) in next.chunks_exact_mut(n).enumerate() {
                 let left = 2 * c;
-                if half == 1 {
-                    let cell = &self.time[left * n..(left + 1) * n];
-                    s.iter_mut().zip(cell).for_each(|(s, &t)| *s = t as f64);
+                let mut m = if half == 1 {
+                    let (cell, m) = (&self.time[left * n..(left + 1) * n], self.mask[left]);
+                    let mut b = m;
+                    while let Some(k) = next_bit(&mut b) {
+                        s[k] = cell[k] as f64;
+                    }
+                    m
                 } else {
-                    s.copy_from_slice(&sums[left * n..(left + 1) * n]);
-                }
-                let right = &self.time[(c * group + half) * n..(c + 1) * group * n];
-                for cell in right.chunks_exact(n) {
-                    s.iter_mut().zip(cell).for_each(|(s, &t)| *s += t as f64);
+                    let (prev, m) = (&sums[left * n..(left + 1) * n], held[left]);
+                    let mut b = m;
+                    while let Some(k) = next_bit(&mut b) {
+                        s[k] = prev[k];
+                    }
+                    m
+                };
+                let (lo, hi) = (c * group + half, (c + 1) * group);
+                let right = &self.time[lo * n..hi * n];
+                for (cell, &cm) in right.chunks_exact(n).zip(&self.mask[lo..hi]) {
+                    let mut b = cm;
+                    while let Some(k) = next_bit(&mut b) {
+                        s[k] += cell[k] as f64;
+                    }
+                    m |= cm;
                 }
                 let (l, r) = (best[left], best[left + 1]);
                 let b = if r.0 > l.0 { r } else { l };
                 next_best.push(b);
-                runs.push(first_max(s.iter().copied()), b, &mut used);
+                next_held.push(m);
+                runs.push(first_max(s, m), b, &mut used);
             }
             per_level.push(runs.out());
-            (sums, best) = (next, next_best);
+            (sums, held, best) = (next, next_held, next_best);
         }
         per_level.reverse();
         used.sort_unstable();
@@ -857,12 +918,75 @@ impl Acc {
     }
 }
 
-/// The first largest of the class sums `times` and its class; (15, 0.0) when none is
-/// positive (`dominant`'s choice).
+/// The lowest bit set in `m`, cleared (the classes of a `mask` one by one, lowest first).
 #[inline(always)]
-fn first_max(times: impl Iterator<Item = f64>) -> (u8, f64) {
-    let mut best = (15u8, 0.0f64);
-    for (k, t) in times.enumerate() {
+fn next_bit(m: &mut u16) -> Option<usize> {
+    if *m == 0 {
+        return None;
+    }
+    let k = m.trailing_zeros() as usize;
+    *m &= *m - 1;
+    Some(k)
+}
+
+/// A class sum as an `f64` (the finest level's `f32` cells, the coarser levels' sums).
+trait Tick: Copy {
+    fn f64(self) -> f64;
+}
+
+impl Tick for f32 {
+    #[inline(always)]
+    fn f64(self) -> f64 {
+        self as f64
+    }
+}
+
+impl Tick for f64 {
+    #[inline(always)]
+    fn f64(self) -> f64 {
+        self
+    }
+}
+
+/// A finest column `col` with its edges as column fractions `[lo, hi]` (`Acc::span`); a
+/// span within them lies in that column alone (`Acc::add_whole`'s one column).
+struct Col {
+    col: usize,
+    lo: f64,
+    hi: f64,
+}
+
+impl Col {
+    /// No column: no span lies within it.
+    const NONE: Col = Col {
+        col: 0,
+        lo: f64::INFINITY,
+        hi: f64::NEG_INFINITY,
+    };
+
+    /// The column of fraction `x` of `n` columns (the one `add_whole` starts a span at `x`
+    /// in: truncated, at most the last); `NONE` past the last column's edge.
+    #[inline]
+    fn of(x: f64, n: usize) -> Col {
+        let col = trunc_usize(x);
+        if col >= n {
+            return Col::NONE;
+        }
+        Col {
+            col,
+            lo: col as f64,
+            hi: (col + 1) as f64,
+        }
+    }
+}
+
+/// The first largest of the class sums `times` of the classes `m` sets and its class;
+/// (15, 0.0) when none is positive (`dominant`'s choice: the classes not set are 0.0).
+#[inline(always)]
+fn first_max<T: Tick>(times: &[T], m: u16) -> (u8, f64) {
+    let (mut best, mut m) = ((15u8, 0.0f64), m);
+    while let Some(k) = next_bit(&mut m) {
+        let t = times[k].f64();
         if t > best.1 {
             best = (k as u8, t);
         }

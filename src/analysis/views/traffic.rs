@@ -110,10 +110,78 @@ pub(crate) struct Out {
 }
 
 /// Ticks a rank waited for another, per (frame, waiting rank, rank waited for).
-pub(crate) type Waits = BTreeMap<(usize, u32, u32), u64>;
+pub(crate) type Waits = BTreeMap<Key, u64>;
 
 /// Bytes and messages sent, per (frame, from, to).
-pub(crate) type Sent = BTreeMap<(usize, u32, u32), (u64, u64)>;
+pub(crate) type Sent = BTreeMap<Key, (u64, u64)>;
+
+/// A frame and two ranks: the key of `Waits` and `Sent`.
+pub(crate) type Key = (usize, u32, u32);
+
+/// An integer sum of `Waits` or `Sent` (added in any order: the same totals).
+pub(crate) trait Sum: Copy + Default {
+    fn add(&mut self, other: Self);
+}
+
+impl Sum for u64 {
+    #[inline]
+    fn add(&mut self, other: u64) {
+        *self += other;
+    }
+}
+
+impl Sum for (u64, u64) {
+    #[inline]
+    fn add(&mut self, other: (u64, u64)) {
+        self.0 += other.0;
+        self.1 += other.1;
+    }
+}
+
+/// Where a location's or collective's sums go: a map itself, or a `Batch` before it.
+pub(crate) trait Sink<V> {
+    fn add(&mut self, key: Key, v: V);
+}
+
+impl<V: Sum> Sink<V> for BTreeMap<Key, V> {
+    #[inline]
+    fn add(&mut self, key: Key, v: V) {
+        self.entry(key).or_default().add(v);
+    }
+}
+
+/// Additions to a map gathered while they go to the same key (a location's messages mostly
+/// go to the same partner in the same frame one after the other): one map entry a run of
+/// the key, the same totals and keys (`flush` at the end).
+struct Batch<'m, V> {
+    map: &'m mut BTreeMap<Key, V>,
+    run: Option<(Key, V)>,
+}
+
+impl<'m, V: Sum> Batch<'m, V> {
+    fn new(map: &'m mut BTreeMap<Key, V>) -> Self {
+        Batch { map, run: None }
+    }
+
+    fn flush(&mut self) {
+        if let Some((k, v)) = self.run.take() {
+            self.map.add(k, v);
+        }
+    }
+}
+
+impl<V: Sum> Sink<V> for Batch<'_, V> {
+    #[inline]
+    fn add(&mut self, key: Key, v: V) {
+        match &mut self.run {
+            Some((k, x)) if *k == key => x.add(v),
+            _ => {
+                self.flush();
+                self.run = Some((key, v));
+            }
+        }
+    }
+}
 
 /// The integer sums of any set of locations and collective instances (added in any order).
 #[derive(Default)]
@@ -216,9 +284,12 @@ impl<'a> Traffic<'a> {
         let Some(me) = self.rank(l as u32) else {
             return out;
         };
+        let (mut sent, mut waits) = (
+            Batch::new(&mut out.sums.sent),
+            Batch::new(&mut out.sums.waits),
+        );
         let mut nth = 0u64;
-        for i in 0..ev.len() {
-            let kind = ev.kind[i];
+        for (i, &kind) in ev.kind.iter().enumerate() {
             let is_send = matches!(kind, EventKind::MpiSend | EventKind::MpiIsend);
             if !is_send && !matches!(kind, EventKind::MpiRecv | EventKind::MpiIrecv) {
                 continue;
@@ -232,9 +303,7 @@ impl<'a> Traffic<'a> {
             let (pl, pe) = (p.loc as usize, p.event as usize);
             if is_send {
                 let t = self.entered(l, i);
-                let x = out.sums.sent.entry((self.frame(t), me, other)).or_default();
-                x.0 += m.bytes;
-                x.1 += 1;
+                sent.add((self.frame(t), me, other), (m.bytes, 1));
                 if nth % stride == 0 {
                     out.lines.push(MessageLine {
                         from: l as u32,
@@ -249,14 +318,16 @@ impl<'a> Traffic<'a> {
                 // late sender: the receive call waited from its start until the send began
                 let r = self.entered(l, i);
                 let s = self.entered(pl, pe).min(ev.time[i]);
-                self.spread(&mut out.sums.waits, (r, s), me, other);
+                self.spread(&mut waits, (r, s), me, other);
             }
         }
+        sent.flush();
+        waits.flush();
         out
     }
 
     /// Add the wait `[from, until)` of rank `a` for rank `b` to the frames it overlaps.
-    fn spread(&self, waits: &mut Waits, (from, until): (u64, u64), a: u32, b: u32) {
+    fn spread(&self, waits: &mut impl Sink<u64>, (from, until): (u64, u64), a: u32, b: u32) {
         if until <= from {
             return;
         }
@@ -268,7 +339,7 @@ impl<'a> Traffic<'a> {
             // the last frame also takes what lies past its end (the run's last tick)
             let hi = if f + 1 == last { until } else { hi };
             if hi > lo {
-                *waits.entry((f, a, b)).or_default() += hi - lo;
+                waits.add((f, a, b), hi - lo);
             }
             f += 1;
         }
