@@ -453,7 +453,8 @@ fn the_path_never_exceeds_the_run_on_the_scorep_traces() {
 
 /// The longest path taken event by event (`longest`, as a what-if does) and with runs of
 /// uneventful events taken at once (`path`, the report's) are the same, and the path's edges
-/// add up to its length, on every shipped trace with dependencies.
+/// add up to its length, on every shipped trace with dependencies; the path is the same with
+/// one thread and with two halves of the locations walked at once.
 #[test]
 fn the_fast_longest_path_equals_the_event_by_event_one() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
@@ -469,6 +470,12 @@ fn the_fast_longest_path_equals_the_event_by_event_one() {
             let name = e.path().display().to_string();
             let (fast, slow) = (g.path(), g.longest(&|_| false));
             assert_eq!(fast.length, slow.length, "{name}");
+            // one thread, or two halves of the locations walked at once: the same path
+            let serial = format!("{:?}", pool(1).install(|| g.path()));
+            for threads in [2, 3] {
+                let p = pool(threads).install(|| g.path());
+                assert_eq!(format!("{p:?}"), serial, "{name}, {threads} threads");
+            }
             assert!(fast.length > 0, "{name}");
             for p in [&fast, &slow] {
                 let mut sum = 0;
@@ -479,6 +486,14 @@ fn the_fast_longest_path_equals_the_event_by_event_one() {
         }
     }
     assert!(n >= 20, "{n} traces");
+}
+
+/// A pool of `threads` threads.
+fn pool(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
 }
 
 /// Scalasca value of `metric` per rank (summed over call paths) from a trace_dump.csv.
@@ -537,9 +552,14 @@ fn a_dependency_cycle_is_broken_and_counted() {
     };
     let (_d, trace) = build(vec![rank(1), rank(0)]);
     let replay = Replay::new(&trace);
-    let cp = critical_path(&trace, &replay, &[]).unwrap();
-    assert_eq!(cp.broken_dependencies, 1);
-    assert!(cp.length_s <= cp.duration_s + TOL);
+    // also with the two ranks walked at once, each waiting for the other
+    for threads in [1, 2] {
+        let cp = pool(threads)
+            .install(|| critical_path(&trace, &replay, &[]))
+            .unwrap();
+        assert_eq!(cp.broken_dependencies, 1);
+        assert!(cp.length_s <= cp.duration_s + TOL);
+    }
 }
 
 /// The overhead classes split exactly what the metric tree calls overhead: per call path,

@@ -40,7 +40,10 @@
 //! without target, source or wait window adds its elapsed time at once. The path's edges
 //! are walked again, per stretch, only to attribute them (`Graph::for_each_stretch`: a
 //! stretch's local edges summed at once for its location and segment). The what-if paths,
-//! which need only their lengths, run beside the path and each other.
+//! which need only their lengths, run beside the path and each other; the path itself, with
+//! two threads, walks the two halves of the locations at once (`Walk::sweep_halves`: every
+//! event's distance is the best over its edges whatever order the locations go in, so the
+//! path is the serial one).
 
 use crate::model::{EventKind, Trace};
 use crate::replay::calltree::{Callee, CnodeIdx, NO_CNODE};
@@ -49,6 +52,7 @@ use crate::replay::{LocationState, Replay, NONE};
 use serde::Serialize;
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 /// OTF2 CollectiveOp values that give a collective's dependency structure.
 fn op_shape(op: u8) -> Shape {
@@ -499,14 +503,52 @@ type Remote = (u64, u32, EventRef, bool, u64);
 /// cursors, the distances at its dependency sources and the jumps onto it, and which
 /// locations can go on and which wait for another.
 pub(crate) struct Walk<'g> {
-    /// Distances and cross-location edges on the best path (among equally long paths the
-    /// one with the fewest wins: the path stays where the work is) at the sources.
-    sdist: Vec<Vec<u64>>,
-    shops: Vec<Vec<u32>>,
+    /// What other locations read: the distances at the sources and how far each location is.
+    shared: Shared,
     /// The dependency targets where the path came from another location.
     jumps: Vec<Vec<Jump>>,
     cur: Vec<Cursor>,
     wcs: Vec<WindowCursor<'g>>,
+    sched: Sched,
+}
+
+/// What a location's dependency targets read of other locations: distances and
+/// cross-location edges on the best path (among equally long paths the one with the fewest
+/// wins: the path stays where the work is) at the sources, and how far each location's
+/// cursor has gone (every source before it has its final values). Atomics, so that two
+/// halves of the locations can be walked at once (`Walk::sweep_halves`); read and written
+/// `Relaxed` but for `reached` (a store `Release` after the values it covers).
+struct Shared {
+    sdist: Vec<Vec<AtomicU64>>,
+    shops: Vec<Vec<AtomicU32>>,
+    reached: Vec<AtomicUsize>,
+}
+
+impl Shared {
+    /// Location `l`'s cursor as the other locations see it.
+    #[inline(always)]
+    fn reached(&self, l: usize) -> usize {
+        self.reached[l].load(Ordering::Acquire)
+    }
+
+    #[inline(always)]
+    fn value(&self, l: usize, k: usize) -> (u64, u32) {
+        (
+            self.sdist[l][k].load(Ordering::Relaxed),
+            self.shops[l][k].load(Ordering::Relaxed),
+        )
+    }
+
+    #[inline(always)]
+    fn set(&self, l: usize, k: usize, (d, h): (u64, u32)) {
+        self.sdist[l][k].store(d, Ordering::Relaxed);
+        self.shops[l][k].store(h, Ordering::Relaxed);
+    }
+}
+
+/// Which locations can go on and which wait for another (one per half walked).
+struct Sched {
+    /// Per location: the locations waiting for it to move.
     waiters: Vec<Vec<usize>>,
     runnable: Vec<usize>,
     queued: Vec<bool>,
@@ -515,7 +557,43 @@ pub(crate) struct Walk<'g> {
     src: Vec<EventRef>,
     /// Per location: where the last source was found (targets read them mostly in order).
     hint: Vec<usize>,
+    /// (location waited for, its cursor then, waiting location) where the location waited
+    /// for is in the other half.
+    remote: Vec<(usize, usize, usize)>,
 }
+
+impl Sched {
+    /// The locations `runnable` (all queued) of a walk of `nloc` locations.
+    fn new(nloc: usize, runnable: Vec<usize>) -> Sched {
+        let mut queued = vec![false; nloc];
+        runnable.iter().for_each(|&l| queued[l] = true);
+        Sched {
+            waiters: vec![Vec::new(); nloc],
+            runnable,
+            queued,
+            broken: 0,
+            src: Vec::new(),
+            hint: vec![0usize; nloc],
+            remote: Vec::new(),
+        }
+    }
+}
+
+/// The locations `first..first + cur.len()` of a walk, with their own scheduling: all of
+/// them (`Walk::whole`) or one half (`Walk::sweep_halves`).
+struct Part<'a, 'g> {
+    first: usize,
+    cur: &'a mut [Cursor],
+    jumps: &'a mut [Vec<Jump>],
+    wcs: &'a mut [WindowCursor<'g>],
+    sched: &'a mut Sched,
+    shared: &'a Shared,
+}
+
+/// A half of `Walk::sweep_halves`: not started yet, going on, out of work, done.
+const NOT_STARTED: u8 = 0;
+const RUNNING: u8 = 1;
+const IDLE: u8 = 2;
 
 impl<'g> Walk<'g> {
     /// Every location at its first event, and the start of the run: the earliest first
@@ -532,23 +610,39 @@ impl<'g> Walk<'g> {
                 c.dist = first - t0;
             }
         }
+        let zeros = |n: usize| -> Vec<AtomicU64> { (0..n).map(|_| AtomicU64::new(0)).collect() };
         let walk = Walk {
-            sdist: g.src_events.iter().map(|s| vec![0; s.len()]).collect(),
-            shops: g.src_events.iter().map(|s| vec![0; s.len()]).collect(),
+            shared: Shared {
+                sdist: g.src_events.iter().map(|s| zeros(s.len())).collect(),
+                shops: (g.src_events.iter())
+                    .map(|s| (0..s.len()).map(|_| AtomicU32::new(0)).collect())
+                    .collect(),
+                reached: (0..nloc).map(|_| AtomicUsize::new(0)).collect(),
+            },
             jumps: vec![Vec::new(); nloc],
             cur,
             wcs: g.windows.iter().map(|w| WindowCursor::new(w)).collect(),
-            waiters: vec![Vec::new(); nloc],
-            runnable: (0..nloc)
-                .rev()
-                .filter(|&l| held.is_none_or(|h| h.get(l) == Some(&true)))
-                .collect(),
-            queued: vec![true; nloc],
-            broken: 0,
-            src: Vec::new(),
-            hint: vec![0usize; nloc],
+            sched: Sched::new(
+                nloc,
+                (0..nloc)
+                    .rev()
+                    .filter(|&l| held.is_none_or(|h| h.get(l) == Some(&true)))
+                    .collect(),
+            ),
         };
         (walk, t0)
+    }
+
+    /// All the locations, scheduled together.
+    fn whole(&mut self) -> Part<'_, 'g> {
+        Part {
+            first: 0,
+            cur: &mut self.cur,
+            jumps: &mut self.jumps,
+            wcs: &mut self.wcs,
+            sched: &mut self.sched,
+            shared: &self.shared,
+        }
     }
 
     /// Every remaining location waits for another: a dependency cycle (only in a corrupt
@@ -575,12 +669,13 @@ impl<'g> Walk<'g> {
     /// Drops the dependency location `l` waits at (a cycle broken there).
     pub(crate) fn break_at(&mut self, l: usize) {
         self.cur[l].dpos += 1;
-        self.broken += 1;
-        for w in &mut self.waiters {
+        let s = &mut self.sched;
+        s.broken += 1;
+        for w in &mut s.waiters {
             w.retain(|&x| x != l);
         }
-        self.queued[l] = true;
-        self.runnable.push(l);
+        s.queued[l] = true;
+        s.runnable.push(l);
     }
 
     /// Every runnable location as far as it goes (a location whose cursor moves wakes the
@@ -591,24 +686,55 @@ impl<'g> Walk<'g> {
         zero: Option<&dyn Fn(CnodeIdx) -> bool>,
         trace_back: bool,
     ) {
-        while let Some(l) = self.runnable.pop() {
-            self.queued[l] = false;
-            let before = self.cur[l].pos;
-            self.advance(g, l, zero, trace_back);
-            if self.cur[l].pos > before {
-                self.wake(l);
-            }
-        }
+        self.whole().sweep(g, zero, trace_back);
     }
 
-    /// The locations waiting for location `l` become runnable.
-    fn wake(&mut self, l: usize) {
-        for w in std::mem::take(&mut self.waiters[l]) {
-            if !self.queued[w] {
-                self.queued[w] = true;
-                self.runnable.push(w);
-            }
-        }
+    /// `sweep` of every location (all runnable, none broken), the two halves of the
+    /// locations at once, each as far as it goes: a half waits for the other's cursors
+    /// where a target's source lies there, and stops when the other half is out of work
+    /// too (or has not started: rayon runs it later). The distances, and so the path, are
+    /// the serial sweep's: each event's is the best over its edges, whatever the order
+    /// the locations went in; the serial `sweep` then takes what is left from where the
+    /// halves stopped (a cycle is broken only where nothing can go on, as there).
+    fn sweep_halves(&mut self, g: &Graph, trace_back: bool) {
+        let nloc = self.cur.len();
+        let m = nloc / 2;
+        let (ca, cb) = self.cur.split_at_mut(m);
+        let (ja, jb) = self.jumps.split_at_mut(m);
+        let (wa, wb) = self.wcs.split_at_mut(m);
+        let mut sa = Sched::new(nloc, (0..m).rev().collect());
+        let mut sb = Sched::new(nloc, (m..nloc).rev().collect());
+        let shared = &self.shared;
+        let mut a = Part {
+            first: 0,
+            cur: ca,
+            jumps: ja,
+            wcs: wa,
+            sched: &mut sa,
+            shared,
+        };
+        let mut b = Part {
+            first: m,
+            cur: cb,
+            jumps: jb,
+            wcs: wb,
+            sched: &mut sb,
+            shared,
+        };
+        let state = [AtomicU8::new(RUNNING), AtomicU8::new(NOT_STARTED)];
+        rayon::join(
+            || a.run_half(g, trace_back, &state, 0),
+            || b.run_half(g, trace_back, &state, 1),
+        );
+        // the serial sweep goes on from here: every unfinished location runnable
+        let runnable: Vec<usize> = (0..nloc)
+            .rev()
+            .filter(|&l| self.cur[l].pos < g.time[l].len())
+            .collect();
+        self.sched = Sched {
+            hint: std::mem::take(&mut self.sched.hint),
+            ..Sched::new(nloc, runnable)
+        };
     }
 
     /// Location `l`'s next event (all before it have their distances).
@@ -620,7 +746,7 @@ impl<'g> Walk<'g> {
     /// some dependency already passed.
     pub(crate) fn source_value(&self, g: &Graph, l: usize, e: u32) -> Option<(u64, u32)> {
         let k = g.src_events[l].binary_search(&e).ok()?;
-        Some((self.sdist[l][k], self.shops[l][k]))
+        Some(self.shared.value(l, k))
     }
 
     /// A location held elsewhere: its owner's cursor is at `pos` (in this graph's events of
@@ -633,192 +759,19 @@ impl<'g> Walk<'g> {
         pos: usize,
         values: &[(u32, u64, u32)],
     ) {
-        self.cur[l].pos = self.cur[l].pos.max(pos);
         for &(e, d, h) in values {
             if let Ok(k) = g.src_events[l].binary_search(&e) {
-                self.sdist[l][k] = d;
-                self.shops[l][k] = h;
+                self.shared.set(l, k, (d, h));
             }
         }
-        self.wake(l);
+        self.cur[l].pos = self.cur[l].pos.max(pos);
+        self.shared.reached[l].store(self.cur[l].pos, Ordering::Release);
+        self.whole().wake(l);
     }
 
     /// Dependencies dropped to break cycles so far.
     pub(crate) fn broken(&self) -> u64 {
-        self.broken
-    }
-
-    /// Location `l` as far as it goes: up to its end, or to a dependency target with a
-    /// source not reached yet (then `l` waits for that source's location).
-    fn advance(
-        &mut self,
-        g: &Graph,
-        l: usize,
-        zero: Option<&dyn Fn(CnodeIdx) -> bool>,
-        trace_back: bool,
-    ) {
-        let t = &g.time[l];
-        let n = t.len();
-        let deps = &g.deps[l];
-        let srcs = &g.src_events[l];
-        let mut c = self.cur[l];
-        while c.pos < n {
-            let i = c.pos;
-            // the dependency of event i, if its sources are all done
-            let mut remote: Option<Remote> = None;
-            if c.dpos < deps.len() && deps[c.dpos].event as usize == i {
-                match self.dependency(g, l, i, deps[c.dpos], zero) {
-                    Some(r) => remote = r,
-                    None => break,
-                }
-                c.dpos += 1;
-            }
-            if i > 0 {
-                let mut w = g.local_weight(l, i, &mut self.wcs[l]);
-                if let Some(zero) = zero {
-                    let cn = g.active(l, i - 1);
-                    if cn != NO_CNODE && zero(cn) {
-                        w = 0;
-                    }
-                }
-                c.dist += w;
-            }
-            // a tie keeps the local edge: the location was not waiting
-            if let Some((v, h, s, coll, w)) = remote {
-                if v > c.dist || (v == c.dist && h < c.hops) {
-                    c.dist = v;
-                    c.hops = h;
-                    if trace_back {
-                        self.jumps[l].push(Jump {
-                            event: i as u32,
-                            from: s,
-                            weight: w,
-                            coll,
-                        });
-                    }
-                }
-            }
-            while c.spos < srcs.len() && (srcs[c.spos] as usize) <= i {
-                if srcs[c.spos] as usize == i {
-                    self.sdist[l][c.spos] = c.dist;
-                    self.shops[l][c.spos] = c.hops;
-                }
-                c.spos += 1;
-            }
-            c.pos += 1;
-            if zero.is_none() && c.pos < n {
-                // events up to the next one that matters: their local edges are their
-                // elapsed time
-                let next = [
-                    deps.get(c.dpos).map_or(n, |d| d.event as usize),
-                    srcs.get(c.spos).map_or(n, |&s| s as usize),
-                    self.wcs[l].covered_from(c.pos as u32) as usize,
-                    n,
-                ]
-                .into_iter()
-                .min()
-                .unwrap_or(n);
-                if next > c.pos {
-                    c.dist += t[next - 1] - t[c.pos - 1];
-                    c.pos = next;
-                }
-            }
-        }
-        self.cur[l] = c;
-    }
-
-    /// Dependency `d` of event `i` of location `l`: `None` if a source is not reached yet
-    /// (`l` then waits for its location), else the best way in from a source, if any.
-    #[inline(always)]
-    fn dependency(
-        &mut self,
-        g: &Graph,
-        l: usize,
-        i: usize,
-        d: Dep,
-        zero: Option<&dyn Fn(CnodeIdx) -> bool>,
-    ) -> Option<Option<Remote>> {
-        if let Source::Msg(s) = d.source {
-            return self.msg_dependency(g, l, i, s, zero);
-        }
-        let t = &g.time[l];
-        let mut remote: Option<Remote> = None;
-        g.sources(l, &d, &mut self.src);
-        // (sources are on other locations)
-        if let Some(s) = self
-            .src
-            .iter()
-            .find(|s| self.cur[s.loc as usize].pos <= s.event as usize)
-        {
-            self.waiters[s.loc as usize].push(l);
-            return None;
-        }
-        let z = zero.is_some_and(|zero| {
-            let cn = cnode(g.replay, l, i);
-            cn != NO_CNODE && zero(cn)
-        });
-        // the dependency takes from the latest source to the target, whichever source the
-        // path comes from
-        let ready = self
-            .src
-            .iter()
-            .map(|s| g.time[s.loc as usize][s.event as usize])
-            .max()
-            .unwrap_or(t[i]);
-        // the part of the target's last edge after it and its sources were ready: the same
-        // on the local edge (the wait window) and from any source
-        let after = if i > 0 { ready.max(t[i - 1]) } else { ready };
-        let lat = t[i].saturating_sub(after);
-        let w = if z { 0 } else { lat };
-        for s in &self.src {
-            let sl = s.loc as usize;
-            let Some(k) = find_from(&g.src_events[sl], &mut self.hint[sl], s.event) else {
-                continue;
-            };
-            let v = self.sdist[sl][k] + w;
-            let h = self.shops[sl][k] + 1;
-            if remote.is_none_or(|(bv, bh, _, _, _)| v > bv || (v == bv && h < bh)) {
-                remote = Some((v, h, *s, matches!(d.source, Source::Coll { .. }), w));
-            }
-        }
-        Some(remote)
-    }
-
-    /// `dependency` of a receive, whose one source is the ENTER of its send's call `s`
-    /// (the common case, without the list of sources `Graph::sources` makes).
-    #[inline(always)]
-    fn msg_dependency(
-        &mut self,
-        g: &Graph,
-        l: usize,
-        i: usize,
-        s: EventRef,
-        zero: Option<&dyn Fn(CnodeIdx) -> bool>,
-    ) -> Option<Option<Remote>> {
-        let (t, sl) = (&g.time[l], s.loc as usize);
-        // a source on the same location or later than its target is no dependency
-        if sl == l {
-            return Some(None);
-        }
-        let ready = g.time[sl][s.event as usize];
-        if ready > t[i] {
-            return Some(None);
-        }
-        if self.cur[sl].pos <= s.event as usize {
-            self.waiters[sl].push(l);
-            return None;
-        }
-        let z = zero.is_some_and(|zero| {
-            let cn = cnode(g.replay, l, i);
-            cn != NO_CNODE && zero(cn)
-        });
-        let after = if i > 0 { ready.max(t[i - 1]) } else { ready };
-        let w = if z { 0 } else { t[i].saturating_sub(after) };
-        let Some(k) = find_from(&g.src_events[sl], &mut self.hint[sl], s.event) else {
-            return Some(None);
-        };
-        let (v, h) = (self.sdist[sl][k] + w, self.shops[sl][k] + 1);
-        Some(Some((v, h, s, false, w)))
+        self.sched.broken
     }
 
     /// The end of the path: the largest distance over every location's last event, as
@@ -884,6 +837,265 @@ impl<'g> Walk<'g> {
                 }
             }
         }
+    }
+}
+
+impl<'g> Part<'_, 'g> {
+    /// Every runnable location as far as it goes (`Walk::sweep`).
+    fn sweep(&mut self, g: &Graph, zero: Option<&dyn Fn(CnodeIdx) -> bool>, trace_back: bool) {
+        while let Some(l) = self.sched.runnable.pop() {
+            self.sched.queued[l] = false;
+            let before = self.cur[l - self.first].pos;
+            self.advance(g, l, zero, trace_back);
+            if self.cur[l - self.first].pos > before {
+                self.wake(l);
+            }
+        }
+    }
+
+    /// The locations waiting for location `l` become runnable.
+    fn wake(&mut self, l: usize) {
+        let s = &mut *self.sched;
+        for w in std::mem::take(&mut s.waiters[l]) {
+            if !s.queued[w] {
+                s.queued[w] = true;
+                s.runnable.push(w);
+            }
+        }
+    }
+
+    /// Location `l` waits for location `sl` to move.
+    #[inline]
+    fn wait_for(&mut self, sl: usize, l: usize) {
+        if sl.wrapping_sub(self.first) < self.cur.len() {
+            self.sched.waiters[sl].push(l);
+        } else {
+            let seen = self.shared.reached(sl);
+            self.sched.remote.push((sl, seen, l));
+        }
+    }
+
+    /// The locations waiting for the other half whose location waited for has moved
+    /// become runnable; whether any did.
+    fn poll_remote(&mut self) -> bool {
+        let (s, shared) = (&mut *self.sched, self.shared);
+        let before = s.runnable.len();
+        s.remote.retain(|&(sl, seen, l)| {
+            if shared.reached(sl) == seen {
+                return true;
+            }
+            if !s.queued[l] {
+                s.queued[l] = true;
+                s.runnable.push(l);
+            }
+            false
+        });
+        s.runnable.len() > before
+    }
+
+    /// One half of `Walk::sweep_halves` (`me`: 0 or 1; `state`: both halves' states).
+    fn run_half(&mut self, g: &Graph, trace_back: bool, state: &[AtomicU8; 2], me: usize) {
+        state[me].store(RUNNING, Ordering::SeqCst);
+        loop {
+            self.sweep(g, None, trace_back);
+            if self.poll_remote() {
+                continue;
+            }
+            if self.sched.remote.is_empty() {
+                break; // every location of the half done, or waiting inside it (a cycle)
+            }
+            state[me].store(IDLE, Ordering::SeqCst);
+            // the other half may still move a location waited for: wait while it runs
+            let mut spins = 0u32;
+            while state[1 - me].load(Ordering::SeqCst) == RUNNING && !self.poll_remote() {
+                spins = spins.wrapping_add(1);
+                if spins % 64 == 0 {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+            if !self.poll_remote() && self.sched.runnable.is_empty() {
+                break;
+            }
+            state[me].store(RUNNING, Ordering::SeqCst);
+        }
+        state[me].store(IDLE, Ordering::SeqCst);
+    }
+
+    /// Location `l` as far as it goes: up to its end, or to a dependency target with a
+    /// source not reached yet (then `l` waits for that source's location).
+    fn advance(
+        &mut self,
+        g: &Graph,
+        l: usize,
+        zero: Option<&dyn Fn(CnodeIdx) -> bool>,
+        trace_back: bool,
+    ) {
+        let t = &g.time[l];
+        let n = t.len();
+        let deps = &g.deps[l];
+        let srcs = &g.src_events[l];
+        let me = l - self.first;
+        let mut c = self.cur[me];
+        while c.pos < n {
+            let i = c.pos;
+            // the dependency of event i, if its sources are all done
+            let mut remote: Option<Remote> = None;
+            if c.dpos < deps.len() && deps[c.dpos].event as usize == i {
+                match self.dependency(g, l, i, deps[c.dpos], zero) {
+                    Some(r) => remote = r,
+                    None => break,
+                }
+                c.dpos += 1;
+            }
+            if i > 0 {
+                let mut w = g.local_weight(l, i, &mut self.wcs[me]);
+                if let Some(zero) = zero {
+                    let cn = g.active(l, i - 1);
+                    if cn != NO_CNODE && zero(cn) {
+                        w = 0;
+                    }
+                }
+                c.dist += w;
+            }
+            // a tie keeps the local edge: the location was not waiting
+            if let Some((v, h, s, coll, w)) = remote {
+                if v > c.dist || (v == c.dist && h < c.hops) {
+                    c.dist = v;
+                    c.hops = h;
+                    if trace_back {
+                        self.jumps[me].push(Jump {
+                            event: i as u32,
+                            from: s,
+                            weight: w,
+                            coll,
+                        });
+                    }
+                }
+            }
+            while c.spos < srcs.len() && (srcs[c.spos] as usize) <= i {
+                if srcs[c.spos] as usize == i {
+                    self.shared.set(l, c.spos, (c.dist, c.hops));
+                    // the other half may read it now
+                    self.shared.reached[l].store(i + 1, Ordering::Release);
+                }
+                c.spos += 1;
+            }
+            c.pos += 1;
+            if zero.is_none() && c.pos < n {
+                // events up to the next one that matters: their local edges are their
+                // elapsed time
+                let next = [
+                    deps.get(c.dpos).map_or(n, |d| d.event as usize),
+                    srcs.get(c.spos).map_or(n, |&s| s as usize),
+                    self.wcs[me].covered_from(c.pos as u32) as usize,
+                    n,
+                ]
+                .into_iter()
+                .min()
+                .unwrap_or(n);
+                if next > c.pos {
+                    c.dist += t[next - 1] - t[c.pos - 1];
+                    c.pos = next;
+                }
+            }
+        }
+        self.cur[me] = c;
+        self.shared.reached[l].store(c.pos, Ordering::Release);
+    }
+
+    /// Dependency `d` of event `i` of location `l`: `None` if a source is not reached yet
+    /// (`l` then waits for its location), else the best way in from a source, if any.
+    #[inline(always)]
+    fn dependency(
+        &mut self,
+        g: &Graph,
+        l: usize,
+        i: usize,
+        d: Dep,
+        zero: Option<&dyn Fn(CnodeIdx) -> bool>,
+    ) -> Option<Option<Remote>> {
+        if let Source::Msg(s) = d.source {
+            return self.msg_dependency(g, l, i, s, zero);
+        }
+        let t = &g.time[l];
+        let mut remote: Option<Remote> = None;
+        g.sources(l, &d, &mut self.sched.src);
+        // (sources are on other locations)
+        let shared = self.shared;
+        if let Some(s) =
+            (self.sched.src.iter()).find(|s| shared.reached(s.loc as usize) <= s.event as usize)
+        {
+            let sl = s.loc as usize;
+            self.wait_for(sl, l);
+            return None;
+        }
+        let z = zero.is_some_and(|zero| {
+            let cn = cnode(g.replay, l, i);
+            cn != NO_CNODE && zero(cn)
+        });
+        let s = &mut *self.sched;
+        // the dependency takes from the latest source to the target, whichever source the
+        // path comes from
+        let ready = (s.src.iter())
+            .map(|s| g.time[s.loc as usize][s.event as usize])
+            .max()
+            .unwrap_or(t[i]);
+        // the part of the target's last edge after it and its sources were ready: the same
+        // on the local edge (the wait window) and from any source
+        let after = if i > 0 { ready.max(t[i - 1]) } else { ready };
+        let lat = t[i].saturating_sub(after);
+        let w = if z { 0 } else { lat };
+        for src in &s.src {
+            let sl = src.loc as usize;
+            let Some(k) = find_from(&g.src_events[sl], &mut s.hint[sl], src.event) else {
+                continue;
+            };
+            let (d0, h0) = shared.value(sl, k);
+            let (v, h) = (d0 + w, h0 + 1);
+            if remote.is_none_or(|(bv, bh, _, _, _)| v > bv || (v == bv && h < bh)) {
+                remote = Some((v, h, *src, matches!(d.source, Source::Coll { .. }), w));
+            }
+        }
+        Some(remote)
+    }
+
+    /// `dependency` of a receive, whose one source is the ENTER of its send's call `s`
+    /// (the common case, without the list of sources `Graph::sources` makes).
+    #[inline(always)]
+    fn msg_dependency(
+        &mut self,
+        g: &Graph,
+        l: usize,
+        i: usize,
+        s: EventRef,
+        zero: Option<&dyn Fn(CnodeIdx) -> bool>,
+    ) -> Option<Option<Remote>> {
+        let (t, sl) = (&g.time[l], s.loc as usize);
+        // a source on the same location or later than its target is no dependency
+        if sl == l {
+            return Some(None);
+        }
+        let ready = g.time[sl][s.event as usize];
+        if ready > t[i] {
+            return Some(None);
+        }
+        if self.shared.reached(sl) <= s.event as usize {
+            self.wait_for(sl, l);
+            return None;
+        }
+        let z = zero.is_some_and(|zero| {
+            let cn = cnode(g.replay, l, i);
+            cn != NO_CNODE && zero(cn)
+        });
+        let after = if i > 0 { ready.max(t[i - 1]) } else { ready };
+        let w = if z { 0 } else { t[i].saturating_sub(after) };
+        let Some(k) = find_from(&g.src_events[sl], &mut self.sched.hint[sl], s.event) else {
+            return Some(None);
+        };
+        let (d0, h0) = self.shared.value(sl, k);
+        Some(Some((d0 + w, h0 + 1, s, false, w)))
     }
 }
 
@@ -1303,6 +1515,11 @@ impl<'a> Graph<'a> {
     /// elapsed time at once (the sum of its local edges).
     fn longest_path(&self, zero: Option<&dyn Fn(CnodeIdx) -> bool>, trace_back: bool) -> Path {
         let (mut walk, t0) = Walk::new(self, None, None);
+        // the path with every time counted (the report's, serial otherwise beside the
+        // what-ifs): two halves of the locations at once where there are two threads
+        if zero.is_none() && rayon::current_num_threads() > 1 && self.time.len() >= 2 {
+            walk.sweep_halves(self, trace_back);
+        }
         loop {
             walk.sweep(self, zero, trace_back);
             if !walk.break_cycle(self) {
@@ -1319,7 +1536,7 @@ impl<'a> Graph<'a> {
         Path {
             length: end.map_or(0, |e| e.0),
             ends: stretches,
-            broken_dependencies: walk.broken,
+            broken_dependencies: walk.broken(),
             t0,
         }
     }
