@@ -11,6 +11,9 @@ use crate::replay::calltree::{Callee, NO_CNODE};
 use crate::replay::Replay;
 use rayon::prelude::*;
 
+// `Acc::mask` keeps a column's classes as bits of a `u16`.
+const _: () = assert!(super::MAX_CLASSES <= 16);
+
 /// The coarsest level's columns (the page's timeline is about this wide).
 pub const COLUMNS: u32 = 1024;
 /// Zoom levels double the columns while all levels hold at most this many cells.
@@ -175,9 +178,9 @@ struct Acc {
     ncls: usize,
     /// `columns × classes` ticks.
     time: Vec<f32>,
-    /// Per column: the classes added to it (bit `k`: class `k`); a class not set has
-    /// 0.0 ticks there, and adding 0.0 to a sum of ticks (never -0.0) leaves its bits, so
-    /// `levels` reads only the classes set.
+    /// Per column: the classes added to it (bit `k`: class `k`; at most `MAX_CLASSES`, so
+    /// a `u16` holds them); a class not set has 0.0 ticks there, and adding 0.0 to a sum of
+    /// ticks (never -0.0) leaves its bits, so `levels` reads only the classes set.
     mask: Vec<u16>,
     /// Per column: the longest stretch's length and call path.
     best: Vec<(f32, u32)>,
