@@ -292,15 +292,9 @@ impl Engine<'_> {
         pass: &mut LocPass,
         ctx: &Ctx,
     ) {
-        if !self.prelude_code(code, when, ctx, env) {
+        let Some(sev) = self.plain_sev(code, when, env, ctx) else {
             return;
-        }
-        let Some(sev_e) = &code.severity else { return };
-        let sev = sev_e.num(ctx, env);
-        // not `sev > 0.0`: NaN is dropped too (§4.1.1)
-        if sev.is_nan() || sev <= 0.0 {
-            return;
-        }
+        };
         let cc = code.violation.as_ref().is_some_and(|v| v.truth(ctx, env));
         let Value::Event(loc, event) = env[at] else {
             return;
@@ -310,11 +304,30 @@ impl Engine<'_> {
         }
     }
 
+    /// The severity of the instance a rule whose instances are only booked keeps on the
+    /// trigger in `env` (`fire_plain`'s first steps): its lets and `when` (the rest of it
+    /// after the prefilter) hold and the severity is positive; `None` otherwise.
+    #[inline(always)]
+    pub(crate) fn plain_sev(
+        &self,
+        code: &RuleCode,
+        when: Option<&Code>,
+        env: &mut [Value],
+        ctx: &Ctx,
+    ) -> Option<f64> {
+        if !self.prelude_code(code, when, ctx, env) {
+            return None;
+        }
+        let sev = code.severity.as_ref()?.num(ctx, env);
+        // not `sev > 0.0`: NaN is dropped too (§4.1.1)
+        (!(sev.is_nan() || sev <= 0.0)).then_some(sev)
+    }
+
     /// The call path and time of event `event` of location `loc`, an instance's `at`
     /// (`None`: outside any call, the instance is dropped), looked up once for the
     /// instances of the rules fired on one trigger that name the same event.
     #[inline(always)]
-    fn at_of(&self, loc: u32, event: u32, pass: &mut LocPass) -> Option<(u32, u64)> {
+    pub(crate) fn at_of(&self, loc: u32, event: u32, pass: &mut LocPass) -> Option<(u32, u64)> {
         let (cnode, time) = match pass.at {
             (l, i, c, t) if (l, i) == (loc, event) => (c, t),
             _ => {
@@ -330,7 +343,14 @@ impl Engine<'_> {
     /// Books an instance of rule `k` at `(loc, event, cnode, time)` with value `sev`
     /// (`cc`: clock-touched): into the pass's own cell, or its list.
     #[inline(always)]
-    fn book(&self, k: usize, at: (u32, u32, u32, u64), sev: f64, cc: bool, pass: &mut LocPass) {
+    pub(crate) fn book(
+        &self,
+        k: usize,
+        at: (u32, u32, u32, u64),
+        sev: f64,
+        cc: bool,
+        pass: &mut LocPass,
+    ) {
         let (loc, event, cnode, time) = at;
         match &mut pass.acc {
             // the frequent case, inline: an instance of the pass's own location

@@ -3,6 +3,7 @@
 //! (`walk`), locations a chunk at a time in parallel while the previous chunk's findings
 //! are added to the cube in location order (`run_pass`).
 
+use super::memo::{try_memo, Memo};
 use super::{event, p2p};
 use crate::analysis::cube::{CausedWait, Cell, Cells, Contribution, Cube, Found, PhaseBook};
 use crate::analysis::eval;
@@ -81,6 +82,14 @@ impl Acc {
             _ => self.new_cell(k, cnode, ntree),
         };
         &mut self.cells[i]
+    }
+
+    /// The index in `cells` of rule `k`'s cell at `cnode`, if made.
+    pub(crate) fn index_of(&self, k: usize, cnode: u32) -> Option<usize> {
+        match self.idx[k].get(cnode as usize) {
+            Some(&s) if s != 0 => Some(s as usize - 1),
+            _ => None,
+        }
     }
 
     /// `cell`'s first instance of rule `k` at `cnode`: the cell made, its index returned.
@@ -310,8 +319,10 @@ fn walk_on<const T: u8>(
     let mut rctx0 = eng.frame_ctx(rfr0, &none);
     rctx0.shared = &rcells;
     let rider_kinds: &[Vec<usize>] = rider.map_or(&[], |r| &r.rules.by_kind);
-    let (by_kind, folded) = (&pr.by_kind, &pr.folded);
+    let by_kind = &pr.by_kind;
     let (mut lists, mut rlists) = (Lists::default(), Lists::default());
+    // the memos of the memoised lists (`plan::memo`), the pass's own and the rider's
+    let (mut memo, mut rmemo) = (Memo::default(), Memo::default());
     let kind_col: &[EventKind] = &ev.kind[..];
     let kinds = crate::model::spill::bytes_of(kind_col);
     let mut next = 0usize;
@@ -337,28 +348,20 @@ fn walk_on<const T: u8>(
             continue;
         }
         // slot 0 holds the event itself in every pass: the rules that can fire in its
-        // call's region (`PassRules::rules_for`), the region looked up once
+        // call's region (`PassRules::list_for`), the region looked up once
         let region = eval::call_region(trace, replay, l as u32, i as u32);
         if let Some(r) = rider.filter(|_| rides) {
             // the riding event-pass rules first, on `E` alone
-            let rules_here = rlists.get(&r.rules, kind, region);
-            if !rules_here.is_empty() {
+            let list = rlists.get(&r.rules, kind, region);
+            if !list.1.is_empty() {
                 let mut regions = [region.unwrap_or(NO_CALL), UNSEEN, UNSEEN, UNSEEN];
                 for c in &rcells[..r.rules.shared[kind as usize] as usize] {
                     c.set(None);
                 }
                 env_buf[0] = event::bind(l, i)[0];
-                let (fr, ctx) = (&rfr0, &rctx0);
                 let mut at = (&mut env_buf[..], &mut regions, &mut pass, &mut taken);
-                try_rules(
-                    eng,
-                    &r.rules.folded,
-                    rules_here,
-                    &mut at,
-                    rider_had,
-                    fr,
-                    ctx,
-                );
+                let (fr, ctx) = ((rider_had, &rfr0), (&rctx0, &mut rmemo));
+                try_list(eng, &r.rules, list, &mut at, fr, ctx, (kind, region, l, i));
             }
             if by_kind[kind as usize].is_empty() {
                 continue;
@@ -375,8 +378,8 @@ fn walk_on<const T: u8>(
             _ => None,
         };
         let Some(bind) = bind else { continue };
-        let rules_here = lists.get(pr, kind, region);
-        if rules_here.is_empty() {
+        let list = lists.get(pr, kind, region);
+        if list.1.is_empty() {
             continue;
         }
         let mut regions = [region.unwrap_or(NO_CALL), UNSEEN, UNSEEN, UNSEEN];
@@ -399,26 +402,34 @@ fn walk_on<const T: u8>(
             env_buf[3] = bind[3];
         }
         let mut at = (&mut env_buf[..], &mut regions, &mut pass, &mut taken);
-        try_rules(eng, folded, rules_here, &mut at, had, &fr0, &ctx0);
+        let (fr, ctx) = ((had, &fr0), (&ctx0, &mut memo));
+        try_list(eng, pr, list, &mut at, fr, ctx, (kind, region, l, i));
     }
     eng.flush_groups(None, &mut pass, Frame::events(&taken, had));
     pass
 }
 
-/// `PassRules::rules_for` of the last (kind, region) asked for, kept: consecutive
+/// `PassRules::list_for` of the last (kind, region) asked for, kept: consecutive
 /// triggers of a walk are mostly of one kind in calls of one region.
 #[derive(Default)]
 struct Lists<'a> {
     key: Option<(EventKind, Option<u32>)>,
-    list: &'a [usize],
+    /// The list's index in `PassRules::lists`, and the list.
+    list: (usize, &'a [usize]),
 }
 
 impl<'a> Lists<'a> {
     #[inline(always)]
-    fn get(&mut self, pr: &'a PassRules, kind: EventKind, region: Option<u32>) -> &'a [usize] {
+    fn get(
+        &mut self,
+        pr: &'a PassRules,
+        kind: EventKind,
+        region: Option<u32>,
+    ) -> (usize, &'a [usize]) {
         if self.key != Some((kind, region)) {
             self.key = Some((kind, region));
-            self.list = pr.rules_for(kind as usize, region);
+            let id = pr.list_for(kind as usize, region);
+            self.list = (id, &pr.lists[id]);
         }
         self.list
     }
@@ -432,6 +443,30 @@ type Trial<'a> = (
     &'a mut LocPass,
     &'a mut Vec<Vec<Value>>,
 );
+
+/// The list `id` of `table` (`rules_here`) tried on event `i` of location `l` (of `kind`, in
+/// a call of `region`) bound in `at`'s environment: from the walk's `memo` when the list
+/// is memoised (`plan::memo`), else rule by rule (`try_rules`, with `had` and `fr`).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn try_list(
+    eng: &Engine,
+    table: &PassRules,
+    (id, rules_here): (usize, &[usize]),
+    at: &mut Trial,
+    (had, fr): (&[Vec<(u32, u32)>], &Frame),
+    (ctx, memo): (&crate::analysis::eval::Ctx, &mut Memo),
+    (kind, region, l, i): (EventKind, Option<u32>, usize, usize),
+) {
+    match &table.memo[id] {
+        Some(spec) => {
+            let key = (kind as u8, region, l as u32, i as u32);
+            let env = (&mut *at.0, &mut *at.2);
+            try_memo(eng, &table.folded, spec, rules_here, env, ctx, memo, key);
+        }
+        None => try_rules(eng, &table.folded, rules_here, at, had, fr, ctx),
+    }
+}
 
 /// The rules `rules_here` (indices into `folded`) tried in order on the event bound in
 /// `at`'s environment; `fr`, `ctx`: what the rules that are no queue consumers read.
@@ -452,6 +487,7 @@ fn try_rules(
             slots,
             code,
             plain,
+            ..
         } = &folded[j];
         let k = *k;
         let env = &mut env_buf[..*slots];
@@ -582,6 +618,70 @@ diagnosis = "test"
                 .collect()
         };
         assert_eq!(worst(&a.worst), worst(&b.worst), "{name}");
+    }
+
+    /// `OTHER_AT` made a rule whose lists are memoised (`plan::memo`): at the trigger event,
+    /// no clock condition, fractional severities (sums whose bits depend on their order) per
+    /// message size, a wait state (booked per phase window); tried on sends and receives, it
+    /// rides on no walk.
+    fn memo_bytes() -> String {
+        (OTHER_AT.replace("test_other_at", "test_memo_bytes"))
+            .replace("Other at", "Memo bytes")
+            .replace(
+                "severity = \"E.time / 3 + 0.1\"",
+                "when = \"E.call.paradigm == 'mpi' && E.bytes > 2\"\nseverity = \"E.bytes / 3 + 0.1\"",
+            )
+            .replace("if E.kind == 'MpiSend' then E.recv else E", "E")
+            .replace("violation = \"E.time > 0.001\"\n", "")
+    }
+
+    /// Memoised rule lists (`plan::memo`, `pass::memo`) give what trying their rules on
+    /// every trigger gives, bit for bit, accumulating and listing, with and without phase
+    /// windows: the built-in rules (memoised in the riders) and with `memo_bytes` (in the
+    /// event pass's own walk).
+    #[test]
+    fn memoised_lists_agree_with_the_rules_tried_bit_for_bit() {
+        use crate::analysis::pass::memo::HITS;
+        use crate::analysis::plan::{Plan, NO_MEMO};
+        use std::sync::atomic::Ordering::Relaxed;
+        let dir = rules_dir("memo", &[("memo_bytes", &memo_bytes())]);
+        let before = HITS.load(Relaxed);
+        for extra in [vec![], vec![dir.clone()]] {
+            let rs = RuleSet::load(&extra).unwrap();
+            for name in TRACES {
+                let (trace, replay) = testdata_trace(name);
+                let plan = Plan::new(&trace, &replay, &rs);
+                let memoised = |p: &PassRules| p.memo.iter().any(|m| m.is_some());
+                let rider = |p: &PassRules| p.rider.as_ref().is_some_and(|r| memoised(&r.rules));
+                assert!(
+                    plan.passes.iter().any(|p| memoised(p) || rider(p)),
+                    "{name}"
+                );
+                let times = &trace.events[0].time;
+                let mid = [times[times.len() / 2]];
+                for (acc, bounds) in [(true, &[][..]), (false, &[]), (true, &mid), (false, &mid)] {
+                    let memo = analyse_with(&trace, &replay, rs.clone(), acc, bounds);
+                    NO_MEMO.with(|c| c.set(true));
+                    let tried = analyse_with(&trace, &replay, rs.clone(), acc, bounds);
+                    NO_MEMO.with(|c| c.set(false));
+                    assert_same(&memo, &tried, name);
+                    let bits = |a: &crate::analysis::Analysis| -> Vec<Vec<(u16, u32, Vec<u64>)>> {
+                        let w = a.phase_values.iter().map(|p| {
+                            let mut v: Vec<_> = (p.iter())
+                                .map(|(&(k, c), x)| (k, c, x.iter().map(|y| y.to_bits()).collect()))
+                                .collect();
+                            v.sort_unstable();
+                            v
+                        });
+                        w.collect()
+                    };
+                    assert_eq!(bits(&memo), bits(&tried), "{name}");
+                }
+            }
+        }
+        // triggers met a key again
+        assert!(HITS.load(Relaxed) > before);
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     /// `OTHER_AT` on receives only, its `at` the send on another location for a blocking

@@ -10,6 +10,7 @@ pub(crate) mod derived;
 pub(crate) mod event;
 pub(crate) mod instances;
 pub(crate) mod location;
+pub(crate) mod memo;
 pub(crate) mod p2p;
 pub(crate) mod share;
 pub(crate) mod team;

@@ -7,6 +7,7 @@
 mod code;
 mod fold;
 mod hoist;
+mod memo;
 mod passes;
 mod prefilter;
 mod share;
@@ -15,6 +16,7 @@ mod specialise;
 pub(crate) mod testing;
 
 pub(crate) use code::RuleCode;
+pub(crate) use memo::{MemoSpec, MAX_INPUTS};
 pub(crate) use passes::{KindRule, PassRules};
 pub(crate) use prefilter::Prefilter;
 
@@ -30,6 +32,8 @@ thread_local! {
     /// Tests: plans made on this thread leave every event-pass rule in the event pass
     /// (`passes::ride` not applied).
     pub(crate) static NO_RIDE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Tests: plans made on this thread memoise no rule list (`memo`).
+    pub(crate) static NO_MEMO: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// What the passes run on one trace: the rules specialised for it, the strings its

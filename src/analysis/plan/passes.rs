@@ -4,6 +4,7 @@
 
 use super::code::RuleCode;
 use super::fold::fold_kinds;
+use super::memo::{memo_inputs, memo_spec, MemoSpec};
 use super::prefilter::{prefilter_of, Prefilter};
 use super::share::share;
 use super::specialise::specialise_rule;
@@ -55,6 +56,9 @@ pub(crate) struct PassRules {
     /// trigger event of one kind in a call of one region: those whose prefilter's checks
     /// of the trigger event pass there (those checks are taken out of the prefilters).
     pub(crate) lists: Vec<Box<[usize]>>,
+    /// Per list of `lists`: its inputs when its instances are a function of them, the
+    /// trigger's kind, region and call path (`plan::memo`, made by `mark_plain`).
+    pub(crate) memo: Vec<Option<MemoSpec>>,
     /// Event-pass rules tried on this pass's walk (`ride`), at each event of a kind they
     /// list, before the pass's own rules.
     pub(crate) rider: Option<Box<Rider>>,
@@ -82,6 +86,8 @@ pub(crate) struct KindRule {
     /// `Some(s)` for a rule whose instances are only booked, at the event in slot `s`
     /// (`Engine::fire_plain`; `Plan::mark_plain`).
     pub(crate) plain: Option<u16>,
+    /// The rule's inputs when its instances are a function of them (`memo::memo_inputs`).
+    pub(crate) inputs: Option<Vec<Expr>>,
 }
 
 /// A pass that looks at events of at most two kinds that occur in the trace (besides LEAVE
@@ -174,6 +180,7 @@ impl PassRules {
                 n,
             );
             for (k, r) in here {
+                let inputs = r.as_ref().and_then(|r| memo_inputs(r, n));
                 let code = r.map(|r| (RuleCode::new(&r, &rs.rules), prefilter_of(&r)));
                 by_kind[kind as usize].push(folded.len());
                 let slots = rs.rules[k].slots as usize;
@@ -182,6 +189,7 @@ impl PassRules {
                     slots,
                     code,
                     plain: None,
+                    inputs,
                 });
             }
         }
@@ -196,6 +204,7 @@ impl PassRules {
             dropped,
             by_region,
             lists,
+            memo: Vec::new(),
             rider: None,
         }
     }
@@ -213,6 +222,13 @@ impl PassRules {
                 _ => None,
             };
         }
+        #[cfg(test)]
+        let memoise = !super::NO_MEMO.with(|c| c.get());
+        #[cfg(not(test))]
+        let memoise = true;
+        self.memo = (self.lists.iter())
+            .map(|l| memo_spec(l, &self.folded).filter(|_| memoise))
+            .collect();
         if let Some(r) = &mut self.rider {
             r.rules.mark_plain(feeds);
         }
@@ -253,17 +269,25 @@ impl PassRules {
             .collect();
         self.skip = Skip::new(&looks, present);
     }
+
     /// The rules to try on a trigger event of `kind` whose enclosing call is of region
-    /// `region` (`None`: outside any call), in `by_kind` order.
-    #[inline(always)]
+    /// `region` (`None`: outside any call), in `by_kind` order: `lists[list_for(..)]`.
+    #[cfg(test)]
     pub(crate) fn rules_for(&self, kind: usize, region: Option<u32>) -> &[usize] {
+        &self.lists[self.list_for(kind, region)]
+    }
+
+    /// The list of `lists` to try on a trigger event of `kind` whose enclosing call is of
+    /// region `region` (`None`: outside any call).
+    #[inline(always)]
+    pub(crate) fn list_for(&self, kind: usize, region: Option<u32>) -> usize {
         let t = &self.by_region[kind];
         let r = match (t.len(), region) {
             (1, _) => 0,
             (n, None) => n - 1,
             (_, Some(r)) => r as usize,
         };
-        &self.lists[t[r] as usize]
+        t[r] as usize
     }
 }
 
@@ -547,7 +571,7 @@ mod tests {
         assert!(total_shared > 0, "no expression shared");
     }
 
-    /// The dispatch tables (`PassRules::rules_for`) hold, for every kind and every region
+    /// The dispatch tables (`PassRules::list_for`) hold, for every kind and every region
     /// of the trigger event's call (and outside any call), exactly the rules of the kind
     /// whose prefilter's checks of the trigger event hold there, in `by_kind` order; and no
     /// such check is left in a prefilter. The kinds whose event-pass rules ride on the

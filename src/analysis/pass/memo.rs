@@ -1,0 +1,185 @@
+//! A walk's memo of its memoised rule lists (`plan::memo`): per key — the trigger event's
+//! kind, call region and call path, and the values of the list's inputs — the instances
+//! the list's rules book there (rule, severity), each with its cell in the pass's
+//! accumulator. A trigger whose key was met before books those again without trying a rule:
+//! the same values into the same cells in event order, as trying the rules would.
+
+use crate::analysis::cube::Instance;
+use crate::analysis::eval::Ctx;
+use crate::analysis::fire::Engine;
+use crate::analysis::plan::{KindRule, MemoSpec, MAX_INPUTS};
+use crate::rules::compile::Value;
+use std::collections::HashMap;
+
+/// How many keys a walk keeps; a trigger with a new key beyond that tries its rules.
+const MAX_KEYS: usize = 1 << 14;
+
+/// After how many new keys a walk whose keys are mostly new (more than `MOSTLY` per key met
+/// again) stops computing keys: its inputs differ from trigger to trigger (a time).
+const TRIAL: u32 = 512;
+const MOSTLY: u32 = 4;
+
+/// A key: kind and region, call path, the inputs' tags (4 bits each), their bits (unused
+/// words 0).
+type Key = [u64; 3 + MAX_INPUTS];
+
+/// Triggers whose key was met before (`try_memo`).
+#[cfg(test)]
+pub(crate) static HITS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// What the list's rules book on a key: (rule, severity, index + 1 of its cell in the
+/// pass's accumulator, 0 without one).
+type Books = Vec<(usize, f64, u32)>;
+
+#[derive(Default)]
+pub(crate) struct Memo {
+    map: HashMap<Key, u32>,
+    entries: Vec<Books>,
+    /// The last key met and its entry.
+    last: Option<(Key, u32)>,
+    /// Keys met again, new keys; `off`: the rules are tried on every trigger.
+    hits: u32,
+    misses: u32,
+    off: bool,
+}
+
+/// `v` as a tag and its bits (numbers bit for bit).
+#[inline(always)]
+fn value_bits(v: Value) -> (u64, u64) {
+    match v {
+        Value::Num(x) => (0, x.to_bits()),
+        Value::Bool(b) => (1, b as u64),
+        Value::Str(s) => (2, s as u64),
+        Value::Event(l, i) => (3, (l as u64) << 32 | i as u64),
+        Value::Region(r) => (4, r as u64),
+        Value::Member(m) => (5, m as u64),
+        Value::Item(i) => (6, i as u64),
+        Value::None => (7, 0),
+    }
+}
+
+/// Whether two keys are equal (every word compared, no early exit).
+#[inline(always)]
+fn same(a: &Key, b: &Key) -> bool {
+    a.iter().zip(b).fold(0, |d, (x, y)| d | (x ^ y)) == 0
+}
+
+impl Memo {
+    /// The entry of `key`.
+    #[inline(always)]
+    fn find(&mut self, key: &Key) -> Option<usize> {
+        if let Some((k, e)) = &self.last {
+            if same(k, key) {
+                return Some(*e as usize);
+            }
+        }
+        let e = *self.map.get(key)?;
+        self.last = Some((*key, e));
+        Some(e as usize)
+    }
+
+    fn insert(&mut self, key: Key, books: Books) {
+        self.misses += 1;
+        if self.misses >= TRIAL && self.misses > MOSTLY * self.hits {
+            self.off = true;
+        }
+        if self.entries.len() >= MAX_KEYS || self.off {
+            return;
+        }
+        let e = self.entries.len() as u32;
+        self.map.insert(key, e);
+        self.entries.push(books);
+        self.last = Some((key, e));
+    }
+}
+
+/// The trigger event (location `l`, event `i`, of `kind` in a call of `region`) of the
+/// list `rules_here` (indices into `folded`) with spec `spec`, its bindings in `env`:
+/// what the list's rules book there, from the memo when the key was met before, else by
+/// trying them (`Engine::plain_sev`, as `fire_plain` does) and kept.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+pub(crate) fn try_memo(
+    eng: &Engine,
+    folded: &[KindRule],
+    spec: &MemoSpec,
+    rules_here: &[usize],
+    (env, pass): (&mut [Value], &mut super::location::LocPass),
+    ctx: &Ctx,
+    memo: &mut Memo,
+    (kind, region, l, i): (u8, Option<u32>, u32, u32),
+) {
+    // an event outside any call: every instance at it is dropped
+    let Some((cnode, time)) = eng.at_of(l, i, pass) else {
+        return;
+    };
+    let at = (l, i, cnode, time);
+    if memo.off {
+        try_plain(eng, folded, rules_here, (env, pass), ctx, at, None);
+        return;
+    }
+    let mut key: Key = [0; 3 + MAX_INPUTS];
+    key[0] = kind as u64 | region.map_or(u64::MAX << 8, |r| (r as u64) << 8);
+    key[1] = cnode as u64;
+    for (n, c) in spec.inputs.iter().enumerate() {
+        let (tag, bits) = value_bits(c.run(ctx, env));
+        key[2] |= tag << (4 * n);
+        key[3 + n] = bits;
+    }
+    if let Some(e) = memo.find(&key) {
+        memo.hits += 1;
+        #[cfg(test)]
+        HITS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        for &(k, sev, cell) in &memo.entries[e] {
+            match &mut pass.acc {
+                Some(acc) if cell != 0 => acc.cells[cell as usize - 1].add(Instance {
+                    loc: l,
+                    event: i,
+                    time,
+                    value: sev,
+                }),
+                _ => eng.book(k, at, sev, false, pass),
+            }
+        }
+        return;
+    }
+    // a new key: the rules tried as they are, from fresh shared values
+    ctx.shared.iter().for_each(|c| c.set(None));
+    let mut books = Books::new();
+    try_plain(
+        eng,
+        folded,
+        rules_here,
+        (env, pass),
+        ctx,
+        at,
+        Some(&mut books),
+    );
+    memo.insert(key, books);
+}
+
+/// The rules `rules_here` of a memoised list tried on the trigger event `at` (location,
+/// event, call path, time) as `fire_plain` tries them, their instances booked, and
+/// listed in `books` if given.
+fn try_plain(
+    eng: &Engine,
+    folded: &[KindRule],
+    rules_here: &[usize],
+    (env, pass): (&mut [Value], &mut super::location::LocPass),
+    ctx: &Ctx,
+    at: (u32, u32, u32, u64),
+    mut books: Option<&mut Books>,
+) {
+    for &j in rules_here {
+        let r = &folded[j];
+        let Some((code, _)) = &r.code else { continue };
+        let env = &mut env[..r.slots];
+        if let Some(sev) = eng.plain_sev(code, code.when.as_ref(), env, ctx) {
+            eng.book(r.rule, at, sev, false, pass);
+            if let Some(b) = books.as_deref_mut() {
+                let cell = (pass.acc.as_ref()).and_then(|a| a.index_of(r.rule, at.2));
+                b.push((r.rule, sev, cell.map_or(0, |c| c as u32 + 1)));
+            }
+        }
+    }
+}
