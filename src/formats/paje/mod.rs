@@ -293,26 +293,98 @@ struct Out<'t> {
     tx: &'t std::sync::mpsc::SyncSender<Batch>,
     back: &'t std::sync::mpsc::Receiver<Batch>,
     pending: &'t sim::Pending,
+    /// How the decoding thread waited for the simulation (`Waits::log`).
+    waits: Waits,
 }
 
 impl Out<'_> {
     /// Hand `batch` over (an emptied one in its place), faulting in column memory while the
     /// simulation has no room for it; false when the simulation stopped (at an error).
-    fn send(&self, batch: &mut Batch) -> bool {
+    fn send(&mut self, batch: &mut Batch) -> bool {
         use std::sync::mpsc::TrySendError;
         let next = self
             .back
             .try_recv()
             .unwrap_or_else(|_| Batch::with_capacity(OPS_PER_BATCH));
         let mut full = std::mem::replace(batch, next);
+        self.waits.batches += 1;
         loop {
             match self.tx.try_send(full) {
                 Ok(()) => return true,
-                Err(TrySendError::Full(b)) if self.pending.step() => full = b,
-                Err(TrySendError::Full(b)) => return self.tx.send(b).is_ok(),
+                Err(TrySendError::Full(b)) if self.pending.step() => {
+                    self.waits.populated += 1;
+                    full = b;
+                }
+                Err(TrySendError::Full(b)) => {
+                    let t = std::time::Instant::now();
+                    let sent = self.tx.send(b).is_ok();
+                    self.waits.waited(t);
+                    return sent;
+                }
                 Err(TrySendError::Disconnected(_)) => return false,
             }
         }
+    }
+}
+
+/// How one thread of the binary read spent its time, for `-vv` (`tracing` at debug level,
+/// `log`): the batches it handed over or applied, how often and how long it blocked on the
+/// other thread, how many pieces of column memory it faulted in meanwhile (`sim::Pending`).
+#[derive(Default)]
+struct Waits {
+    batches: u64,
+    blocked: u64,
+    waited: std::time::Duration,
+    populated: u64,
+}
+
+impl Waits {
+    /// A wait that began at `t` ended now.
+    fn waited(&mut self, t: std::time::Instant) {
+        self.blocked += 1;
+        self.waited += t.elapsed();
+    }
+
+    /// Log them with the thread's start and end (ms since `start`, the read's start), its
+    /// CPU time, minor page faults and context switches (Linux: `getrusage` of the thread).
+    fn log(&self, thread: &str, start: std::time::Instant, began: std::time::Duration) {
+        if !tracing::enabled!(tracing::Level::DEBUG) {
+            return;
+        }
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        #[allow(unused_mut)]
+        let mut usage = (0.0, 0.0, 0, 0, 0);
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: `getrusage` only writes the `rusage` it is given, a plain C struct for
+            // which all zero bytes are a valid value.
+            let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+            if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut r) } == 0 {
+                let tv = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
+                usage = (
+                    tv(r.ru_utime),
+                    tv(r.ru_stime),
+                    r.ru_minflt,
+                    r.ru_nvcsw,
+                    r.ru_nivcsw,
+                );
+            }
+        }
+        tracing::debug!(
+            thread,
+            began_ms = format_args!("{:.1}", ms(began)),
+            ended_ms = format_args!("{:.1}", ms(start.elapsed())),
+            batches = self.batches,
+            blocked = self.blocked,
+            blocked_ms = format_args!("{:.1}", ms(self.waited)),
+            populated = self.populated,
+            user_ms = format_args!("{:.0}", usage.0),
+            system_ms = format_args!("{:.0}", usage.1),
+            minor_faults = usage.2,
+            switches = usage.3,
+            preempted = usage.4,
+            "binary Paje read thread"
+        );
     }
 }
 
@@ -344,7 +416,13 @@ fn exact_dates<'a>(
 ) -> Result<Trace> {
     let (first, sim) = read(9)?;
     if !first.inexact {
-        return first.finish(sim);
+        let t = std::time::Instant::now();
+        let trace = first.finish(sim);
+        tracing::debug!(
+            ms = format_args!("{:.1}", t.elapsed().as_secs_f64() * 1e3),
+            "Paje model built from the simulation"
+        );
+        return trace;
     }
     let (mut second, sim) = read(12)?;
     if second.inexact {
@@ -510,35 +588,51 @@ impl<'a> Reader<'a> {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(4);
         let (back_tx, back_rx) = std::sync::mpsc::sync_channel::<Batch>(8);
         let pending = sim::Pending::default();
+        let start = std::time::Instant::now();
         let (result, reader) = std::thread::scope(|s| {
             let pending = &pending;
             let decoder = s.spawn(move || {
+                let began = start.elapsed();
                 let mut r = self;
                 let mut batch = Batch::with_capacity(OPS_PER_BATCH);
-                let out = Out {
+                let mut out = Out {
                     tx: &tx,
                     back: &back_rx,
                     pending,
+                    waits: Waits::default(),
                 };
-                if let Err(e) = r.decode(data, &mut batch, &out, release) {
+                if let Err(e) = r.decode(data, &mut batch, &mut out, release) {
                     batch.err = Some(Box::new(e));
                     batch.push(Code::Err, 0, 0, 0, 0, 0);
                 }
                 let _ = tx.send(batch);
+                out.waits.log("decoding", start, began);
                 r
             });
             let mut result = Ok(());
+            let mut waits = Waits::default();
+            let mut began = None;
             loop {
                 let mut b = match rx.try_recv() {
                     Ok(b) => b,
                     Err(std::sync::mpsc::TryRecvError::Disconnected) => break,
                     // no batch yet: fault in column memory meanwhile, or wait
-                    Err(std::sync::mpsc::TryRecvError::Empty) if pending.step() => continue,
-                    Err(std::sync::mpsc::TryRecvError::Empty) => match rx.recv() {
-                        Ok(b) => b,
-                        Err(_) => break,
-                    },
+                    Err(std::sync::mpsc::TryRecvError::Empty) if pending.step() => {
+                        waits.populated += 1;
+                        continue;
+                    }
+                    Err(std::sync::mpsc::TryRecvError::Empty) => {
+                        let t = std::time::Instant::now();
+                        let b = rx.recv();
+                        waits.waited(t);
+                        match b {
+                            Ok(b) => b,
+                            Err(_) => break,
+                        }
+                    }
                 };
+                began.get_or_insert_with(|| start.elapsed());
+                waits.batches += 1;
                 if let Err(e) = sim.apply(&mut b) {
                     result = Err(e);
                     break;
@@ -549,6 +643,7 @@ impl<'a> Reader<'a> {
                 let _ = back_tx.try_send(b);
             }
             drop(rx);
+            waits.log("simulation", start, began.unwrap_or_default());
             (result, decoder.join())
         });
         result?;
@@ -567,7 +662,7 @@ impl<'a> Reader<'a> {
         &mut self,
         data: &'d [u8],
         batch: &mut Batch,
-        out: &Out,
+        out: &mut Out,
         release: Option<&(dyn Fn(usize, usize) + Sync)>,
     ) -> Result<()>
     where
