@@ -465,23 +465,14 @@ impl Growth<'_> {
     /// A location's columns are full: if the binary read is far enough into the file,
     /// reserve what the location will hold by the end at the rate it has filled so far
     /// (one step, in huge pages: no copy per doubling, few page faults), at least a quarter
-    /// more; before that, room for `MIN` events at once (no rate yet: addresses only, no
-    /// page is faulted in, so a location that stays small costs no memory), where the
-    /// columns' own doubling would copy them a dozen times (the text read: always).
+    /// more; otherwise leave it to the columns' own doubling.
     #[cold]
     #[inline(never)]
     fn reserve(&mut self, ev: &mut EventsFiller) {
         /// Events a location holds before its rate is trusted.
         const MIN: usize = 1 << 16;
         let n = ev.len();
-        if self.size == 0 || self.at == 0 {
-            return;
-        }
-        if n < MIN {
-            // at most one event per byte still to come (as below); messages and
-            // collectives are rarer than events (a fifth and a tenth of SMPI's)
-            let more = (MIN - n).min(self.size.saturating_sub(self.at) as usize);
-            ev.reserve(more, more / 4, more / 8);
+        if self.size == 0 || self.at == 0 || n < MIN {
             return;
         }
         let rate = self.size as f64 / self.at as f64;
