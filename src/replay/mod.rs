@@ -845,15 +845,8 @@ impl Replay {
             (master, thread),
             |_| true,
         );
-        let mpi: Vec<bool> = (trace.defs.regions.iter())
-            .map(|r| r.paradigm == crate::model::Paradigm::MPI)
-            .collect();
-        let in_mpi = |l: usize, i: usize| {
-            let e = locations[l].enterptr(i);
-            e != NONE && mpi.get(trace.events[l].arg[e as usize] as usize) == Some(&true)
-        };
         let (mut msg_links, matching, p2p_violators, unmatched_locations) =
-            matching::match_messages(trace, &in_mpi, &omp.master);
+            matching::match_messages(trace, &locations, &omp.master);
         for (ev, links) in trace.events.iter().zip(&mut msg_links) {
             ev.spill_beside(&mut [&mut links.partner]);
         }
