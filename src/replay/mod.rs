@@ -217,10 +217,14 @@ impl Cnodes {
         match self {
             Cnodes::Narrow(v) => {
                 if ncn < NARROW_NONE as usize && !same {
+                    // every 16-bit value's new one (`NARROW_NONE` stays): a load a call path,
+                    // no branch and no bounds check
+                    let mut to: Box<[u16; 1 << 16]> = Box::new([NARROW_NONE; 1 << 16]);
+                    for (k, &g) in map.iter().enumerate().take(NARROW_NONE as usize) {
+                        to[k] = g as u16;
+                    }
                     for c in v.iter_mut() {
-                        if *c != NARROW_NONE {
-                            *c = map[*c as usize] as u16;
-                        }
+                        *c = to[*c as usize];
                     }
                 }
             }
