@@ -511,21 +511,8 @@ fn collect_in<const THREADED: bool>(
         }
         // §4.1.4: a cancelled send takes part in nothing
         if !links.cancelled.is_empty() {
-            let s = &mut p.sends;
-            let mut kept = first_send;
-            for j in first_send..s.event.len() {
-                let i = s.event[j] as usize;
-                if !links.cancelled(ev.arg[i] as usize) {
-                    s.event[kept] = s.event[j];
-                    if threaded {
-                        s.loc[kept] = s.loc[j];
-                    }
-                    kept += 1;
-                }
-            }
-            s.event.truncate(kept);
+            drop_cancelled(&mut p.sends, &ev.arg, &links, first_send);
             send_b.unsorted = true; // runs found again below
-            s.loc.truncate(kept);
         }
         p.links.push(links);
         ev.release_resident();
@@ -541,6 +528,24 @@ fn collect_in<const THREADED: bool>(
         }
     }
     p
+}
+
+/// The sends from `first` on (a location's, `arg` its column) without the cancelled ones.
+fn drop_cancelled(s: &mut Sides, arg: &[u32], links: &MsgLinks, first: usize) {
+    let threaded = !s.loc.is_empty();
+    let mut kept = first;
+    for j in first..s.event.len() {
+        let i = s.event[j] as usize;
+        if !links.cancelled(arg[i] as usize) {
+            s.event[kept] = s.event[j];
+            if threaded {
+                s.loc[kept] = s.loc[j];
+            }
+            kept += 1;
+        }
+    }
+    s.event.truncate(kept);
+    s.loc.truncate(kept);
 }
 
 /// A side's place in non-overtaking order, (communicator, peer process, tag, posting time,
