@@ -16,10 +16,10 @@
 
 use super::wire::{Reader, Writer};
 use super::Transport;
-use crate::model::{CommIdx, Paradigm, Trace};
+use crate::model::{CommIdx, Trace};
 use crate::replay::collectives::{self, CollStats, Instance};
 use crate::replay::matching::{self, Matched, RemoteRun};
-use crate::replay::{LocationState, NONE};
+use crate::replay::LocationState;
 use std::collections::BTreeSet;
 
 /// What crosses processes in the message replay, as each process ends up with it.
@@ -45,14 +45,7 @@ pub fn replay_messages(
     master: &[u32],
     t: &dyn Transport,
 ) -> Result<Messages, String> {
-    let in_mpi = |l: usize, i: usize| {
-        let e = states[l].enterptr(i);
-        e != NONE && {
-            let r = trace.events[l].arg[e as usize];
-            trace.defs.regions[r as usize].paradigm == Paradigm::MPI
-        }
-    };
-    let share = matching::collect_share(trace, &in_mpi, master, Some(keep));
+    let share = matching::collect_share(trace, states, master, Some(keep));
     let mut to = vec![Writer::default(); t.size()];
     for run in share.outgoing(trace) {
         let r = owner.get(run.peer as usize).copied().unwrap_or(0) as usize;

@@ -74,6 +74,17 @@ pub struct LocalTree {
 /// Slots of `LocalTree::recent`.
 const RECENT: usize = 32;
 
+/// `LocalTree::recent` once made: (parent, region, child) by `recent_slot`.
+pub(super) type Recent = [(CnodeIdx, RegionIdx, CnodeIdx); RECENT];
+
+/// The child of `parent` calling `region` if it is among the recent lookups of `r` (a
+/// lookup without a branch on the table's length).
+#[inline(always)]
+pub(super) fn recent_child(r: &Recent, parent: CnodeIdx, region: RegionIdx) -> Option<CnodeIdx> {
+    let (p, g, c) = r[recent_slot(parent, region)];
+    (p == parent && g == region).then_some(c)
+}
+
 #[inline(always)]
 fn recent_slot(parent: CnodeIdx, region: RegionIdx) -> usize {
     (parent.wrapping_mul(0x9e37_79b9) ^ region) as usize % RECENT
@@ -129,6 +140,12 @@ impl LocalTree {
             Some(&(p, r, c)) if p == parent && r == region => c,
             _ => self.child_looked_up(parent, region, t, slot),
         }
+    }
+
+    /// The recent lookups as `recent_child` reads them (`None` before the first lookup).
+    #[inline]
+    pub(super) fn recent(&self) -> Option<&Recent> {
+        self.recent.as_slice().try_into().ok()
     }
 
     #[inline(never)]

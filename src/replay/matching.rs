@@ -1,7 +1,7 @@
 //! Point-to-point message matching (patterns.md §5.3) and the request links of non-blocking
 //! operations (§5.2): `sendptr`/`recvptr`, `completion(S)` and `request(R)`.
 
-use super::NONE;
+use super::{LocationState, NONE};
 use crate::model::{CommIdx, EventKind, KindsIn, LocIdx, Trace};
 use rayon::prelude::*;
 use std::collections::{BTreeSet, HashMap};
@@ -141,6 +141,24 @@ struct Run {
     peer: LocIdx,
     start: u32,
     end: u32,
+    /// The tag of the run's first side, and whether every side has it (then a run of the
+    /// other direction with the same one tag pairs side by side, no tag read).
+    tag: u32,
+    one_tag: bool,
+}
+
+impl Run {
+    /// A run of one side at `j`.
+    fn new(comm: CommIdx, peer: LocIdx, tag: u32, j: usize) -> Run {
+        Run {
+            comm,
+            peer,
+            start: j as u32,
+            end: j as u32 + 1,
+            tag,
+            one_tag: true,
+        }
+    }
 }
 
 impl Sides {
@@ -151,6 +169,16 @@ impl Sides {
 
     fn len(&self) -> usize {
         self.event.len()
+    }
+
+    /// Side `i` of location `l` with sort key `key`, noted in `b` (its runs, its order).
+    #[inline(always)]
+    fn push(&mut self, b: &mut Runs, key: Key, i: usize, l: LocIdx, threaded: bool) {
+        b.note(self.event.len(), key);
+        self.event.push(i as u32);
+        if threaded {
+            self.loc.push(l);
+        }
     }
 
     fn run(&self, comm: CommIdx, peer: LocIdx) -> Option<Run> {
@@ -180,6 +208,125 @@ impl Sides {
         } else {
             self.time[s.2]
         }
+    }
+}
+
+/// A `Sides` as pairing reads it (`Merge`): side `j`, a side's tag, time and payload index,
+/// and the slot of its location among its process's locations.
+trait Read: Copy {
+    fn at(&self, j: usize) -> Side;
+    fn tag(&self, s: Side) -> u32;
+    fn time(&self, s: Side) -> u64;
+    /// The side's payload index (a side of a process read here).
+    fn msg(&self, s: Side) -> usize;
+    /// The slot of the side's location among `locs`, its process's locations.
+    fn slot(&self, locs: &[LocIdx], s: Side) -> usize;
+}
+
+/// The sides of a process of one location read here, with the location's columns taken
+/// once (not per side through the trace).
+#[derive(Clone, Copy)]
+struct One<'a> {
+    event: &'a [u32],
+    l: LocIdx,
+    arg: &'a [u32],
+    tag: &'a [u32],
+    time: &'a [u64],
+}
+
+/// Any sides: of a process of threads (a location per side), or shipped from another
+/// process (their tags and times with them).
+#[derive(Clone, Copy)]
+struct Any<'a> {
+    s: &'a Sides,
+    trace: &'a Trace,
+}
+
+/// `s` as `One` where it is the sides of a process of one location read here.
+fn one<'a>(trace: &'a Trace, s: &'a Sides) -> Option<One<'a>> {
+    let ev = trace.events.get(s.only as usize)?;
+    (s.loc.is_empty() && s.tag.is_empty()).then(|| One {
+        event: &s.event[..],
+        l: s.only,
+        arg: &ev.arg[..],
+        tag: &ev.msg.tag[..],
+        time: &ev.time[..],
+    })
+}
+
+impl Read for One<'_> {
+    #[inline(always)]
+    fn at(&self, j: usize) -> Side {
+        (self.l, self.event[j], j)
+    }
+
+    #[inline(always)]
+    fn tag(&self, s: Side) -> u32 {
+        self.tag[self.arg[s.1 as usize] as usize]
+    }
+
+    #[inline(always)]
+    fn time(&self, s: Side) -> u64 {
+        self.time[s.1 as usize]
+    }
+
+    #[inline(always)]
+    fn msg(&self, s: Side) -> usize {
+        self.arg[s.1 as usize] as usize
+    }
+
+    #[inline(always)]
+    fn slot(&self, _: &[LocIdx], _: Side) -> usize {
+        0
+    }
+}
+
+impl Read for Any<'_> {
+    #[inline(always)]
+    fn at(&self, j: usize) -> Side {
+        let (l, i) = self.s.at(j);
+        (l, i, j)
+    }
+
+    #[inline(always)]
+    fn tag(&self, s: Side) -> u32 {
+        self.s.tag(self.trace, s)
+    }
+
+    #[inline(always)]
+    fn time(&self, s: Side) -> u64 {
+        self.s.time(self.trace, s)
+    }
+
+    #[inline(always)]
+    fn msg(&self, s: Side) -> usize {
+        msg_index(self.trace, s.0, s.1)
+    }
+
+    #[inline(always)]
+    fn slot(&self, locs: &[LocIdx], s: Side) -> usize {
+        if locs.len() == 1 {
+            0
+        } else {
+            locs.binary_search(&s.0).unwrap_or(0)
+        }
+    }
+}
+
+/// One run of a pass of `pair`, given the two runs' sides as whatever `Read` fits them.
+trait RunPass {
+    fn run<S: Read, R: Read>(&mut self, sends: S, recvs: R);
+}
+
+/// `p` run over `sends` and `recvs`, each read as `One` where it can be (one code path per
+/// pair of kinds, no branch on the kind per side).
+fn with_reads(trace: &Trace, sends: &Sides, recvs: &Sides, p: &mut impl RunPass) {
+    let (s, r) = (Any { s: sends, trace }, Any { s: recvs, trace });
+    match (one(trace, sends), one(trace, recvs)) {
+        (Some(s), Some(r)) => p.run(s, r),
+        (Some(s), None) => p.run(s, r),
+        (None, Some(r)) => p.run(s, r),
+        (None, None) => p.run(s, r),
     }
 }
 
@@ -215,15 +362,33 @@ fn partners(links: &mut [MsgLinks]) -> Vec<&mut [EventRef]> {
 }
 
 /// Collect one process's sides (in location order, then event order) and its request
-/// links, then sort them.
-#[inline(never)]
+/// links, then sort them. `states` the locations' pass-A pointer columns, `mpi[r]` whether
+/// region `r` is an MPI call: a message record counts only inside one (§4.1.3).
 fn collect(
     trace: &Trace,
     me: LocIdx,
     locs: Vec<LocIdx>,
-    in_mpi: &(impl Fn(usize, usize) -> bool + Sync),
+    states: &[LocationState],
+    mpi: &[bool],
 ) -> Proc {
-    let threaded = locs.len() > 1;
+    if locs.len() > 1 {
+        collect_in::<true>(trace, me, locs, states, mpi)
+    } else {
+        collect_in::<false>(trace, me, locs, states, mpi)
+    }
+}
+
+/// `collect` of a process with more than one location (`THREADED`: its sides note their
+/// locations, and the posting times order them first) or with one.
+#[inline(never)]
+fn collect_in<const THREADED: bool>(
+    trace: &Trace,
+    me: LocIdx,
+    locs: Vec<LocIdx>,
+    states: &[LocationState],
+    mpi: &[bool],
+) -> Proc {
+    let threaded = THREADED;
     let mut p = Proc {
         me,
         links: Vec::with_capacity(locs.len()),
@@ -233,7 +398,6 @@ fn collect(
         ignored: 0,
         locs,
     };
-    let (mut send_loc, mut recv_loc) = (Vec::new(), Vec::new());
     // the runs and whether the sides are in order, noted as they come (most traces have
     // them in event order: then no sort)
     let (mut send_b, mut recv_b) = (Runs::default(), Runs::default());
@@ -244,11 +408,33 @@ fn collect(
             partner: crate::model::spill::filled(nmsg, EventRef::NONE).into(),
             ..Default::default()
         };
+        // most processes send about as often as they receive: room for half the messages
+        // a side, so the columns do not double (and hold both copies) while they grow
+        for side in [&mut p.sends, &mut p.recvs] {
+            side.event.reserve_exact(nmsg.div_ceil(2));
+            if threaded {
+                side.loc.reserve_exact(nmsg.div_ceil(2));
+            }
+        }
         let first_send = p.sends.event.len();
         let mut pending_isend: HashMap<u64, u32> = HashMap::new(); // request → msg index
         let mut posted_irecv: HashMap<u64, u32> = HashMap::new(); // request → IRECV_REQUEST
         let (kinds, arg) = (&ev.kind[..], &ev.arg[..]);
         let (peers, comms, tags) = (&ev.msg.peer[..], &ev.msg.comm[..], &ev.msg.tag[..]);
+        // the payload columns at one length (one bounds check a message, not three)
+        let m = peers.len().min(comms.len()).min(tags.len());
+        let (peers, comms, tags) = (&peers[..m], &comms[..m], &tags[..m]);
+        let ptr = states.get(l as usize).map_or(&[][..], |s| &s.ptr[..]);
+        // §4.1.3: the region of the instance enclosing event `i` (`enterptr`) is an MPI call
+        let in_mpi = |i: usize| match ptr.get(i) {
+            Some(&e) if e != NONE => {
+                let r = arg.get(e.min(i as u32) as usize);
+                r.and_then(|&r| mpi.get(r as usize)) == Some(&true)
+            }
+            _ => false,
+        };
+        // the peer of the last (communicator, rank): consecutive messages mostly share it
+        let mut last: (CommIdx, u32, Option<LocIdx>) = (CommIdx::MAX, 0, None);
         // most events are none of the kinds below (MpiSend ..= MpiRequestCancelled): passed
         // over 8 a word
         let matched = KindsIn::new(kinds, 0, EventKind::MpiSend, EventKind::MpiRequestCancelled);
@@ -259,14 +445,17 @@ fn collect(
                 | EventKind::MpiIsend
                 | EventKind::MpiRecv
                 | EventKind::MpiIrecv => {
-                    if !in_mpi(l as usize, i) {
+                    if !in_mpi(i) {
                         p.ignored += 1; // §4.1.3: a record outside any MPI call
                         continue;
                     }
                     let k = arg[i] as usize;
-                    let (comm, tag) = (comms[k], tags[k]);
-                    let Some(peer) = trace.defs.comms[comm as usize].location_of(peers[k], me)
-                    else {
+                    let (comm, tag, rank) = (comms[k], tags[k], peers[k]);
+                    if (comm, rank) != (last.0, last.1) {
+                        let c = &trace.defs.comms[comm as usize];
+                        last = (comm, rank, c.location_of(rank, me));
+                    }
+                    let Some(peer) = last.2 else {
                         p.unresolved += 1;
                         continue;
                     };
@@ -286,18 +475,16 @@ fn collect(
                         }
                         _ => {}
                     }
-                    let at = if threaded { ev.time[order as usize] } else { 0 };
-                    let key = (comm, peer, tag, at, order, l);
-                    let (side, locv, b) =
-                        if matches!(kind, EventKind::MpiSend | EventKind::MpiIsend) {
-                            (&mut p.sends, &mut send_loc, &mut send_b)
-                        } else {
-                            (&mut p.recvs, &mut recv_loc, &mut recv_b)
-                        };
-                    b.note(side.event.len(), key);
-                    side.event.push(i as u32);
-                    if threaded {
-                        locv.push(l);
+                    let key = if threaded {
+                        Key::new(comm, peer, tag, ev.time[order as usize], order, l)
+                    } else {
+                        // one location: no time, the location the same for all sides
+                        Key::one(comm, peer, tag, order)
+                    };
+                    if matches!(kind, EventKind::MpiSend | EventKind::MpiIsend) {
+                        p.sends.push(&mut send_b, key, i, l, threaded);
+                    } else {
+                        p.recvs.push(&mut recv_b, key, i, l, threaded);
                     }
                 }
                 EventKind::MpiIrecvRequest => {
@@ -324,30 +511,16 @@ fn collect(
         }
         // §4.1.4: a cancelled send takes part in nothing
         if !links.cancelled.is_empty() {
-            let mut kept = first_send;
-            for j in first_send..p.sends.event.len() {
-                let i = p.sends.event[j] as usize;
-                if !links.cancelled(ev.arg[i] as usize) {
-                    p.sends.event[kept] = p.sends.event[j];
-                    if threaded {
-                        send_loc[kept] = send_loc[j];
-                    }
-                    kept += 1;
-                }
-            }
-            p.sends.event.truncate(kept);
-            send_b.sorted = false; // runs found again below
-            send_loc.truncate(kept);
+            drop_cancelled(&mut p.sends, &ev.arg, &links, first_send);
+            send_b.unsorted = true; // runs found again below
         }
         p.links.push(links);
         ev.release_resident();
     }
-    p.sends.loc = send_loc;
-    p.recvs.loc = recv_loc;
     p.sends.only = me;
     p.recvs.only = me;
     for (recv, b) in [(false, send_b), (true, recv_b)] {
-        if b.sorted {
+        if !b.unsorted {
             let s = if recv { &mut p.recvs } else { &mut p.sends };
             s.runs = b.runs;
         } else {
@@ -357,42 +530,81 @@ fn collect(
     p
 }
 
-type Key = (CommIdx, LocIdx, u32, u64, u32, LocIdx);
+/// The sends from `first` on (a location's, `arg` its column) without the cancelled ones.
+fn drop_cancelled(s: &mut Sides, arg: &[u32], links: &MsgLinks, first: usize) {
+    let threaded = !s.loc.is_empty();
+    let mut kept = first;
+    for j in first..s.event.len() {
+        let i = s.event[j] as usize;
+        if !links.cancelled(arg[i] as usize) {
+            s.event[kept] = s.event[j];
+            if threaded {
+                s.loc[kept] = s.loc[j];
+            }
+            kept += 1;
+        }
+    }
+    s.event.truncate(kept);
+    s.loc.truncate(kept);
+}
+
+/// A side's place in non-overtaking order, (communicator, peer process, tag, posting time,
+/// order, location), packed most significant first into two words: keys compare as the
+/// tuples do, in a few instructions.
+#[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+struct Key(u128, u128);
+
+impl Key {
+    #[inline(always)]
+    fn new(comm: CommIdx, peer: LocIdx, tag: u32, at: u64, order: u32, l: LocIdx) -> Key {
+        Key(
+            (comm as u128) << 96 | (peer as u128) << 64 | (tag as u128) << 32 | (at >> 32) as u128,
+            ((at as u32) as u128) << 64 | (order as u128) << 32 | l as u128,
+        )
+    }
+
+    /// The key of a side of a process of one location, where the posting time and the
+    /// location are the same for all sides: ordered among such keys as `new` orders them.
+    #[inline(always)]
+    fn one(comm: CommIdx, peer: LocIdx, tag: u32, order: u32) -> Key {
+        let k = (comm as u128) << 96 | (peer as u128) << 64 | (tag as u128) << 32;
+        Key(k | order as u128, 0)
+    }
+
+    /// The communicator, peer process and tag.
+    #[inline(always)]
+    fn head(&self) -> (CommIdx, LocIdx, u32) {
+        (
+            (self.0 >> 96) as u32,
+            (self.0 >> 64) as u32,
+            (self.0 >> 32) as u32,
+        )
+    }
+}
 
 /// The runs of one direction's sides as they are collected, and whether they came in order.
+#[derive(Default)]
 struct Runs {
     runs: Vec<Run>,
     /// The last side's key (at first the least key there is).
     prev: Key,
-    sorted: bool,
-}
-
-impl Default for Runs {
-    fn default() -> Runs {
-        Runs {
-            runs: Vec::new(),
-            prev: (0, 0, 0, 0, 0, 0),
-            sorted: true,
-        }
-    }
+    /// Out of order (the default: in order).
+    unsorted: bool,
 }
 
 impl Runs {
     /// Side `j` has sort key `k`.
-    #[inline]
+    #[inline(always)]
     fn note(&mut self, j: usize, k: Key) {
+        let (comm, peer, tag) = k.head();
         match self.runs.last_mut() {
-            Some(r) if (r.comm, r.peer) == (k.0, k.1) => r.end = j as u32 + 1,
-            _ => self.runs.push(Run {
-                comm: k.0,
-                peer: k.1,
-                start: j as u32,
-                end: j as u32 + 1,
-            }),
+            Some(r) if r.comm == comm && r.peer == peer => {
+                r.end = j as u32 + 1;
+                r.one_tag &= r.tag == tag;
+            }
+            _ => self.runs.push(Run::new(comm, peer, tag, j)),
         }
-        if self.prev > k {
-            self.sorted = false;
-        }
+        self.unsorted |= self.prev > k;
         self.prev = k;
     }
 }
@@ -421,7 +633,7 @@ fn sort_sides(trace: &Trace, p: &mut Proc, recv: bool, threaded: bool) {
             }
         }
         let at = if threaded { ev.time[order as usize] } else { 0 };
-        (comm, peer, tag, at, order, l)
+        Key::new(comm, peer, tag, at, order, l)
     };
     let s = if recv { &mut p.recvs } else { &mut p.sends };
     let runs = |s: &Sides| -> (Vec<Run>, bool) {
@@ -430,7 +642,7 @@ fn sort_sides(trace: &Trace, p: &mut Proc, recv: bool, threaded: bool) {
             let (l, i) = s.at(j);
             b.note(j, key(l, i));
         }
-        (b.runs, b.sorted)
+        (b.runs, !b.unsorted)
     };
     let (found, sorted) = runs(s);
     if sorted {
@@ -453,53 +665,68 @@ fn sort_sides(trace: &Trace, p: &mut Proc, recv: bool, threaded: bool) {
     s.runs = runs(s).0;
 }
 
-/// Walk a run of sends and the run of receives of the same (communicator, sender,
-/// receiver) together: within one tag the n-th send meets the n-th receive (§5.3.2).
-/// `on(send, recv)` sees every pair, and every side left alone with `None` for the other,
-/// as (location, event, position in its `Sides`).
-fn walk(
-    trace: &Trace,
-    sends: &Sides,
-    sr: Option<Run>,
-    recvs: &Sides,
-    rr: Option<Run>,
-    mut on: impl FnMut(Option<Side>, Option<Side>),
-) {
-    let at = |s: &Sides, j: usize| {
-        let (l, i) = s.at(j);
-        (l, i, j)
-    };
-    let (mut a, ae) = sr.map_or((0, 0), |r| (r.start as usize, r.end as usize));
-    let (mut b, be) = rr.map_or((0, 0), |r| (r.start as usize, r.end as usize));
-    while a < ae && b < be {
-        let (s, r) = (at(sends, a), at(recvs, b));
-        let ts = sends.tag(trace, s);
-        let tr = recvs.tag(trace, r);
-        match ts.cmp(&tr) {
-            std::cmp::Ordering::Less => {
-                on(Some(s), None);
-                a += 1;
-            }
-            std::cmp::Ordering::Greater => {
-                on(None, Some(r));
-                b += 1;
-            }
-            std::cmp::Ordering::Equal => {
-                on(Some(s), Some(r));
-                a += 1;
-                b += 1;
-            }
-        }
-    }
-    for j in a..ae {
-        on(Some(at(sends, j)), None);
-    }
-    for j in b..be {
-        on(None, Some(at(recvs, j)));
+/// A run of sends and the run of receives of the same (communicator, sender, receiver)
+/// walked together: within one tag the n-th send meets the n-th receive (§5.3.2). Yields
+/// every pair, and every side left alone with `None` for the other.
+struct Merge<S, R> {
+    sends: S,
+    recvs: R,
+    a: usize,
+    ae: usize,
+    b: usize,
+    be: usize,
+    /// Both runs have one tag, the same: the sides pair by position (no tag read).
+    same: bool,
+}
+
+fn merge<S: Read, R: Read>(sends: S, sr: Option<Run>, recvs: R, rr: Option<Run>) -> Merge<S, R> {
+    let (a, ae) = sr.map_or((0, 0), |r| (r.start as usize, r.end as usize));
+    let (b, be) = rr.map_or((0, 0), |r| (r.start as usize, r.end as usize));
+    let same = matches!((sr, rr), (Some(x), Some(y)) if x.one_tag && y.one_tag && x.tag == y.tag);
+    Merge {
+        sends,
+        recvs,
+        a,
+        ae,
+        b,
+        be,
+        same,
     }
 }
 
-/// A side as `walk` hands it on: location, event, position in its `Sides`.
+impl<S: Read, R: Read> Iterator for Merge<S, R> {
+    type Item = (Option<Side>, Option<Side>);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        let s = (self.a < self.ae).then(|| self.sends.at(self.a));
+        let r = (self.b < self.be).then(|| self.recvs.at(self.b));
+        let ord = match (s, r) {
+            (None, None) => return None,
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (Some(_), Some(_)) if self.same => std::cmp::Ordering::Equal,
+            (Some(s), Some(r)) => self.sends.tag(s).cmp(&self.recvs.tag(r)),
+        };
+        Some(match ord {
+            std::cmp::Ordering::Less => {
+                self.a += 1;
+                (s, None)
+            }
+            std::cmp::Ordering::Greater => {
+                self.b += 1;
+                (None, r)
+            }
+            std::cmp::Ordering::Equal => {
+                self.a += 1;
+                self.b += 1;
+                (s, r)
+            }
+        })
+    }
+}
+
+/// A side as `Merge` hands it on: location, event, position in its `Sides`.
 type Side = (LocIdx, u32, usize);
 
 /// What one process found while matching its receives (or its sends).
@@ -510,8 +737,8 @@ struct Found {
     unmatched: BTreeSet<u32>,
 }
 
-/// Match every receive to its send. `in_mpi(l, i)` says whether event `i` of location `l`
-/// lies inside an MPI call (§4.1.3). Returns the links per location, the statistics, the
+/// Match every receive to its send; a send or receive record counts only inside an MPI call
+/// (§4.1.3), as the pointer column of `states` (pass A) says. Returns the links per location, the statistics, the
 /// locations touched by clock-condition violations and those with unmatched messages.
 /// `master[l]` is the location standing for `l`'s process in the communicators (the process's
 /// master thread; `l` itself without threads).
@@ -522,10 +749,10 @@ struct Found {
 /// only its own locations' links.
 pub fn match_messages(
     trace: &Trace,
-    in_mpi: &(impl Fn(usize, usize) -> bool + Sync),
+    states: &[LocationState],
     master: &[u32],
 ) -> (Vec<MsgLinks>, MatchStats, Violators, Vec<u32>) {
-    let m = collect_share(trace, in_mpi, master, None).pair(trace, Vec::new());
+    let m = collect_share(trace, states, master, None).pair(trace, Vec::new());
     (m.links, m.stats, m.violators, m.unmatched)
 }
 
@@ -603,18 +830,22 @@ fn processes(
 }
 
 /// Collect and sort the sides of the processes of the locations `keep` selects (all when
-/// `None`; a share holds whole processes).
+/// `None`; a share holds whole processes); `states[l]` location `l`'s pass-A state (its
+/// pointer column says which records lie inside an MPI call, §4.1.3).
 pub fn collect_share(
     trace: &Trace,
-    in_mpi: &(impl Fn(usize, usize) -> bool + Sync),
+    states: &[LocationState],
     master: &[u32],
     keep: Option<&[bool]>,
 ) -> Share {
     let nloc = trace.events.len();
     let (proc_of, groups) = processes(nloc, master, keep);
+    let mpi: Vec<bool> = (trace.defs.regions.iter())
+        .map(|r| r.paradigm == crate::model::Paradigm::MPI)
+        .collect();
     let procs: Vec<Proc> = groups
         .into_par_iter()
-        .map(|(me, locs)| collect(trace, me, locs, in_mpi))
+        .map(|(me, locs)| collect(trace, me, locs, states, &mpi))
         .collect();
     let unresolved = procs.iter().map(|p| p.unresolved).sum();
     let ignored = procs.iter().map(|p| p.ignored).sum();
@@ -682,6 +913,8 @@ impl Share {
                 .or_insert_with(|| (run.proc, Sides::default(), Sides::default()));
             let s = if run.recv { &mut p.2 } else { &mut p.1 };
             let start = s.len() as u32;
+            let tag = run.sides.first().map_or(0, |x| x.2);
+            let one_tag = run.sides.iter().all(|x| x.2 == tag);
             for (l, i, tag, time) in run.sides {
                 s.loc.push(l);
                 s.event.push(i);
@@ -693,6 +926,8 @@ impl Share {
                 peer: run.peer,
                 start,
                 end: s.len() as u32,
+                tag,
+                one_tag,
             });
         }
         let held = |l: LocIdx| keep.is_empty() || keep.get(l as usize) == Some(&true);
@@ -735,50 +970,27 @@ fn pair<'s>(
     sides: &[ProcSides],
     peer_proc: &(dyn Fn(LocIdx) -> Option<&'s ProcSides> + Sync),
 ) -> Found {
-    let slot = |locs: &[LocIdx], l: LocIdx| {
-        if locs.len() == 1 {
-            0
-        } else {
-            locs.binary_search(&l).unwrap_or(0)
-        }
-    };
     // receives: each process with the sends of its senders
     let found: Vec<Found> = all_links
         .par_iter_mut()
         .zip(sides.par_iter())
         .map(|((locs, links), (me, _, recvs))| {
-            let mut f = Found::default();
-            let mut partner = partners(links);
+            let mut p = Pass {
+                locs,
+                partner: partners(links),
+                f: Found::default(),
+                runs: (None, None),
+            };
             for rr in &recvs.runs {
                 let (sends, sr) = match peer_proc(rr.peer) {
                     Some((_, s, _)) => (s, s.run(rr.comm, *me)),
                     None => (recvs, None),
                 };
-                walk(trace, sends, sr, recvs, Some(*rr), |s, r| match (s, r) {
-                    (Some(s), Some(r)) => {
-                        let (ts, tr) = (sends.time(trace, s), recvs.time(trace, r));
-                        if ts > tr {
-                            f.stats.clock_violations += 1;
-                            f.stats.max_violation_ticks = f.stats.max_violation_ticks.max(ts - tr);
-                            f.violating.insert(s.0);
-                            f.violating.insert(r.0);
-                        }
-                        let k = msg_index(trace, r.0, r.1);
-                        partner[slot(locs, r.0)][k] = EventRef {
-                            loc: s.0,
-                            event: s.1,
-                        };
-                        f.stats.messages += 1;
-                    }
-                    (None, Some(r)) => {
-                        f.stats.unmatched_receives += 1;
-                        f.unmatched.insert(r.0);
-                    }
-                    _ => {}
-                });
+                p.runs = (sr, Some(*rr));
+                with_reads(trace, sends, recvs, &mut Receives(&mut p));
             }
             release(trace, locs);
-            f
+            p.f
         })
         .collect();
     // sends: each process with the receives of its receivers
@@ -786,30 +998,22 @@ fn pair<'s>(
         .par_iter_mut()
         .zip(sides.par_iter())
         .map(|((locs, links), (me, sends, _))| {
-            let mut f = Found::default();
-            let mut partner = partners(links);
+            let mut p = Pass {
+                locs,
+                partner: partners(links),
+                f: Found::default(),
+                runs: (None, None),
+            };
             for sr in &sends.runs {
                 let (recvs, rr) = match peer_proc(sr.peer) {
                     Some((_, _, r)) => (r, r.run(sr.comm, *me)),
                     None => (sends, None),
                 };
-                walk(trace, sends, Some(*sr), recvs, rr, |s, r| match (s, r) {
-                    (Some(s), Some(r)) => {
-                        let k = msg_index(trace, s.0, s.1);
-                        partner[slot(locs, s.0)][k] = EventRef {
-                            loc: r.0,
-                            event: r.1,
-                        };
-                    }
-                    (Some(s), None) => {
-                        f.stats.unmatched_sends += 1;
-                        f.unmatched.insert(s.0);
-                    }
-                    _ => {}
-                });
+                p.runs = (Some(*sr), rr);
+                with_reads(trace, sends, recvs, &mut Sends(&mut p));
             }
             release(trace, locs);
-            f
+            p.f
         })
         .collect();
     let mut all = Found::default();
@@ -817,6 +1021,70 @@ fn pair<'s>(
         all.add(f);
     }
     all
+}
+
+/// One process's pass of `pair`: its locations, their partner columns, what it found, and
+/// the run of sends and the run of receives being paired.
+struct Pass<'a> {
+    locs: &'a [LocIdx],
+    partner: Vec<&'a mut [EventRef]>,
+    f: Found,
+    runs: (Option<Run>, Option<Run>),
+}
+
+/// The receives' pass: each receive's send (`sendptr`), the clock condition, the counts.
+struct Receives<'p, 'a>(&'p mut Pass<'a>);
+
+impl RunPass for Receives<'_, '_> {
+    fn run<S: Read, R: Read>(&mut self, sends: S, recvs: R) {
+        let p = &mut *self.0;
+        for pair in merge(sends, p.runs.0, recvs, p.runs.1) {
+            match pair {
+                (Some(s), Some(r)) => {
+                    let (ts, tr) = (sends.time(s), recvs.time(r));
+                    if ts > tr {
+                        p.f.violation(s.0, r.0, ts - tr);
+                    }
+                    let k = recvs.msg(r);
+                    p.partner[recvs.slot(p.locs, r)][k] = EventRef {
+                        loc: s.0,
+                        event: s.1,
+                    };
+                    p.f.stats.messages += 1;
+                }
+                (None, Some(r)) => {
+                    p.f.stats.unmatched_receives += 1;
+                    p.f.unmatched.insert(r.0);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The sends' pass: each send's receive (`recvptr`), the unmatched sends.
+struct Sends<'p, 'a>(&'p mut Pass<'a>);
+
+impl RunPass for Sends<'_, '_> {
+    fn run<S: Read, R: Read>(&mut self, sends: S, recvs: R) {
+        let p = &mut *self.0;
+        for pair in merge(sends, p.runs.0, recvs, p.runs.1) {
+            match pair {
+                (Some(s), Some(r)) => {
+                    let k = sends.msg(s);
+                    p.partner[sends.slot(p.locs, s)][k] = EventRef {
+                        loc: r.0,
+                        event: r.1,
+                    };
+                }
+                (Some(s), None) => {
+                    p.f.stats.unmatched_sends += 1;
+                    p.f.unmatched.insert(s.0);
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 /// A process's locations are walked: spilled, they leave memory again (`--memory-limit`).
@@ -829,6 +1097,15 @@ fn release(trace: &Trace, locs: &[LocIdx]) {
 }
 
 impl Found {
+    /// A message from location `s` to `r` whose send is `d` ticks after its receive (§7.1).
+    #[cold]
+    fn violation(&mut self, s: LocIdx, r: LocIdx, d: u64) {
+        self.stats.clock_violations += 1;
+        self.stats.max_violation_ticks = self.stats.max_violation_ticks.max(d);
+        self.violating.insert(s);
+        self.violating.insert(r);
+    }
+
     /// `f` added to what was found so far.
     fn add(&mut self, f: Found) {
         let (s, t) = (&mut self.stats, &f.stats);

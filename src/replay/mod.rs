@@ -217,10 +217,14 @@ impl Cnodes {
         match self {
             Cnodes::Narrow(v) => {
                 if ncn < NARROW_NONE as usize && !same {
+                    // every 16-bit value's new one (`NARROW_NONE` stays): a load a call path,
+                    // no branch and no bounds check
+                    let mut to: Box<[u16; 1 << 16]> = Box::new([NARROW_NONE; 1 << 16]);
+                    for (k, &g) in map.iter().enumerate().take(NARROW_NONE as usize) {
+                        to[k] = g as u16;
+                    }
                     for c in v.iter_mut() {
-                        if *c != NARROW_NONE {
-                            *c = map[*c as usize] as u16;
-                        }
+                        *c = to[*c as usize];
                     }
                 }
             }
@@ -399,12 +403,12 @@ impl<'w> Walk<'w> {
             && self.time.len() < PLAIN_NODES
     }
 
-    /// Pass A's common case from event `i` on, while `plain_ok` holds: ENTERs of known call
-    /// paths, LEAVEs of the region on top of the stack and events that change no state, what
-    /// `clock`, `enter`, `leave` and `other` do for them, with the stack's top, the clock
-    /// and the columns in locals. Returns the first event it leaves to them (an ENTER of a
-    /// new call path, a LEAVE that needs a search or a repair, a task event, a measurement
-    /// pause).
+    /// Pass A's common case from event `i` on, while `plain_ok` holds: ENTERs of call paths
+    /// among the recent lookups, LEAVEs of the region on top of the stack and events that
+    /// change no state, in time order, what `clock`, `enter`, `leave` and `other` do for
+    /// them, with the stack's top, the clock and the columns in locals. Returns the first
+    /// event it leaves to them (an ENTER of another or a new call path, a LEAVE that needs a
+    /// search or a repair, a clock going backwards, a task event, a measurement pause).
     #[inline(never)]
     fn plain(
         &mut self,
@@ -414,8 +418,13 @@ impl<'w> Walk<'w> {
         let Cnodes::Narrow(cn) = &mut self.cnode else {
             return i;
         };
+        let Some(recent) = self.local.recent() else {
+            return i;
+        };
         let (cn, ptr) = (&mut cn[..], &mut self.ptr[..]);
-        let (time, visits) = (&mut self.time[..], &mut self.visits[..]);
+        // the counts of every local call path (the recent lookups give no other)
+        let nodes = self.time.len().min(self.visits.len());
+        let (time, visits) = (&mut self.time[..nodes], &mut self.visits[..nodes]);
         let n = (times.len().min(kinds.len()).min(args.len()))
             .min(ptr.len())
             .min(cn.len());
@@ -423,14 +432,15 @@ impl<'w> Walk<'w> {
         // the top frame, `NO_TOP` for an empty stack (its call path `NO_CNODE`: no time
         // counts to it, and it gives `OUTSIDE` as a cell)
         let mut top = stack.pop().unwrap_or(NO_TOP);
-        let (mut last_t, mut clamped) = (self.last_t, 0);
+        let mut last_t = self.last_t;
         while i < n {
-            let (t0, kind, arg) = (times[i], kinds[i], args[i]);
-            let t = t0.max(last_t);
+            let (t, kind, arg) = (times[i], kinds[i], args[i]);
+            if t < last_t {
+                break;
+            }
             // the time since the last event to the call path on top (`clock`), once the
             // event is known to be handled here
             let mut tick = |c: CnodeIdx| {
-                clamped += (t0 < last_t) as u64;
                 if let Some(x) = time.get_mut(c as usize) {
                     *x += t - last_t;
                 }
@@ -438,8 +448,9 @@ impl<'w> Walk<'w> {
             };
             let (p, c) = match kind {
                 EventKind::Enter => {
-                    let c = self.local.child(top.1, arg, t);
-                    // a new call path: `enter` grows the counts
+                    let Some(c) = calltree::recent_child(recent, top.1, arg) else {
+                        break;
+                    };
                     let Some(v) = visits.get_mut(c as usize) else {
                         break;
                     };
@@ -480,7 +491,6 @@ impl<'w> Walk<'w> {
             stack.push(top);
         }
         self.last_t = last_t;
-        self.clamped += clamped;
         i
     }
 
@@ -845,15 +855,8 @@ impl Replay {
             (master, thread),
             |_| true,
         );
-        let mpi: Vec<bool> = (trace.defs.regions.iter())
-            .map(|r| r.paradigm == crate::model::Paradigm::MPI)
-            .collect();
-        let in_mpi = |l: usize, i: usize| {
-            let e = locations[l].enterptr(i);
-            e != NONE && mpi.get(trace.events[l].arg[e as usize] as usize) == Some(&true)
-        };
         let (mut msg_links, matching, p2p_violators, unmatched_locations) =
-            matching::match_messages(trace, &in_mpi, &omp.master);
+            matching::match_messages(trace, &locations, &omp.master);
         for (ev, links) in trace.events.iter().zip(&mut msg_links) {
             ev.spill_beside(&mut [&mut links.partner]);
         }
