@@ -1032,6 +1032,18 @@ struct Pass<'a> {
     runs: (Option<Run>, Option<Run>),
 }
 
+impl Pass<'_> {
+    /// Side `x` (read through `from`) gets `to` as its partner (`sendptr` of a receive,
+    /// `recvptr` of a send).
+    fn link<X: Read>(&mut self, from: X, x: Side, to: Side) {
+        let k = from.msg(x);
+        self.partner[from.slot(self.locs, x)][k] = EventRef {
+            loc: to.0,
+            event: to.1,
+        };
+    }
+}
+
 /// The receives' pass: each receive's send (`sendptr`), the clock condition, the counts.
 struct Receives<'p, 'a>(&'p mut Pass<'a>);
 
@@ -1045,11 +1057,7 @@ impl RunPass for Receives<'_, '_> {
                     if ts > tr {
                         p.f.violation(s.0, r.0, ts - tr);
                     }
-                    let k = recvs.msg(r);
-                    p.partner[recvs.slot(p.locs, r)][k] = EventRef {
-                        loc: s.0,
-                        event: s.1,
-                    };
+                    p.link(recvs, r, s);
                     p.f.stats.messages += 1;
                 }
                 (None, Some(r)) => {
@@ -1071,11 +1079,7 @@ impl RunPass for Sends<'_, '_> {
         for pair in merge(sends, p.runs.0, recvs, p.runs.1) {
             match pair {
                 (Some(s), Some(r)) => {
-                    let k = sends.msg(s);
-                    p.partner[sends.slot(p.locs, s)][k] = EventRef {
-                        loc: r.0,
-                        event: r.1,
-                    };
+                    p.link(sends, s, r);
                 }
                 (Some(s), None) => {
                     p.f.stats.unmatched_sends += 1;
