@@ -1033,6 +1033,19 @@ struct Pass<'a> {
 }
 
 impl Pass<'_> {
+    /// Each pair of the runs being paired (`merge`), in order, given to `f` with the pass.
+    #[inline(always)]
+    fn each_pair<S: Read, R: Read>(
+        &mut self,
+        sends: S,
+        recvs: R,
+        mut f: impl FnMut(&mut Self, (Option<Side>, Option<Side>)),
+    ) {
+        for pair in merge(sends, self.runs.0, recvs, self.runs.1) {
+            f(self, pair);
+        }
+    }
+
     /// Side `x` (read through `from`) gets `to` as its partner (`sendptr` of a receive,
     /// `recvptr` of a send).
     fn link<X: Read>(&mut self, from: X, x: Side, to: Side) {
@@ -1049,24 +1062,21 @@ struct Receives<'p, 'a>(&'p mut Pass<'a>);
 
 impl RunPass for Receives<'_, '_> {
     fn run<S: Read, R: Read>(&mut self, sends: S, recvs: R) {
-        let p = &mut *self.0;
-        for pair in merge(sends, p.runs.0, recvs, p.runs.1) {
-            match pair {
-                (Some(s), Some(r)) => {
-                    let (ts, tr) = (sends.time(s), recvs.time(r));
-                    if ts > tr {
-                        p.f.violation(s.0, r.0, ts - tr);
-                    }
-                    p.link(recvs, r, s);
-                    p.f.stats.messages += 1;
+        self.0.each_pair(sends, recvs, |p, pair| match pair {
+            (Some(s), Some(r)) => {
+                let (ts, tr) = (sends.time(s), recvs.time(r));
+                if ts > tr {
+                    p.f.violation(s.0, r.0, ts - tr);
                 }
-                (None, Some(r)) => {
-                    p.f.stats.unmatched_receives += 1;
-                    p.f.unmatched.insert(r.0);
-                }
-                _ => {}
+                p.link(recvs, r, s);
+                p.f.stats.messages += 1;
             }
-        }
+            (None, Some(r)) => {
+                p.f.stats.unmatched_receives += 1;
+                p.f.unmatched.insert(r.0);
+            }
+            _ => {}
+        });
     }
 }
 
@@ -1075,19 +1085,14 @@ struct Sends<'p, 'a>(&'p mut Pass<'a>);
 
 impl RunPass for Sends<'_, '_> {
     fn run<S: Read, R: Read>(&mut self, sends: S, recvs: R) {
-        let p = &mut *self.0;
-        for pair in merge(sends, p.runs.0, recvs, p.runs.1) {
-            match pair {
-                (Some(s), Some(r)) => {
-                    p.link(sends, s, r);
-                }
-                (Some(s), None) => {
-                    p.f.stats.unmatched_sends += 1;
-                    p.f.unmatched.insert(s.0);
-                }
-                _ => {}
+        self.0.each_pair(sends, recvs, |p, pair| match pair {
+            (Some(s), Some(r)) => p.link(sends, s, r),
+            (Some(s), None) => {
+                p.f.stats.unmatched_sends += 1;
+                p.f.unmatched.insert(s.0);
             }
-        }
+            _ => {}
+        });
     }
 }
 
