@@ -377,7 +377,7 @@ impl Loc {
     fn flush(&mut self, g: &mut Growth) {
         let n = (self.staged as usize).min(STAGE);
         if self.events.room() < n {
-            g.reserve(&mut self.events);
+            g.reserve(&mut self.events, n == STAGE);
         }
         self.events
             .extend_events(&self.st_time[..n], &self.st_kind[..n], &self.st_arg[..n]);
@@ -440,6 +440,7 @@ macro_rules! split {
             size,
             at,
             populate,
+            early,
             counts,
             ..
         } = $sim;
@@ -447,32 +448,58 @@ macro_rules! split {
             size: *size,
             at: *at,
             populate,
+            early,
         };
         (locs, regions, counts, g)
     }};
 }
 
 /// How the columns of a location grow once full (`Growth::reserve`): the file's size and the
-/// byte offset of the batch being applied (binary Paje; 0: unknown), and the reserved memory
-/// for the decoding thread to fault in.
+/// byte offset of the batch being applied (binary Paje; 0: unknown), the reserved memory
+/// for the decoding thread to fault in, and how many more locations may reserve room
+/// before their rate is known (`EARLY`).
 struct Growth<'a> {
     size: u64,
     at: u64,
     populate: &'a mut Vec<(usize, usize)>,
+    early: &'a mut u32,
 }
+
+/// Events a location holds before its fill rate is trusted (`Growth::reserve`).
+const MIN: usize = 1 << 16;
+
+/// Locations of a binary read that reserve room for `MIN` events at their first full stage
+/// (`Growth::reserve`), the budget over all locations: each such reservation maps up to
+/// three or four regions of address space (columns of more than glibc's mmap threshold), so
+/// a trace of tens of thousands of small containers must not make one per location (the
+/// kernel's `vm.max_map_count`, 65,530 by default); past the budget, columns double as in
+/// the text read.
+const EARLY: u32 = 1024;
 
 impl Growth<'_> {
     /// A location's columns are full: if the binary read is far enough into the file,
     /// reserve what the location will hold by the end at the rate it has filled so far
     /// (one step, in huge pages: no copy per doubling, few page faults), at least a quarter
-    /// more; otherwise leave it to the columns' own doubling.
+    /// more. Before that, at its first flush of a full stage (`first_stage`: the location
+    /// is filling, not closing), room for `MIN` events at once while the budget `EARLY`
+    /// lasts (addresses only, no page is faulted in until written), where the columns' own
+    /// doubling would copy them a dozen times (the text read, which knows no file size:
+    /// always).
     #[cold]
     #[inline(never)]
-    fn reserve(&mut self, ev: &mut EventsFiller) {
-        /// Events a location holds before its rate is trusted.
-        const MIN: usize = 1 << 16;
+    fn reserve(&mut self, ev: &mut EventsFiller, first_stage: bool) {
         let n = ev.len();
-        if self.size == 0 || self.at == 0 || n < MIN {
+        if self.size == 0 || self.at == 0 {
+            return;
+        }
+        if n < MIN {
+            if n == 0 && first_stage && *self.early > 0 {
+                *self.early -= 1;
+                // at most one event per byte still to come (as below); messages and
+                // collectives are rarer than events (a fifth and a tenth of SMPI's)
+                let more = MIN.min(self.size.saturating_sub(self.at) as usize);
+                ev.reserve(more, more / 4, more / 8);
+            }
             return;
         }
         let rate = self.size as f64 / self.at as f64;
@@ -764,6 +791,8 @@ pub(super) struct Sim<'p> {
     /// Address ranges of reserved column memory not yet written, to be faulted in by
     /// whichever thread has time (`Pending`), queued there after each batch.
     pub populate: Vec<(usize, usize)>,
+    /// Locations that may still reserve room before their rate is known (`EARLY`).
+    early: u32,
     pub end_time: u64,
     order_warnings: u64,
     first_order_warning: Option<String>,
@@ -790,6 +819,7 @@ impl<'p> Sim<'p> {
             size: 0,
             at: 0,
             populate: Vec::new(),
+            early: EARLY,
             end_time: 0,
             order_warnings: 0,
             first_order_warning: None,
@@ -1170,6 +1200,33 @@ impl<'p> Sim<'p> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A binary read of many small containers (three times the budget, each with a full
+    /// stage of states): only `EARLY` of their locations reserve room for `MIN` events
+    /// before their rate is known, the others' columns double as they fill.
+    #[test]
+    fn early_room_has_a_budget() {
+        let mut sim = Sim::new(Path::new("many.rst"), true, 9);
+        sim.size = 1 << 30;
+        let mut b = Batch::with_capacity(1 << 16);
+        b.push(Code::Region, u32::MAX, 0, 0, 0, 1);
+        let n = 3 * EARLY;
+        for k in 1..=n {
+            b.names.push(format!("c{k}"));
+            b.push(Code::Container, 1, 0, 0, 0, 1);
+        }
+        for c in 1..=n {
+            for _ in 0..=STAGE / 2 {
+                b.push(Code::PushState, 2, c, 0, 1, 1);
+                b.push(Code::PopState, 2, c, 0, 1, 1);
+            }
+        }
+        assert!(sim.apply(&mut b).is_ok());
+        assert_eq!(sim.locs.len(), n as usize);
+        let early = sim.locs.iter().filter(|l| l.events.room() >= MIN / 2);
+        assert_eq!(early.count(), EARLY as usize);
+        assert!(sim.locs.iter().all(|l| l.events.len() == STAGE));
+    }
 
     /// `Pairing` against the rule it implements, kept in a plain map, over many random
     /// link ends of few distinct keys (long probe runs, removals in their middle, growth).
