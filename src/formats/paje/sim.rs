@@ -267,10 +267,13 @@ fn prefetch_write(at: usize, bytes: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0};
-        for a in (at..at + bytes).step_by(64) {
+        // a plain loop: `step_by` of a range cost more instructions than the prefetches
+        let (mut a, end) = (at, at.saturating_add(bytes));
+        while a < end {
             // SAFETY: a prefetch never faults and has no effect on memory or on the
             // program's values, whatever the address (SSE, part of x86_64's baseline).
             unsafe { _mm_prefetch::<_MM_HINT_ET0>(a as *const i8) };
+            a = a.saturating_add(64);
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -653,7 +656,8 @@ impl Pairing {
 
     #[inline]
     fn short(&mut self, c: u32, ty: u32, w: &[u64; 3], start: bool) -> u32 {
-        if (self.used + 1) * 4 > self.table.len() * 3 {
+        // at most half full (short probe runs and few entries moved back on removal)
+        if (self.used + 1) * 2 > self.table.len() {
             self.grow();
         }
         let mask = self.table.len() - 1;
@@ -712,7 +716,7 @@ impl Pairing {
     #[cold]
     fn grow(&mut self) {
         let old = std::mem::take(&mut self.table);
-        self.table = vec![Open::default(); (old.len() * 2).max(64)];
+        self.table = vec![Open::default(); (old.len() * 2).max(256)];
         let mask = self.table.len() - 1;
         for e in old.into_iter().filter(|e| e.state != 0) {
             let mut i = self.home(e.c, e.ty, &e.w);
