@@ -755,6 +755,43 @@ impl EventsFiller {
         self.sync_caps();
     }
 
+    /// `extend_events` of exactly `N` events (a reader's events staged in arrays): where
+    /// they fit, copies of a size known when compiled, without a call and a capacity check
+    /// per column.
+    #[inline(always)]
+    pub fn extend_events_n<const N: usize>(
+        &mut self,
+        time: &[u64; N],
+        kind: &[EventKind; N],
+        arg: &[u32; N],
+    ) {
+        let n = self.time.len();
+        if self.room() < N {
+            self.extend_events(time, kind, arg);
+            return;
+        }
+        // SAFETY: the three core columns all have length `n` (they grow together) and
+        // `cap` ≥ `n + N` (`room`) is at most the capacity of each (`sync_caps`): the `N`
+        // slots after `n` lie inside each allocation, hold no value yet and are aligned for
+        // an array of the column's type; the lengths then cover exactly the values written.
+        unsafe {
+            self.time
+                .as_mut_ptr()
+                .add(n)
+                .cast::<[u64; N]>()
+                .write(*time);
+            self.kind
+                .as_mut_ptr()
+                .add(n)
+                .cast::<[EventKind; N]>()
+                .write(*kind);
+            self.arg.as_mut_ptr().add(n).cast::<[u32; N]>().write(*arg);
+            self.time.set_len(n + N);
+            self.kind.set_len(n + N);
+            self.arg.set_len(n + N);
+        }
+    }
+
     /// `Events::push_coll`.
     #[inline]
     pub fn push_coll(&mut self, time: u64, kind: EventKind, c: Coll) {

@@ -382,8 +382,14 @@ impl Loc {
         if self.events.room() < n {
             g.reserve(&mut self.events, n == STAGE);
         }
-        self.events
-            .extend_events(&self.st_time[..n], &self.st_kind[..n], &self.st_arg[..n]);
+        if n == STAGE {
+            // the common case: a full stage, copied as whole arrays
+            self.events
+                .extend_events_n(&self.st_time, &self.st_kind, &self.st_arg);
+        } else {
+            self.events
+                .extend_events(&self.st_time[..n], &self.st_kind[..n], &self.st_arg[..n]);
+        }
         self.staged = 0;
         // the lines the next flush writes (and the messages until then), asked for now:
         // fresh column memory comes from far (faulted in on the other core), and the
