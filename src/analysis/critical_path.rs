@@ -1204,10 +1204,10 @@ impl<'a> Graph<'a> {
             .into_par_iter()
             .map(|l| {
                 let ev = &trace.events[l];
-                let links = &replay.msg_links[l];
+                let (arg, partner): (&[u32], &[EventRef]) = (&ev.arg, &replay.msg_links[l].partner);
                 let mut deps = Vec::new();
                 for i in ev.positions_of(EventKind::MpiRecv, EventKind::MpiIrecv) {
-                    let Some(p) = links.partner.get(ev.arg[i] as usize) else {
+                    let Some(p) = partner.get(arg[i] as usize) else {
                         continue;
                     };
                     if p.is_some() {
