@@ -239,6 +239,18 @@ impl<'w> WindowCursor<'w> {
     }
 }
 
+/// `Graph::local_weight` of a location whose (clamped) times are `t`.
+#[inline(always)]
+fn local_weight_in(t: &[u64], i: usize, wc: &mut WindowCursor) -> u64 {
+    let mut w = t[i] - t[i - 1];
+    if let Some(until) = wc.until(i as u32) {
+        if until > t[i - 1] {
+            w -= until.min(t[i]) - t[i - 1];
+        }
+    }
+    w
+}
+
 /// The position of `x` in the sorted `v`, searched from `hint` on (galloping) or before it;
 /// `hint` becomes the position found.
 #[inline]
@@ -943,7 +955,7 @@ impl<'g> Part<'_, 'g> {
         zero: Option<&dyn Fn(CnodeIdx) -> bool>,
         trace_back: bool,
     ) {
-        let t = &g.time[l];
+        let t: &[u64] = &g.time[l];
         let n = t.len();
         let deps = &g.deps[l];
         let srcs = &g.src_events[l];
@@ -961,7 +973,7 @@ impl<'g> Part<'_, 'g> {
                 c.dpos += 1;
             }
             if i > 0 {
-                let mut w = g.local_weight(l, i, &mut self.wcs[me]);
+                let mut w = local_weight_in(t, i, &mut self.wcs[me]);
                 if let Some(zero) = zero {
                     let cn = g.active(l, i - 1);
                     if cn != NO_CNODE && zero(cn) {
@@ -1083,7 +1095,7 @@ impl<'g> Part<'_, 'g> {
         s: EventRef,
         zero: Option<&dyn Fn(CnodeIdx) -> bool>,
     ) -> Option<Option<Remote>> {
-        let (t, sl) = (&g.time[l], s.loc as usize);
+        let (t, sl): (&[u64], usize) = (&g.time[l], s.loc as usize);
         // a source on the same location or later than its target is no dependency
         if sl == l {
             return Some(None);
@@ -1192,10 +1204,10 @@ impl<'a> Graph<'a> {
             .into_par_iter()
             .map(|l| {
                 let ev = &trace.events[l];
-                let links = &replay.msg_links[l];
+                let (arg, partner): (&[u32], &[EventRef]) = (&ev.arg, &replay.msg_links[l].partner);
                 let mut deps = Vec::new();
                 for i in ev.positions_of(EventKind::MpiRecv, EventKind::MpiIrecv) {
-                    let Some(p) = links.partner.get(ev.arg[i] as usize) else {
+                    let Some(p) = partner.get(arg[i] as usize) else {
                         continue;
                     };
                     if p.is_some() {
@@ -1378,18 +1390,34 @@ impl<'a> Graph<'a> {
                 let mut waits: Vec<(u32, u32, u64)> = Vec::new();
                 // per enclosing call: the end of the wait already counted (multi-wait calls)
                 let mut counted: (u32, u64) = (NONE, 0);
+                let t: &[u64] = &self.time[l];
                 for d in &self.deps[l] {
-                    self.sources(l, d, &mut src);
-                    let Some(latest) = src.iter().max_by_key(|s| {
-                        (
-                            self.time[s.loc as usize][s.event as usize],
-                            u32::MAX - s.loc,
-                        )
-                    }) else {
-                        continue;
+                    // the latest source and its time (a receive's one source read directly:
+                    // `sources`' test)
+                    let (latest, ready) = match d.source {
+                        Source::Msg(s) => {
+                            let ts = self.time[s.loc as usize][s.event as usize];
+                            if s.loc == l as u32 || ts > t[d.event as usize] {
+                                continue;
+                            }
+                            (s, ts)
+                        }
+                        _ => {
+                            self.sources(l, d, &mut src);
+                            let Some(&latest) = src.iter().max_by_key(|s| {
+                                (
+                                    self.time[s.loc as usize][s.event as usize],
+                                    u32::MAX - s.loc,
+                                )
+                            }) else {
+                                continue;
+                            };
+                            (
+                                latest,
+                                self.time[latest.loc as usize][latest.event as usize],
+                            )
+                        }
                     };
-                    let t = &self.time[l];
-                    let ready = self.time[latest.loc as usize][latest.event as usize];
                     let e = enterptr(self.replay, l, d.event as usize);
                     let e = if e == NONE { d.event } else { e };
                     let te = t[e as usize];
@@ -1496,14 +1524,7 @@ impl<'a> Graph<'a> {
     /// taken out); `wc` is at `i` (called for increasing `i`).
     #[inline(always)]
     fn local_weight(&self, l: usize, i: usize, wc: &mut WindowCursor) -> u64 {
-        let t = &self.time[l];
-        let mut w = t[i] - t[i - 1];
-        if let Some(until) = wc.until(i as u32) {
-            if until > t[i - 1] {
-                w -= until.min(t[i]) - t[i - 1];
-            }
-        }
-        w
+        local_weight_in(&self.time[l], i, wc)
     }
 
     /// The longest path; `zero(c)` says whether time attributed to call path `c` counts 0.

@@ -175,26 +175,29 @@ pub fn traffic_rows(
             let a = trace.defs.locations[l].rank.filter(|_| held(l))?;
             let ev = &trace.events[l];
             let links = &replay.msg_links[l];
+            // the columns read per send, each looked up once
+            let (time, arg): (&[u64], &[u32]) = (&ev.time, &ev.arg);
+            let (partner, peer, comms) = (&links.partner[..], &ev.msg.peer[..], &ev.msg.comm[..]);
             let mut acc: Vec<((u32, u32), Acc)> = Vec::new();
             let mut index: std::collections::HashMap<(u32, u32), usize> = Default::default();
             let mut last = 0usize;
             for i in ev.positions_of(EventKind::MpiSend, EventKind::MpiIsend) {
-                let k = ev.arg[i] as usize;
-                let Some(p) = links.partner.get(k).filter(|p| p.is_some()) else {
+                let k = arg[i] as usize;
+                let Some(p) = partner.get(k).filter(|p| p.is_some()) else {
                     continue;
                 };
                 // the payload read as `Events::msg` does, without its request lookup
-                if ev.msg.peer.get(k).is_none() {
+                let Some(&comm) = comms.get(k).filter(|_| k < peer.len()) else {
                     continue; // freed (`free_msg_payloads`)
-                }
-                let (comm, bytes) = (ev.msg.comm[k], ev.msg.bytes.get(k));
+                };
+                let bytes = ev.msg.bytes.get(k);
                 let Some(b) = trace.defs.locations[p.loc as usize].rank else {
                     continue;
                 };
                 // send call entered → receive call left
                 let start = match enterptr(replay, l, i) {
-                    NONE => ev.time[i],
-                    e => ev.time[e as usize],
+                    NONE => time[i],
+                    e => time[e as usize],
                 };
                 let (rl, rev) = (p.loc as usize, &trace.events[p.loc as usize]);
                 let re = enterptr(replay, rl, p.event as usize);

@@ -8,7 +8,7 @@
 
 use crate::analysis::critical_path::enterptr;
 use crate::analysis::phases;
-use crate::model::{collective_op_name, EventKind, Trace};
+use crate::model::{collective_op_name, EventKind, Events, Trace};
 use crate::replay::collectives::Instance;
 use crate::replay::matching::EventRef;
 use crate::replay::{Replay, NONE};
@@ -229,8 +229,7 @@ fn partner(trace: &Trace, replay: &Replay, l: usize, i: usize) -> Option<EventRe
 /// The matched messages location `l` sent.
 pub(crate) fn sends(trace: &Trace, replay: &Replay, l: usize) -> u64 {
     let ev = &trace.events[l];
-    (0..ev.len())
-        .filter(|&i| matches!(ev.kind[i], EventKind::MpiSend | EventKind::MpiIsend))
+    (ev.positions_of(EventKind::MpiSend, EventKind::MpiIsend))
         .filter(|&i| partner(trace, replay, l, i).is_some())
         .count() as u64
 }
@@ -255,6 +254,27 @@ impl<'a> Traffic<'a> {
     fn frame(&self, t: u64) -> usize {
         let n = self.bounds.len() - 1;
         self.bounds.partition_point(|&b| b <= t).clamp(1, n) - 1
+    }
+
+    /// `frame(t)`, the frame `hint` (the last one found) tried first; `hint` becomes it.
+    #[inline]
+    fn frame_near(&self, t: u64, hint: &mut usize) -> usize {
+        let (h, n, b) = (*hint, self.bounds.len() - 1, self.bounds);
+        // frame h holds [b[h], b[h + 1]), the first also what is before, the last what is after
+        if h < n && (h == 0 || b[h] <= t) && (h + 1 == n || t < b[h + 1]) {
+            return h;
+        }
+        *hint = self.frame(t);
+        *hint
+    }
+
+    /// The bytes of message event `i` of `ev` (a send or receive): `None` once the payloads
+    /// were freed (`Events::msg` without the fields not read here).
+    #[inline]
+    fn bytes(ev: &Events, i: usize) -> Option<u64> {
+        let k = ev.arg[i] as usize;
+        ev.msg.peer.get(k)?;
+        Some(ev.msg.bytes.get(k))
     }
 
     fn sec(&self, t: u64) -> f64 {
@@ -288,38 +308,43 @@ impl<'a> Traffic<'a> {
             Batch::new(&mut out.sums.sent),
             Batch::new(&mut out.sums.waits),
         );
-        let mut nth = 0u64;
-        for (i, &kind) in ev.kind.iter().enumerate() {
-            let is_send = matches!(kind, EventKind::MpiSend | EventKind::MpiIsend);
-            if !is_send && !matches!(kind, EventKind::MpiRecv | EventKind::MpiIrecv) {
-                continue;
-            }
-            let (Some(p), Some(m)) = (self.partner(l, i), ev.msg(i)) else {
+        let (mut nth, mut hint) = (0u64, 0usize);
+        // the sends in order, then the receives (each adds to sums of its own, integer
+        // sums by key; the frame last found tried first: messages come in time order)
+        for i in ev.positions_of(EventKind::MpiSend, EventKind::MpiIsend) {
+            let (Some(p), Some(bytes)) = (self.partner(l, i), Self::bytes(ev, i)) else {
                 continue;
             };
             let Some(other) = self.rank(p.loc) else {
                 continue;
             };
             let (pl, pe) = (p.loc as usize, p.event as usize);
-            if is_send {
-                let t = self.entered(l, i);
-                sent.add((self.frame(t), me, other), (m.bytes, 1));
-                if nth % stride == 0 {
-                    out.lines.push(MessageLine {
-                        from: l as u32,
-                        to: p.loc,
-                        send_s: self.sec(t),
-                        recv_s: self.sec(self.trace.events[pl].time[pe]),
-                        bytes: m.bytes,
-                    });
-                }
-                nth += 1;
-            } else {
-                // late sender: the receive call waited from its start until the send began
-                let r = self.entered(l, i);
-                let s = self.entered(pl, pe).min(ev.time[i]);
-                self.spread(&mut waits, (r, s), me, other);
+            let t = self.entered(l, i);
+            sent.add((self.frame_near(t, &mut hint), me, other), (bytes, 1));
+            if nth % stride == 0 {
+                out.lines.push(MessageLine {
+                    from: l as u32,
+                    to: p.loc,
+                    send_s: self.sec(t),
+                    recv_s: self.sec(self.trace.events[pl].time[pe]),
+                    bytes,
+                });
             }
+            nth += 1;
+        }
+        hint = 0;
+        for i in ev.positions_of(EventKind::MpiRecv, EventKind::MpiIrecv) {
+            let (Some(p), Some(_)) = (self.partner(l, i), Self::bytes(ev, i)) else {
+                continue;
+            };
+            let Some(other) = self.rank(p.loc) else {
+                continue;
+            };
+            let (pl, pe) = (p.loc as usize, p.event as usize);
+            // late sender: the receive call waited from its start until the send began
+            let r = self.entered(l, i);
+            let s = self.entered(pl, pe).min(ev.time[i]);
+            self.spread(&mut waits, (r, s), (me, other), &mut hint);
         }
         sent.flush();
         waits.flush();
@@ -327,11 +352,18 @@ impl<'a> Traffic<'a> {
     }
 
     /// Add the wait `[from, until)` of rank `a` for rank `b` to the frames it overlaps.
-    fn spread(&self, waits: &mut impl Sink<u64>, (from, until): (u64, u64), a: u32, b: u32) {
+    /// (`hint`: the frame last found, `frame_near`.)
+    fn spread(
+        &self,
+        waits: &mut impl Sink<u64>,
+        (from, until): (u64, u64),
+        (a, b): (u32, u32),
+        hint: &mut usize,
+    ) {
         if until <= from {
             return;
         }
-        let mut f = self.frame(from);
+        let mut f = self.frame_near(from, hint);
         let last = self.bounds.len() - 1;
         while f < last && self.bounds[f] < until {
             let lo = from.max(self.bounds[f]);
@@ -361,7 +393,7 @@ impl<'a> Traffic<'a> {
         let lr = self.rank(inst.members[last].loc)?;
         for (m, &t) in inst.members.iter().zip(&enters) {
             match self.rank(m.loc) {
-                Some(r) if r != lr => self.spread(waits, (t, tl), r, lr),
+                Some(r) if r != lr => self.spread(waits, (t, tl), (r, lr), &mut 0),
                 _ => {}
             }
         }
