@@ -5,6 +5,7 @@ use crate::replay::{Replay, NONE};
 use crate::rules::compile::{Agg, BinOp, Expr, Field, Func, Value};
 
 mod typed;
+pub(crate) use typed::if_exists_path;
 
 /// A per-event pointer column of the replay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -530,6 +531,17 @@ impl Code {
         }
     }
 
+    /// `run(..)` as a tag and its bits, numbers bit for bit (a memo key's word,
+    /// `pass::memo`): typed code without its `Value`.
+    #[inline(always)]
+    pub(crate) fn bits(&self, c: &Ctx, env: &mut [Value]) -> (u64, u64) {
+        match self {
+            Code::Num(n) => n.strict(c, env).map_or((7, 0), |x| (0, x.to_bits())),
+            Code::Bool(t) => t.get(c, env).map_or((7, 0), |b| (1, b as u64)),
+            _ => value_bits(self.run(c, env)),
+        }
+    }
+
     /// `run(..).num()`: the number, NaN for anything else.
     #[inline(always)]
     pub fn num(&self, c: &Ctx, env: &mut [Value]) -> f64 {
@@ -912,5 +924,20 @@ fn compile_bin(op: BinOp, a: &Expr, b: &Expr) -> Dyn {
         BinOp::Ge => bin!(BinOp::Ge, a, b),
         BinOp::Eq => bin!(BinOp::Eq, a, b),
         BinOp::Ne => bin!(BinOp::Ne, a, b),
+    }
+}
+
+/// `v` as a tag and its bits (numbers bit for bit): a memo key's words (`Code::bits`).
+#[inline(always)]
+pub(crate) fn value_bits(v: Value) -> (u64, u64) {
+    match v {
+        Value::Num(x) => (0, x.to_bits()),
+        Value::Bool(b) => (1, b as u64),
+        Value::Str(s) => (2, s as u64),
+        Value::Event(l, i) => (3, (l as u64) << 32 | i as u64),
+        Value::Region(r) => (4, r as u64),
+        Value::Member(m) => (5, m as u64),
+        Value::Item(i) => (6, i as u64),
+        Value::None => (7, 0),
     }
 }

@@ -389,7 +389,7 @@ pub fn typed_num(e: &Expr) -> Option<Num> {
 /// `(s, f, g)` when `if k then a else ..` is `if exists(X.f) then X.f.g else ..` (`X` in
 /// slot `s`, `g` a numeric field): the condition holds exactly when `X.f` is not absent,
 /// and the branch reads field `g` of that same value.
-fn if_exists_path(k: &Expr, a: &Expr) -> Option<(usize, Field, Field)> {
+pub(crate) fn if_exists_path(k: &Expr, a: &Expr) -> Option<(usize, Field, Field)> {
     match (k, a) {
         (Expr::Call(Func::Exists, args), Expr::Path(s, f, Some(g)))
             if args.len() == 1

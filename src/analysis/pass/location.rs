@@ -355,9 +355,6 @@ fn walk_on<const T: u8>(
             let list = rlists.get(&r.rules, kind, region);
             if !list.1.is_empty() {
                 let mut regions = [region.unwrap_or(NO_CALL), UNSEEN, UNSEEN, UNSEEN];
-                for c in &rcells[..r.rules.shared[kind as usize] as usize] {
-                    c.set(None);
-                }
                 env_buf[0] = event::bind(l, i)[0];
                 let mut at = (&mut env_buf[..], &mut regions, &mut pass, &mut taken);
                 let (fr, ctx) = ((rider_had, &rfr0), (&rctx0, &mut rmemo));
@@ -386,10 +383,6 @@ fn walk_on<const T: u8>(
         // a blocking send's completion is the send itself: its call's region is known
         if T == SEND && bind[2] == bind[0] {
             regions[2] = regions[0];
-        }
-        // a new event: its shared values are still to be evaluated
-        for c in &cells[..pr.shared[kind as usize] as usize] {
-            c.set(None);
         }
         // the trigger's bindings, one store each (a copy of a length known only here calls
         // memcpy); `width` is at least 4
@@ -464,7 +457,14 @@ fn try_list(
             let env = (&mut *at.0, &mut *at.2);
             try_memo(eng, &table.folded, spec, rules_here, env, ctx, memo, key);
         }
-        None => try_rules(eng, &table.folded, rules_here, at, had, fr, ctx),
+        None => {
+            // a new event: its shared values are still to be evaluated (a memoised list's
+            // rules start from fresh ones where they are tried)
+            for c in &ctx.shared[..table.shared[kind as usize] as usize] {
+                c.set(None);
+            }
+            try_rules(eng, &table.folded, rules_here, at, had, fr, ctx)
+        }
     }
 }
 

@@ -43,21 +43,6 @@ pub(crate) struct Memo {
     off: bool,
 }
 
-/// `v` as a tag and its bits (numbers bit for bit).
-#[inline(always)]
-fn value_bits(v: Value) -> (u64, u64) {
-    match v {
-        Value::Num(x) => (0, x.to_bits()),
-        Value::Bool(b) => (1, b as u64),
-        Value::Str(s) => (2, s as u64),
-        Value::Event(l, i) => (3, (l as u64) << 32 | i as u64),
-        Value::Region(r) => (4, r as u64),
-        Value::Member(m) => (5, m as u64),
-        Value::Item(i) => (6, i as u64),
-        Value::None => (7, 0),
-    }
-}
-
 /// Whether two keys are equal (every word compared, no early exit).
 #[inline(always)]
 fn same(a: &Key, b: &Key) -> bool {
@@ -98,7 +83,7 @@ impl Memo {
 /// what the list's rules book there, from the memo when the key was met before, else by
 /// trying them (`Engine::plain_sev`, as `fire_plain` does) and kept.
 #[allow(clippy::too_many_arguments)]
-#[inline(never)]
+#[inline(always)]
 pub(crate) fn try_memo(
     eng: &Engine,
     folded: &[KindRule],
@@ -115,14 +100,19 @@ pub(crate) fn try_memo(
     };
     let at = (l, i, cnode, time);
     if memo.off {
+        // the rules tried as they are, from fresh shared values
+        ctx.shared.iter().for_each(|c| c.set(None));
         try_plain(eng, folded, rules_here, (env, pass), ctx, at, None);
         return;
+    }
+    if spec.shared {
+        ctx.shared.iter().for_each(|c| c.set(None));
     }
     let mut key: Key = [0; 3 + MAX_INPUTS];
     key[0] = kind as u64 | region.map_or(u64::MAX << 8, |r| (r as u64) << 8);
     key[1] = cnode as u64;
     for (n, c) in spec.inputs.iter().enumerate() {
-        let (tag, bits) = value_bits(c.run(ctx, env));
+        let (tag, bits) = c.bits(ctx, env);
         key[2] |= tag << (4 * n);
         key[3 + n] = bits;
     }
@@ -143,7 +133,22 @@ pub(crate) fn try_memo(
         }
         return;
     }
-    // a new key: the rules tried as they are, from fresh shared values
+    try_new(eng, folded, rules_here, (env, pass), ctx, memo, (key, at));
+}
+
+/// `try_memo` on a key not met before (`key`, at trigger `at`): the rules tried as they
+/// are, from fresh shared values, and what they book kept.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn try_new(
+    eng: &Engine,
+    folded: &[KindRule],
+    rules_here: &[usize],
+    (env, pass): (&mut [Value], &mut super::location::LocPass),
+    ctx: &Ctx,
+    memo: &mut Memo,
+    (key, at): (Key, (u32, u32, u32, u64)),
+) {
     ctx.shared.iter().for_each(|c| c.set(None));
     let mut books = Books::new();
     try_plain(

@@ -8,7 +8,7 @@
 use super::passes::KindRule;
 use super::share::same_expr;
 use super::specialise::is_pure;
-use crate::analysis::eval::{compile, Code};
+use crate::analysis::eval::{compile, if_exists_path, Code};
 use crate::rules::compile::{Expr, Field, Func};
 use crate::rules::{Let, Rule};
 
@@ -16,14 +16,18 @@ use crate::rules::{Let, Rule};
 /// path of the trigger event, decide what its rules book.
 pub(crate) struct MemoSpec {
     pub(crate) inputs: Vec<Code>,
+    /// Whether an input is a shared value (read through the walk's shared cells, fresh
+    /// for each trigger).
+    pub(crate) shared: bool,
 }
 
 /// The most inputs a memoised list has (a key's size, `pass::memo`).
 pub(crate) const MAX_INPUTS: usize = 4;
 
 /// Whether `e` is an input: a value read from the trigger events (slots `0..n`) by one
-/// node — a slot, a field or field chain of one, a shared value, `exists` of one of those,
-/// or the region table of a trigger slot other than 0 (slot 0's region is in the key).
+/// node — a slot, a field or field chain of one, `exists` of one of those, `if
+/// exists(X.f) then X.f.g else y` of an input `y` (one read of `X.f`, `typed`), or the
+/// region table of a trigger slot other than 0 (slot 0's region is in the key).
 fn is_input(e: &Expr, n: u16) -> bool {
     match e {
         Expr::Slot(s) | Expr::Path(s, ..) => *s < n,
@@ -31,8 +35,10 @@ fn is_input(e: &Expr, n: u16) -> bool {
         Expr::Field(a, f) => {
             !matches!(f, Field::MemberLet(_) | Field::ItemSlot(_)) && is_input(a, n)
         }
-        Expr::Shared(..) => true,
         Expr::Call(Func::Exists, args) => args.len() == 1 && is_input(&args[0], n),
+        Expr::If(k, a, b) => {
+            if_exists_path(k, a).is_some_and(|(s, ..)| s < n as usize) && is_input(b, n)
+        }
         _ => false,
     }
 }
@@ -40,7 +46,7 @@ fn is_input(e: &Expr, n: u16) -> bool {
 /// The inputs of `e` added to `out` (`is_input`, each once); false if `e` reads anything
 /// else than its inputs, constants and slot 0's region table (a queued instance, a
 /// member, `had`, `metric`).
-fn inputs_of(e: &Expr, n: u16, out: &mut Vec<Expr>) -> bool {
+fn inputs_of(e: &Expr, n: u16, deep: bool, out: &mut Vec<Expr>) -> bool {
     if is_input(e, n) {
         if !out.iter().any(|x| same_expr(x, e)) {
             out.push(e.clone());
@@ -50,18 +56,35 @@ fn inputs_of(e: &Expr, n: u16, out: &mut Vec<Expr>) -> bool {
     match e {
         Expr::Const(_) => true,
         Expr::Table(s, _) => *s == 0,
-        Expr::Not(a) | Expr::Neg(a) | Expr::In(a, _) => inputs_of(a, n, out),
-        Expr::Bin(_, a, b) => inputs_of(a, n, out) && inputs_of(b, n, out),
-        Expr::If(a, b, c) => inputs_of(a, n, out) && inputs_of(b, n, out) && inputs_of(c, n, out),
-        Expr::Call(f, args) => is_pure(*f) && args.iter().all(|a| inputs_of(a, n, out)),
+        // a shared value's own inputs (a region table of slot 0 in it is decided by the
+        // key), else the shared value itself: read without its cell, no closure of its own
+        Expr::Shared(_, x) => {
+            let mut inner = Vec::new();
+            if deep && inputs_of(x, n, deep, &mut inner) {
+                for i in inner {
+                    if !out.iter().any(|y| same_expr(y, &i)) {
+                        out.push(i);
+                    }
+                }
+            } else if !out.iter().any(|y| same_expr(y, e)) {
+                out.push(e.clone());
+            }
+            true
+        }
+        Expr::Not(a) | Expr::Neg(a) | Expr::In(a, _) => inputs_of(a, n, deep, out),
+        Expr::Bin(_, a, b) => inputs_of(a, n, deep, out) && inputs_of(b, n, deep, out),
+        Expr::If(a, b, c) => [a, b, c].iter().all(|x| inputs_of(x, n, deep, out)),
+        Expr::Call(f, args) => is_pure(*f) && args.iter().all(|a| inputs_of(a, n, deep, out)),
         _ => false,
     }
 }
 
 /// The inputs of rule `r` (folded for one kind, `n` trigger slots) if its instances are a
 /// function of them: no lets, group, queue or clock condition, `at` the trigger event
-/// (slot 0), `when` and severity read only inputs (`inputs_of`); `None` otherwise.
-pub(crate) fn memo_inputs(r: &Rule, n: u16) -> Option<Vec<Expr>> {
+/// (slot 0), `when` and severity read only inputs (`inputs_of`); `None` otherwise. Two
+/// ways: its shared values' own inputs (fewer reads, maybe more inputs), and its shared
+/// values as inputs.
+pub(crate) fn memo_inputs(r: &Rule, n: u16) -> Option<[Vec<Expr>; 2]> {
     let lets = r.lets.iter().any(|l| matches!(l, Let::Inst(..)));
     if lets || r.group.is_some() || r.queue.is_some() || r.violation.is_some() {
         return None;
@@ -69,34 +92,43 @@ pub(crate) fn memo_inputs(r: &Rule, n: u16) -> Option<Vec<Expr>> {
     if !matches!(r.at, Some(Expr::Slot(0))) {
         return None;
     }
-    let mut out = Vec::new();
     let exprs = [&r.when, &r.severity];
-    exprs
-        .into_iter()
-        .flatten()
-        .all(|e| inputs_of(e, n, &mut out))
-        .then_some(out)
+    let way = |deep: bool| {
+        let mut out = Vec::new();
+        (exprs.iter().copied().flatten())
+            .all(|e| inputs_of(e, n, deep, &mut out))
+            .then_some(out)
+    };
+    Some([way(true)?, way(false)?])
 }
 
 /// The spec of the list `list` (indices into `folded`): every rule of it only books its
 /// instances at the trigger event (`plain` slot 0, after `mark_plain`), without a
-/// prefilter left, and has inputs (`KindRule::inputs`), at most `MAX_INPUTS` in all;
-/// `None` otherwise.
+/// prefilter left, and has inputs (`KindRule::inputs`), at most `MAX_INPUTS` in all (the
+/// shared values' own inputs if they are few enough, else the shared values); `None`
+/// otherwise.
 pub(crate) fn memo_spec(list: &[usize], folded: &[KindRule]) -> Option<MemoSpec> {
-    let mut inputs: Vec<Expr> = Vec::new();
     for &j in list {
         let r = &folded[j];
         let no_prefilter = matches!(&r.code, Some((_, None)));
-        if r.plain != Some(0) || !no_prefilter {
+        if r.plain != Some(0) || !no_prefilter || r.inputs.is_none() {
             return None;
         }
-        for e in r.inputs.as_ref()? {
-            if !inputs.iter().any(|x| same_expr(x, e)) {
-                inputs.push(e.clone());
+    }
+    let way = |w: usize| {
+        let mut inputs: Vec<Expr> = Vec::new();
+        for r in list.iter().filter_map(|&j| folded[j].inputs.as_ref()) {
+            for e in &r[w] {
+                if !inputs.iter().any(|x| same_expr(x, e)) {
+                    inputs.push(e.clone());
+                }
             }
         }
-    }
-    (!list.is_empty() && inputs.len() <= MAX_INPUTS).then(|| MemoSpec {
+        (inputs.len() <= MAX_INPUTS).then_some(inputs)
+    };
+    let inputs = way(0).or_else(|| way(1))?;
+    (!list.is_empty()).then(|| MemoSpec {
         inputs: inputs.iter().map(compile).collect(),
+        shared: inputs.iter().any(|e| matches!(e, Expr::Shared(..))),
     })
 }
