@@ -386,8 +386,9 @@ const BATCH: usize = 256;
 const BATCH_EVENTS: usize = 1024;
 
 /// The events and message payloads decoded by `fast_span` on their way to the columns:
-/// written to buffers on the stack (each store one instruction, no column's length or
-/// capacity in a register) and appended a batch at a time.
+/// written to the decoder's buffers (one heap block per location; each store one
+/// instruction, no column's length or capacity in a register) and appended a batch at a
+/// time.
 struct Batch {
     /// Events.
     e: usize,
