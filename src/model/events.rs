@@ -9,7 +9,6 @@
 use super::defs::{CommIdx, RegionIdx};
 use super::event_kind::EventKind;
 use super::spill::{Column, Spill, Spillable};
-use std::mem::MaybeUninit;
 
 /// A column of byte counts: u32 each, with the rare larger value kept aside.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -629,8 +628,8 @@ impl EventsFiller {
         if n >= self.cap {
             self.grow_core();
         }
-        // SAFETY: the three core columns all have length `n` (they grow only here, in
-        // `extend_events` and in `fill`, by as many values each) and `cap` > `n` is at most the capacity
+        // SAFETY: the three core columns all have length `n` (they grow only here and in
+        // `extend_events`, by as many values each) and `cap` > `n` is at most the capacity
         // of each (`sync_caps`; capacities never shrink).
         unsafe {
             append(&mut self.time, n, time);
@@ -699,49 +698,16 @@ impl EventsFiller {
         if self.bytes.capacity() - self.bytes.len() < bytes.len() {
             grow_by(&mut self.bytes, bytes.len());
         }
+        // the small values in one pass (no branch), the rare large ones in another
+        let small = bytes.iter().map(|&b| b.min(u32::MAX as u64) as u32);
+        self.bytes.extend(small);
         for (k, &b) in bytes.iter().enumerate() {
-            let small = small_bytes(&mut self.large_bytes, i + k as u32, b);
-            self.bytes.push(small);
+            if b >= u32::MAX as u64 {
+                self.large_bytes.push((i + k as u32, b));
+            }
         }
         self.msg_request.extend_from_slice(requests);
         self.sync_caps();
-    }
-
-    /// `f` writes events straight into the core columns' unused capacity (`Spare::push`, as
-    /// `push_region` stores them: a message's `arg` its index, its payload stored by
-    /// `extend_messages`), with room for at least one (the columns grow first when full, in
-    /// huge pages where large); the events it pushed are appended. For a reader's hot loop:
-    /// the count stays in a register, no length or capacity is reloaded per event.
-    /// `f` takes the `Spare` by value and hands it back, so its count lives in a register.
-    #[inline(always)]
-    pub fn fill<R>(&mut self, f: impl for<'s> FnOnce(Spare<'s>) -> (Spare<'s>, R)) -> R {
-        let n = self.time.len();
-        if n >= self.cap {
-            self.grow_core();
-        }
-        let room = self.cap - n;
-        let s = Spare {
-            time: &mut self.time.spare_capacity_mut()[..room],
-            kind: &mut self.kind.spare_capacity_mut()[..room],
-            arg: &mut self.arg.spare_capacity_mut()[..room],
-            n: 0,
-        };
-        let at = (s.time.as_ptr(), s.kind.as_ptr(), s.arg.as_ptr());
-        let (s, r) = f(s);
-        // only `fill` makes a `Spare`: the one handed back is this one (checked all the same)
-        let ours = (s.time.as_ptr(), s.kind.as_ptr(), s.arg.as_ptr()) == at;
-        let k = if ours { s.n.min(room) } else { 0 };
-        // SAFETY: `k` counts events pushed into this `Spare` (its slices start at the
-        // addresses above); `Spare::push` advances `n` only after writing slot `n` of all
-        // three spare slices, which begin at each column's length `n` (the three lengths are
-        // equal, see `event`) and hold `room` slots, so their first `k` slots are
-        // initialised and within the capacity.
-        unsafe {
-            self.time.set_len(n + k);
-            self.kind.set_len(n + k);
-            self.arg.set_len(n + k);
-        }
-        r
     }
 
     /// Events appended as `time`, `kind` and `arg` columns side by side (a message's `arg`
@@ -979,39 +945,6 @@ impl EventsFiller {
             request: co.request,
         };
         e
-    }
-}
-
-/// The unused capacity of a location's core columns while `EventsFiller::fill` runs: events
-/// pushed one by one, each a store per column.
-pub struct Spare<'a> {
-    time: &'a mut [MaybeUninit<u64>],
-    kind: &'a mut [MaybeUninit<EventKind>],
-    arg: &'a mut [MaybeUninit<u32>],
-    n: usize,
-}
-
-impl Spare<'_> {
-    /// No room for another event.
-    #[inline(always)]
-    pub fn is_full(&self) -> bool {
-        self.n >= self.time.len()
-    }
-
-    /// One event (not stored when `is_full`).
-    #[inline(always)]
-    pub fn push(&mut self, time: u64, kind: EventKind, arg: u32) {
-        let n = self.n;
-        if let (Some(t), Some(k), Some(a)) = (
-            self.time.get_mut(n),
-            self.kind.get_mut(n),
-            self.arg.get_mut(n),
-        ) {
-            t.write(time);
-            k.write(kind);
-            a.write(arg);
-            self.n = n + 1;
-        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! operations (§5.2): `sendptr`/`recvptr`, `completion(S)` and `request(R)`.
 
 use super::{LocationState, NONE};
-use crate::model::{CommIdx, EventKind, KindsIn, LocIdx, Trace};
+use crate::model::{CommIdx, EventKind, Events, KindsIn, LocIdx, Trace};
 use rayon::prelude::*;
 use std::collections::{BTreeSet, HashMap};
 
@@ -173,10 +173,10 @@ impl Sides {
 
     /// Side `i` of location `l` with sort key `key`, noted in `b` (its runs, its order).
     #[inline(always)]
-    fn push(&mut self, b: &mut Runs, key: Key, i: usize, l: LocIdx, threaded: bool) {
+    fn push<K: SortKey>(&mut self, b: &mut Runs<K>, key: K, i: usize, l: LocIdx) {
         b.note(self.event.len(), key);
         self.event.push(i as u32);
-        if threaded {
+        if K::THREADED {
             self.loc.push(l);
         }
     }
@@ -372,23 +372,81 @@ fn collect(
     mpi: &[bool],
 ) -> Proc {
     if locs.len() > 1 {
-        collect_in::<true>(trace, me, locs, states, mpi)
+        collect_in::<Key>(trace, me, locs, states, mpi)
     } else {
-        collect_in::<false>(trace, me, locs, states, mpi)
+        collect_in::<OneKey>(trace, me, locs, states, mpi)
+    }
+}
+
+/// A location's pending non-blocking requests while `collect_in` walks it: request → the
+/// ISEND's message index, request → the IRECV_REQUEST event.
+#[derive(Default)]
+struct Requests {
+    pending_isend: HashMap<u64, u32>,
+    posted_irecv: HashMap<u64, u32>,
+}
+
+impl Requests {
+    /// An ISEND or IRECV (`kind`), event `i` with payload `k`: its order among its
+    /// process's sides (an IRECV's posting order, §5.3.2; else `i`), its request link set.
+    #[inline(never)]
+    fn side(
+        &mut self,
+        ev: &Events,
+        i: usize,
+        k: usize,
+        kind: EventKind,
+        links: &mut MsgLinks,
+    ) -> u32 {
+        let request = ev.msg(i).and_then(|m| m.request);
+        if kind == EventKind::MpiIsend {
+            if let Some(r) = request {
+                self.pending_isend.insert(r, k as u32);
+            }
+        } else if let Some(q) = request.and_then(|r| self.posted_irecv.remove(&r)) {
+            links.set_request_event(k, q);
+            return q;
+        }
+        i as u32
+    }
+
+    /// An IRECV_REQUEST, ISEND_COMPLETE or REQUEST_CANCELLED (`kind`), event `i`.
+    #[inline(never)]
+    fn other(&mut self, ev: &Events, i: usize, kind: EventKind, links: &mut MsgLinks) {
+        let Some(&r) = ev.fields(i).first() else {
+            return;
+        };
+        match kind {
+            EventKind::MpiIrecvRequest => {
+                self.posted_irecv.insert(r, i as u32);
+            }
+            EventKind::MpiIsendComplete => {
+                if let Some(k) = self.pending_isend.remove(&r) {
+                    links.set_request_event(k as usize, i as u32);
+                }
+            }
+            EventKind::MpiRequestCancelled => {
+                if let Some(k) = self.pending_isend.remove(&r) {
+                    links.set_cancelled(k as usize);
+                }
+                self.posted_irecv.remove(&r);
+            }
+            _ => {}
+        }
     }
 }
 
 /// `collect` of a process with more than one location (`THREADED`: its sides note their
 /// locations, and the posting times order them first) or with one.
 #[inline(never)]
-fn collect_in<const THREADED: bool>(
+fn collect_in<K: SortKey>(
     trace: &Trace,
     me: LocIdx,
     locs: Vec<LocIdx>,
     states: &[LocationState],
     mpi: &[bool],
 ) -> Proc {
-    let threaded = THREADED;
+    let threaded = K::THREADED;
     let mut p = Proc {
         me,
         links: Vec::with_capacity(locs.len()),
@@ -400,7 +458,8 @@ fn collect_in<const THREADED: bool>(
     };
     // the runs and whether the sides are in order, noted as they come (most traces have
     // them in event order: then no sort)
-    let (mut send_b, mut recv_b) = (Runs::default(), Runs::default());
+    let (mut send_b, mut recv_b) = (Runs::<K>::default(), Runs::<K>::default());
+    let (mut ignored, mut unresolved) = (0, 0);
     for &l in &p.locs {
         let ev = &trace.events[l as usize];
         let nmsg = ev.msg.peer.len();
@@ -417,96 +476,57 @@ fn collect_in<const THREADED: bool>(
             }
         }
         let first_send = p.sends.event.len();
-        let mut pending_isend: HashMap<u64, u32> = HashMap::new(); // request → msg index
-        let mut posted_irecv: HashMap<u64, u32> = HashMap::new(); // request → IRECV_REQUEST
         let (kinds, arg) = (&ev.kind[..], &ev.arg[..]);
-        let (peers, comms, tags) = (&ev.msg.peer[..], &ev.msg.comm[..], &ev.msg.tag[..]);
-        // the payload columns at one length (one bounds check a message, not three)
-        let m = peers.len().min(comms.len()).min(tags.len());
-        let (peers, comms, tags) = (&peers[..m], &comms[..m], &tags[..m]);
         let ptr = states.get(l as usize).map_or(&[][..], |s| &s.ptr[..]);
-        // §4.1.3: the region of the instance enclosing event `i` (`enterptr`) is an MPI call
-        let in_mpi = |i: usize| match ptr.get(i) {
-            Some(&e) if e != NONE => {
-                let r = arg.get(e.min(i as u32) as usize);
-                r.and_then(|&r| mpi.get(r as usize)) == Some(&true)
-            }
-            _ => false,
-        };
-        // the peer of the last (communicator, rank): consecutive messages mostly share it
-        let mut last: (CommIdx, u32, Option<LocIdx>) = (CommIdx::MAX, 0, None);
-        // most events are none of the kinds below (MpiSend ..= MpiRequestCancelled): passed
-        // over 8 a word
-        let matched = KindsIn::new(kinds, 0, EventKind::MpiSend, EventKind::MpiRequestCancelled);
-        for i in matched {
-            let kind = kinds[i];
-            match kind {
-                EventKind::MpiSend
-                | EventKind::MpiIsend
-                | EventKind::MpiRecv
-                | EventKind::MpiIrecv => {
-                    if !in_mpi(i) {
-                        p.ignored += 1; // §4.1.3: a record outside any MPI call
+        // a location whose messages are blocking: its sides found in one tight pass and
+        // keyed in another (fewer values live at once); else event by event
+        let r0 = p.recvs.event.len();
+        let blocking = blocking_sides(kinds, ptr, arg, mpi, [&mut p.sends, &mut p.recvs]);
+        if let Some(n) = blocking {
+            ignored += n;
+            unresolved += keyed(&mut p.sends, &mut send_b, first_send, trace, l, me);
+            unresolved += keyed(&mut p.recvs, &mut recv_b, r0, trace, l, me);
+        } else {
+            let mut requests = Requests::default();
+            let (peers, comms, tags) = payload_columns(ev);
+            let mut peer_of = PeerOf::default();
+            // most events are none of the kinds below (MpiSend ..= MpiRequestCancelled):
+            // passed over 8 a word
+            let matched =
+                KindsIn::new(kinds, 0, EventKind::MpiSend, EventKind::MpiRequestCancelled);
+            for i in matched {
+                let kind = kinds[i];
+                let send = match kind {
+                    EventKind::MpiSend | EventKind::MpiIsend => true,
+                    EventKind::MpiRecv | EventKind::MpiIrecv => false,
+                    _ => {
+                        requests.other(ev, i, kind, &mut links);
                         continue;
                     }
-                    let k = arg[i] as usize;
-                    let (comm, tag, rank) = (comms[k], tags[k], peers[k]);
-                    if (comm, rank) != (last.0, last.1) {
-                        let c = &trace.defs.comms[comm as usize];
-                        last = (comm, rank, c.location_of(rank, me));
-                    }
-                    let Some(peer) = last.2 else {
-                        p.unresolved += 1;
-                        continue;
-                    };
-                    let mut order = i as u32;
-                    match kind {
-                        EventKind::MpiIsend => {
-                            if let Some(r) = ev.msg(i).and_then(|m| m.request) {
-                                pending_isend.insert(r, k as u32);
-                            }
-                        }
-                        EventKind::MpiIrecv => {
-                            let m = ev.msg(i).and_then(|m| m.request);
-                            if let Some(q) = m.and_then(|r| posted_irecv.remove(&r)) {
-                                links.set_request_event(k, q);
-                                order = q; // posting order (§5.3.2)
-                            }
-                        }
-                        _ => {}
-                    }
-                    let key = if threaded {
-                        Key::new(comm, peer, tag, ev.time[order as usize], order, l)
-                    } else {
-                        // one location: no time, the location the same for all sides
-                        Key::one(comm, peer, tag, order)
-                    };
-                    if matches!(kind, EventKind::MpiSend | EventKind::MpiIsend) {
-                        p.sends.push(&mut send_b, key, i, l, threaded);
-                    } else {
-                        p.recvs.push(&mut recv_b, key, i, l, threaded);
-                    }
+                };
+                if !in_mpi(ptr, arg, mpi, i) {
+                    ignored += 1; // §4.1.3: a record outside any MPI call
+                    continue;
                 }
-                EventKind::MpiIrecvRequest => {
-                    if let Some(&r) = ev.fields(i).first() {
-                        posted_irecv.insert(r, i as u32);
-                    }
+                let k = arg[i] as usize;
+                let (comm, tag, rank) = (comms[k], tags[k], peers[k]);
+                let Some(peer) = peer_of.get(trace, me, comm, rank) else {
+                    unresolved += 1;
+                    continue;
+                };
+                let order = if matches!(kind, EventKind::MpiIsend | EventKind::MpiIrecv) {
+                    requests.side(ev, i, k, kind, &mut links)
+                } else {
+                    i as u32
+                };
+                // one location: no time, the location the same for all sides (`OneKey`)
+                let at = if threaded { ev.time[order as usize] } else { 0 };
+                let key = K::new(comm, peer, tag, at, order, l);
+                if send {
+                    p.sends.push(&mut send_b, key, i, l);
+                } else {
+                    p.recvs.push(&mut recv_b, key, i, l);
                 }
-                EventKind::MpiIsendComplete => {
-                    if let Some(k) = ev.fields(i).first().and_then(|r| pending_isend.remove(r)) {
-                        links.set_request_event(k as usize, i as u32);
-                    }
-                }
-                EventKind::MpiRequestCancelled => {
-                    let Some(&r) = ev.fields(i).first() else {
-                        continue;
-                    };
-                    if let Some(k) = pending_isend.remove(&r) {
-                        links.set_cancelled(k as usize);
-                    }
-                    posted_irecv.remove(&r);
-                }
-                _ => {}
             }
         }
         // §4.1.4: a cancelled send takes part in nothing
@@ -517,6 +537,8 @@ fn collect_in<const THREADED: bool>(
         p.links.push(links);
         ev.release_resident();
     }
+    p.ignored = ignored;
+    p.unresolved = unresolved;
     p.sends.only = me;
     p.recvs.only = me;
     for (recv, b) in [(false, send_b), (true, recv_b)] {
@@ -528,6 +550,122 @@ fn collect_in<const THREADED: bool>(
         }
     }
     p
+}
+
+/// The peer, tag and communicator columns of `ev`'s messages at one length (one bounds
+/// check a message, not three).
+fn payload_columns(ev: &Events) -> (&[u32], &[CommIdx], &[u32]) {
+    let (peers, comms, tags) = (&ev.msg.peer[..], &ev.msg.comm[..], &ev.msg.tag[..]);
+    let m = peers.len().min(comms.len()).min(tags.len());
+    (&peers[..m], &comms[..m], &tags[..m])
+}
+
+/// §4.1.3: the region of the instance enclosing event `i` (`enterptr`, from pass A's
+/// pointer column `ptr`; `arg` the region column) is an MPI call (`mpi[region]`).
+#[inline(always)]
+fn in_mpi(ptr: &[u32], arg: &[u32], mpi: &[bool], i: usize) -> bool {
+    match ptr.get(i) {
+        Some(&e) if e != NONE => {
+            let r = arg.get(e.min(i as u32) as usize);
+            r.and_then(|&r| mpi.get(r as usize)) == Some(&true)
+        }
+        _ => false,
+    }
+}
+
+/// The peer process of a message's (communicator, rank) as its process sees it, the last
+/// one remembered (consecutive messages mostly share it).
+struct PeerOf(CommIdx, u32, Option<LocIdx>);
+
+impl Default for PeerOf {
+    fn default() -> PeerOf {
+        PeerOf(CommIdx::MAX, 0, None)
+    }
+}
+
+impl PeerOf {
+    /// The location standing for the process of `rank` in `comm` (`me` the asking process).
+    #[inline(always)]
+    fn get(&mut self, trace: &Trace, me: LocIdx, comm: CommIdx, rank: u32) -> Option<LocIdx> {
+        if (comm, rank) != (self.0, self.1) {
+            let c = &trace.defs.comms[comm as usize];
+            *self = PeerOf(comm, rank, c.location_of(rank, me));
+        }
+        self.2
+    }
+}
+
+/// `collect`'s first pass over a location whose message records are blocking sends and
+/// receives (and REQUEST_TESTs, which take part in nothing): the events of those inside an
+/// MPI call (§4.1.3) appended to the sends' and receives' `Sides` (events only), the count
+/// of the others; `None`, nothing appended, at a record of another kind (non-blocking ones
+/// and their requests go event by event).
+#[inline(never)]
+fn blocking_sides(
+    kinds: &[EventKind],
+    ptr: &[u32],
+    arg: &[u32],
+    mpi: &[bool],
+    [sends, recvs]: [&mut Sides; 2],
+) -> Option<u64> {
+    let (sends, recvs) = (&mut sends.event, &mut recvs.event);
+    let (s0, r0) = (sends.len(), recvs.len());
+    let mut ignored = 0;
+    for i in KindsIn::new(kinds, 0, EventKind::MpiSend, EventKind::MpiRequestCancelled) {
+        let to = match kinds[i] {
+            EventKind::MpiSend => &mut *sends,
+            EventKind::MpiRecv => &mut *recvs,
+            EventKind::MpiRequestTest => continue,
+            _ => {
+                sends.truncate(s0);
+                recvs.truncate(r0);
+                return None;
+            }
+        };
+        if in_mpi(ptr, arg, mpi, i) {
+            to.push(i as u32);
+        } else {
+            ignored += 1;
+        }
+    }
+    Some(ignored)
+}
+
+/// `collect`'s second pass after `blocking_sides`: location `l`'s sides of `s` from `first`
+/// on (events in order) keyed and noted in `b`, those whose peer rank resolves to no
+/// location dropped; how many were.
+#[inline(never)]
+fn keyed<K: SortKey>(
+    s: &mut Sides,
+    b: &mut Runs<K>,
+    first: usize,
+    trace: &Trace,
+    l: LocIdx,
+    me: LocIdx,
+) -> u64 {
+    let ev = &trace.events[l as usize];
+    let (peers, comms, tags) = payload_columns(ev);
+    let (arg, time) = (&ev.arg[..], &ev.time[..]);
+    let mut peer_of = PeerOf::default();
+    let (mut kept, mut unresolved) = (first, 0);
+    for j in first..s.event.len() {
+        let i = s.event[j];
+        let k = arg[i as usize] as usize;
+        let (comm, tag, rank) = (comms[k], tags[k], peers[k]);
+        let Some(peer) = peer_of.get(trace, me, comm, rank) else {
+            unresolved += 1;
+            continue;
+        };
+        let at = if K::THREADED { time[i as usize] } else { 0 };
+        b.note(kept, K::new(comm, peer, tag, at, i, l));
+        s.event[kept] = i;
+        kept += 1;
+    }
+    s.event.truncate(kept);
+    if K::THREADED {
+        s.loc.resize(kept, l);
+    }
+    unresolved
 }
 
 /// The sends from `first` on (a location's, `arg` its column) without the cancelled ones.
@@ -548,13 +686,26 @@ fn drop_cancelled(s: &mut Sides, arg: &[u32], links: &MsgLinks, first: usize) {
     s.loc.truncate(kept);
 }
 
+/// A side's sort key as `Runs` notes it: keys compare as the sides' places in
+/// non-overtaking order; the least key is the default.
+trait SortKey: Copy + Default + Ord {
+    /// The key of a process with more than one location (its sides note their locations,
+    /// and the posting times order them first).
+    const THREADED: bool;
+    fn new(comm: CommIdx, peer: LocIdx, tag: u32, at: u64, order: u32, l: LocIdx) -> Self;
+    /// The communicator, peer process and tag.
+    fn head(&self) -> (CommIdx, LocIdx, u32);
+}
+
 /// A side's place in non-overtaking order, (communicator, peer process, tag, posting time,
 /// order, location), packed most significant first into two words: keys compare as the
 /// tuples do, in a few instructions.
 #[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
 struct Key(u128, u128);
 
-impl Key {
+impl SortKey for Key {
+    const THREADED: bool = true;
+
     #[inline(always)]
     fn new(comm: CommIdx, peer: LocIdx, tag: u32, at: u64, order: u32, l: LocIdx) -> Key {
         Key(
@@ -563,15 +714,26 @@ impl Key {
         )
     }
 
-    /// The key of a side of a process of one location, where the posting time and the
-    /// location are the same for all sides: ordered among such keys as `new` orders them.
     #[inline(always)]
-    fn one(comm: CommIdx, peer: LocIdx, tag: u32, order: u32) -> Key {
-        let k = (comm as u128) << 96 | (peer as u128) << 64 | (tag as u128) << 32;
-        Key(k | order as u128, 0)
+    fn head(&self) -> (CommIdx, LocIdx, u32) {
+        OneKey(self.0).head()
+    }
+}
+
+/// The key of a side of a process of one location, where the posting time and the
+/// location are the same for all sides: (communicator, peer process, tag, order) in one
+/// word, ordered among such keys as `Key` orders them.
+#[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+struct OneKey(u128);
+
+impl SortKey for OneKey {
+    const THREADED: bool = false;
+
+    #[inline(always)]
+    fn new(comm: CommIdx, peer: LocIdx, tag: u32, _: u64, order: u32, _: LocIdx) -> OneKey {
+        OneKey((comm as u128) << 96 | (peer as u128) << 64 | (tag as u128) << 32 | order as u128)
     }
 
-    /// The communicator, peer process and tag.
     #[inline(always)]
     fn head(&self) -> (CommIdx, LocIdx, u32) {
         (
@@ -584,18 +746,18 @@ impl Key {
 
 /// The runs of one direction's sides as they are collected, and whether they came in order.
 #[derive(Default)]
-struct Runs {
+struct Runs<K> {
     runs: Vec<Run>,
     /// The last side's key (at first the least key there is).
-    prev: Key,
+    prev: K,
     /// Out of order (the default: in order).
     unsorted: bool,
 }
 
-impl Runs {
+impl<K: SortKey> Runs<K> {
     /// Side `j` has sort key `k`.
     #[inline(always)]
-    fn note(&mut self, j: usize, k: Key) {
+    fn note(&mut self, j: usize, k: K) {
         let (comm, peer, tag) = k.head();
         match self.runs.last_mut() {
             Some(r) if r.comm == comm && r.peer == peer => {
@@ -637,7 +799,7 @@ fn sort_sides(trace: &Trace, p: &mut Proc, recv: bool, threaded: bool) {
     };
     let s = if recv { &mut p.recvs } else { &mut p.sends };
     let runs = |s: &Sides| -> (Vec<Run>, bool) {
-        let mut b = Runs::default();
+        let mut b = Runs::<Key>::default();
         for j in 0..s.len() {
             let (l, i) = s.at(j);
             b.note(j, key(l, i));

@@ -6,7 +6,7 @@ use super::local::LocalDefs;
 use super::records::decode_event_fields;
 use super::schema::EVENTS;
 use super::wire::*;
-use crate::model::events::{EventsFiller, Spare};
+use crate::model::events::EventsFiller;
 use crate::model::{Attribute, Coll, EventKind, Msg};
 use std::collections::HashMap;
 
@@ -261,13 +261,12 @@ fn fast_records(
     b: &mut Batch,
 ) -> bool {
     let start = c.pos;
-    // full columns are left to the checked way, whose next event grows them: `fill` on full
-    // columns would grow them before knowing whether another event comes, doubling the
-    // columns of every location whose declared count is right (their last event fills them)
-    while out.room() > 0 {
-        b.msg_base = out.messages() as u32;
-        let full = out.fill(|s| fast_span(c, time, cx, s, b));
-        b.flush(out);
+    b.msg_base = out.messages() as u32;
+    loop {
+        let full = fast_span(c, time, cx, b);
+        // the messages only when their batch is full or the span ends (the message
+        // columns grow by as many at a time whichever batch fills first)
+        b.flush(out, !full || b.m == BATCH);
         if !full {
             break;
         }
@@ -275,16 +274,10 @@ fn fast_records(
     c.pos > start
 }
 
-/// `fast_records` until the columns' room or the message batch is full (true) or a record
-/// that goes the checked way comes (false), the events written into `s`.
+/// `fast_records` until the batch is full (true) or a record that goes the checked way
+/// comes (false), the events and messages written into `b`.
 #[inline(never)]
-fn fast_span<'s>(
-    c: &mut Cursor,
-    time: &mut u64,
-    cx: &mut LocationContext,
-    mut s: Spare<'s>,
-    b: &mut Batch,
-) -> (Spare<'s>, bool) {
+fn fast_span(c: &mut Cursor, time: &mut u64, cx: &mut LocationContext, b: &mut Batch) -> bool {
     // the chunk's bytes end at `c.end`; the file's go on (the compressed-integer reads
     // load 8 bytes at once, masked to the integer's length)
     let (end, file) = (c.end, c.buf);
@@ -292,18 +285,22 @@ fn fast_span<'s>(
     // it (type, size byte, up to 4 value bytes; 8 bytes loaded), or one such record alone:
     // records in a chunk's last 18 bytes go the checked way
     let chunk = &file[..end.min(file.len())];
-    let (mut pos, mut t) = (c.pos, *time);
+    // the bytes not yet read (the position follows from their length)
+    let mut rest = chunk.get(c.pos..).unwrap_or_default();
+    let (mut t, mut e) = (*time, b.e);
     let regions = cx.regions.table();
     let full = loop {
-        if s.is_full() {
+        if e >= BATCH_EVENTS {
             break true;
         }
-        let Some(w) = chunk.get(pos..).and_then(|w| w.first_chunk::<19>()) else {
+        let Some(w) = rest.first_chunk::<19>() else {
             break false;
         };
         let r = if w[0] == TIMESTAMP {
+            // a timestamp read stays read: a record after it that goes the checked way
+            // starts there
             t = le_u64(&w[1..9]);
-            pos += 9;
+            rest = &rest[9..];
             w.last_chunk::<10>()
         } else {
             w.first_chunk::<10>()
@@ -311,33 +308,24 @@ fn fast_span<'s>(
         let Some(r) = r else {
             break false;
         };
-        match r[0] {
-            k @ (12 | 13) => {
-                // a timestamp read stays read: the record goes the checked way at `pos`
-                let n = r[1] as usize;
-                if n > 4 {
-                    break false;
-                }
-                let local = le_u32(&r[2..6]) & MASK32[n.min(4)];
-                let Some(&id) = regions
-                    .get(local as usize)
-                    .filter(|&&v| v != Resolver::NONE)
-                else {
-                    break false;
-                };
-                pos += 2 + n;
-                let kind = if k == 12 {
+        let k = r[0];
+        let kind = match k {
+            _ if k.wrapping_sub(12) < 2 => {
+                if k == 12 {
                     EventKind::Enter
                 } else {
                     EventKind::Leave
-                };
-                s.push(t, kind, id);
+                }
             }
-            k @ (14 | 15 | 18 | 19) => {
+            14 | 15 | 18 | 19 => {
+                let pos = chunk.len() - rest.len();
                 let Some((rend, m)) = fast_msg(end, file, pos + 1, k == 15 || k == 19) else {
                     break false;
                 };
-                pos = rend;
+                let Some(after) = chunk.get(rend..) else {
+                    break false;
+                };
+                rest = after;
                 let kind = match k {
                     14 => EventKind::MpiSend,
                     18 => EventKind::MpiRecv,
@@ -346,17 +334,34 @@ fn fast_span<'s>(
                 };
                 let comm = cx.comms.resolve(m.comm as u64, cx.comm_global);
                 let i = b.message(m, comm);
-                s.push(t, kind, i);
+                b.event(e, t, kind, i);
+                e += 1;
                 if b.m == BATCH {
                     break true;
                 }
+                continue;
             }
             _ => break false,
+        };
+        let n = r[1] as usize;
+        if n > 4 {
+            break false;
         }
+        let local = le_u32(&r[2..6]) & MASK32[n.min(4)];
+        let Some(&id) = regions
+            .get(local as usize)
+            .filter(|&&v| v != Resolver::NONE)
+        else {
+            break false;
+        };
+        rest = &rest[2 + n.min(4)..];
+        b.event(e, t, kind, id);
+        e += 1;
     };
-    c.pos = pos;
+    c.pos = chunk.len() - rest.len();
     *time = t;
-    (s, full)
+    b.e = e;
+    full
 }
 
 /// The low `n` bytes of a u64 (`n` <= 8).
@@ -377,10 +382,19 @@ const MASK32: [u32; 5] = [0, 0xff, 0xffff, 0xff_ffff, u32::MAX];
 /// columns.
 const BATCH: usize = 256;
 
-/// The payloads of messages decoded by `fast_span` on their way to the columns (their
-/// events go straight to the columns): written to a buffer on the stack and appended a
-/// batch at a time.
+/// Up to this many events `fast_span` decodes into a `Batch` before they go to the columns.
+const BATCH_EVENTS: usize = 1024;
+
+/// The events and message payloads decoded by `fast_span` on their way to the columns:
+/// written to the decoder's buffers (one heap block per location; each store one
+/// instruction, no column's length or capacity in a register) and appended a batch at a
+/// time.
 struct Batch {
+    /// Events.
+    e: usize,
+    time: [u64; BATCH_EVENTS],
+    kind: [EventKind; BATCH_EVENTS],
+    arg: [u32; BATCH_EVENTS],
     /// Messages, indexed from `msg_base` (the columns' message count at the batch's start).
     m: usize,
     msg_base: u32,
@@ -393,8 +407,12 @@ struct Batch {
 }
 
 impl Batch {
-    fn new() -> Batch {
-        Batch {
+    fn new() -> Box<Batch> {
+        Box::new(Batch {
+            e: 0,
+            time: [0; BATCH_EVENTS],
+            kind: [EventKind::Enter; BATCH_EVENTS],
+            arg: [0; BATCH_EVENTS],
             m: 0,
             msg_base: 0,
             peer: [0; BATCH],
@@ -402,7 +420,16 @@ impl Batch {
             tag: [0; BATCH],
             bytes: [0; BATCH],
             requests: Vec::new(),
-        }
+        })
+    }
+
+    /// Event `e` (`fast_span`'s count, below `BATCH_EVENTS`).
+    #[inline(always)]
+    fn event(&mut self, e: usize, time: u64, kind: EventKind, arg: u32) {
+        let e = e.min(BATCH_EVENTS - 1);
+        self.time[e] = time;
+        self.kind[e] = kind;
+        self.arg[e] = arg;
     }
 
     /// Message `m` on model communicator `comm`; its index in the columns.
@@ -422,16 +449,22 @@ impl Batch {
         i
     }
 
-    /// The batch's messages appended to `out`; the batch empty.
-    fn flush(&mut self, out: &mut EventsFiller) {
-        let m = self.m;
-        if m == 0 {
-            return;
+    /// The batch's events appended to `out`, and its messages with `messages`; what was
+    /// appended gone from the batch.
+    fn flush(&mut self, out: &mut EventsFiller, messages: bool) {
+        let m = self.m.min(BATCH);
+        if messages && m > 0 {
+            let (peer, comm, tag) = (&self.peer[..m], &self.comm[..m], &self.tag[..m]);
+            out.extend_messages([peer, comm, tag], &self.bytes[..m], &self.requests);
+            self.requests.clear();
+            self.m = 0;
+            self.msg_base = out.messages() as u32;
         }
-        let (peer, comm, tag) = (&self.peer[..m], &self.comm[..m], &self.tag[..m]);
-        out.extend_messages([peer, comm, tag], &self.bytes[..m], &self.requests);
-        self.requests.clear();
-        self.m = 0;
+        let e = self.e.min(BATCH_EVENTS);
+        if e > 0 {
+            out.extend_events(&self.time[..e], &self.kind[..e], &self.arg[..e]);
+            self.e = 0;
+        }
     }
 }
 
