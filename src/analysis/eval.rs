@@ -536,8 +536,8 @@ impl Code {
     #[inline(always)]
     pub(crate) fn bits(&self, c: &Ctx, env: &mut [Value]) -> (u64, u64) {
         match self {
-            Code::Num(n) => n.strict(c, env).map_or((7, 0), |x| (0, x.to_bits())),
-            Code::Bool(t) => t.get(c, env).map_or((7, 0), |b| (1, b as u64)),
+            Code::Num(n) => value_bits(n.strict(c, env).map_or(Value::None, Value::Num)),
+            Code::Bool(t) => value_bits(t.get(c, env).map_or(Value::None, Value::Bool)),
             _ => value_bits(self.run(c, env)),
         }
     }
