@@ -191,6 +191,9 @@ impl Engine<'_> {
         fr: &Frame,
         ctx: &Ctx,
     ) {
+        if code.guard.as_ref().is_some_and(|g| !g.may_keep(ctx, env)) {
+            return;
+        }
         if !self.prelude_code(code, when, ctx, env) {
             return;
         }
@@ -315,6 +318,9 @@ impl Engine<'_> {
         env: &mut [Value],
         ctx: &Ctx,
     ) -> Option<f64> {
+        if code.guard.as_ref().is_some_and(|g| !g.may_keep(ctx, env)) {
+            return None;
+        }
         if !self.prelude_code(code, when, ctx, env) {
             return None;
         }

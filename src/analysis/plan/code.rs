@@ -1,6 +1,7 @@
 //! A rule's instance-level expressions compiled into closures (`eval::compile`), with its
 //! queue's `take` hoisted and bounded (`hoist`): what firing a rule runs.
 
+use super::guard::{guard_of, SevGuard};
 use super::hoist::{carries_items, hoist, TakeBound};
 use crate::analysis::eval::{compile, Code};
 use crate::rules::compile::Expr;
@@ -24,6 +25,8 @@ pub(crate) struct RuleCode {
     pub(crate) hoisted: Vec<(u16, Code)>,
     /// The `take` as a bound on a key of the queued instance alone, when it has that form.
     pub(crate) bound: Option<TakeBound>,
+    /// A necessary condition for an instance, read before the rest (`guard`).
+    pub(crate) guard: Option<SevGuard>,
 }
 
 impl RuleCode {
@@ -60,6 +63,7 @@ impl RuleCode {
             take,
             hoisted: hoisted.iter().map(|(s, e)| (*s, compile(e))).collect(),
             bound,
+            guard: guard_of(r),
         }
     }
 }

@@ -6,6 +6,7 @@
 
 mod code;
 mod fold;
+mod guard;
 mod hoist;
 mod memo;
 mod passes;
