@@ -663,14 +663,7 @@ mod tests {
         for name in ["scorep/mixed8", "scorep/wo", "scorep-omp/omp_lock"] {
             let (trace, replay) = testdata_trace(name);
             let plan = Plan::new(&trace, &replay, &rs);
-            let ctx = eval::Ctx::of_trace(
-                &trace,
-                &replay,
-                &plan.regions,
-                &plan.kind_names,
-                &plan.rs.regexes,
-                &plan.strings,
-            );
+            let ctx = crate::analysis::plan::testing::plan_ctx(&plan, &trace, &replay);
             let konst = |e: &Expr| ctx.eval(e, &mut [Value::None]);
             let nreg = trace.defs.regions.len();
             // the passes' tables and those of the event-pass rules riding on their walks

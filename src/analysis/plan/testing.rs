@@ -81,6 +81,19 @@ impl Specialised {
     }
 }
 
+/// A context that reads `plan`'s strings on its `trace` and `replay` alone (no members,
+/// queued instances, `had`, metrics or shared values).
+pub(crate) fn plan_ctx<'a>(plan: &'a super::Plan, trace: &'a Trace, replay: &'a Replay) -> Ctx<'a> {
+    Ctx::of_trace(
+        trace,
+        replay,
+        &plan.regions,
+        &plan.kind_names,
+        &plan.rs.regexes,
+        &plan.strings,
+    )
+}
+
 /// The expression as written (`a`), as rewritten (`b`) and `b` compiled (`code`) give
 /// the same value in `env` (`what` names the case when they do not).
 pub(crate) fn agree(
