@@ -361,21 +361,123 @@ fn partners(links: &mut [MsgLinks]) -> Vec<&mut [EventRef]> {
     links.iter_mut().map(|x| &mut x.partner[..]).collect()
 }
 
+/// Which regions are MPI calls (`mpi[r]`): a message record counts only inside one
+/// (§4.1.3).
+pub(super) fn mpi_regions(trace: &Trace) -> Vec<bool> {
+    (trace.defs.regions.iter())
+        .map(|r| r.paradigm == crate::model::Paradigm::MPI)
+        .collect()
+}
+
+/// A location's blocking sides as pass A notes them on its way (what `blocking_sides`
+/// finds, without a pass of its own): the events of the sends and receives inside an MPI
+/// call, in event order, and how many such records lie outside one.
+#[derive(Default)]
+pub(super) struct Blocking {
+    sends: Vec<u32>,
+    recvs: Vec<u32>,
+    ignored: u64,
+}
+
+/// What pass A noted of a location's message records for `collect`.
+#[derive(Default)]
+pub(super) enum Noted {
+    /// Nothing (`collect` finds the sides itself).
+    #[default]
+    Off,
+    /// A record of another kind than blocking sends, receives and REQUEST_TESTs came (the
+    /// location goes event by event).
+    Other,
+    Blocking(Blocking),
+}
+
+/// Pass A's noting of a location's blocking sides (`Noted`), each message record with the
+/// region of the instance enclosing it.
+pub(super) struct Noter<'a> {
+    mpi: &'a [bool],
+    pub(super) noted: Noted,
+}
+
+impl<'a> Noter<'a> {
+    /// Noting the sides of a location of `nmsg` messages (`mpi` as `mpi_regions` makes it;
+    /// empty: noting nothing).
+    pub(super) fn new(mpi: &'a [bool], nmsg: usize) -> Noter<'a> {
+        let noted = if mpi.is_empty() {
+            Noted::Off
+        } else {
+            // as `collect_in` presizes them: half the messages a side
+            Noted::Blocking(Blocking {
+                sends: Vec::with_capacity(nmsg.div_ceil(2)),
+                recvs: Vec::with_capacity(nmsg.div_ceil(2)),
+                ignored: 0,
+            })
+        };
+        Noter { mpi, noted }
+    }
+
+    /// Event `i` of kind `kind`, inside an instance of `region` (`RegionIdx::MAX`: outside
+    /// any, or in a frame entered by nobody here).
+    #[inline(always)]
+    pub(super) fn note(&mut self, kind: EventKind, i: usize, region: crate::model::RegionIdx) {
+        let (lo, hi) = (
+            EventKind::MpiSend as u8,
+            EventKind::MpiRequestCancelled as u8,
+        );
+        if (kind as u8).wrapping_sub(lo) <= hi - lo {
+            self.side(kind, i, region);
+        }
+    }
+
+    #[inline(always)]
+    fn side(&mut self, kind: EventKind, i: usize, region: crate::model::RegionIdx) {
+        let Noted::Blocking(b) = &mut self.noted else {
+            return;
+        };
+        let to = match kind {
+            EventKind::MpiSend => &mut b.sends,
+            EventKind::MpiRecv => &mut b.recvs,
+            EventKind::MpiRequestTest => return,
+            _ => {
+                self.noted = Noted::Other;
+                return;
+            }
+        };
+        if self.mpi.get(region as usize) == Some(&true) {
+            to.push(i as u32);
+        } else {
+            b.ignored += 1;
+        }
+    }
+}
+
 /// Collect one process's sides (in location order, then event order) and its request
 /// links, then sort them. `states` the locations' pass-A pointer columns, `mpi[r]` whether
-/// region `r` is an MPI call: a message record counts only inside one (§4.1.3).
+/// region `r` is an MPI call: a message record counts only inside one (§4.1.3); `noted`
+/// what pass A noted of each location's records (empty: nothing).
 fn collect(
     trace: &Trace,
-    me: LocIdx,
-    locs: Vec<LocIdx>,
+    (me, locs, noted): (LocIdx, Vec<LocIdx>, Vec<Noted>),
     states: &[LocationState],
     mpi: &[bool],
 ) -> Proc {
     if locs.len() > 1 {
-        collect_in::<Key>(trace, me, locs, states, mpi)
+        collect_in::<Key>(trace, (me, locs, noted), states, mpi)
     } else {
-        collect_in::<OneKey>(trace, me, locs, states, mpi)
+        collect_in::<OneKey>(trace, (me, locs, noted), states, mpi)
     }
+}
+
+/// The sides pass A noted (`b`) appended to the sends' and receives' `Sides` (events only;
+/// moved where they are the first); how many records lay outside an MPI call.
+fn take_noted(b: Blocking, [sends, recvs]: [&mut Sides; 2]) -> u64 {
+    for (to, from) in [(&mut sends.event, b.sends), (&mut recvs.event, b.recvs)] {
+        if to.is_empty() {
+            *to = from;
+        } else {
+            to.extend_from_slice(&from);
+        }
+    }
+    b.ignored
 }
 
 /// A location's pending non-blocking requests while `collect_in` walks it: request → the
@@ -441,8 +543,7 @@ impl Requests {
 #[inline(never)]
 fn collect_in<K: SortKey>(
     trace: &Trace,
-    me: LocIdx,
-    locs: Vec<LocIdx>,
+    (me, locs, mut noted): (LocIdx, Vec<LocIdx>, Vec<Noted>),
     states: &[LocationState],
     mpi: &[bool],
 ) -> Proc {
@@ -460,17 +561,20 @@ fn collect_in<K: SortKey>(
     // them in event order: then no sort)
     let (mut send_b, mut recv_b) = (Runs::<K>::default(), Runs::<K>::default());
     let (mut ignored, mut unresolved) = (0, 0);
-    for &l in &p.locs {
+    for (slot, &l) in p.locs.iter().enumerate() {
         let ev = &trace.events[l as usize];
         let nmsg = ev.msg.peer.len();
         let mut links = MsgLinks {
             partner: crate::model::spill::filled(nmsg, EventRef::NONE).into(),
             ..Default::default()
         };
+        let noted = noted.get_mut(slot).map(std::mem::take).unwrap_or_default();
         // most processes send about as often as they receive: room for half the messages
         // a side, so the columns do not double (and hold both copies) while they grow
         for side in [&mut p.sends, &mut p.recvs] {
-            side.event.reserve_exact(nmsg.div_ceil(2));
+            if !matches!(noted, Noted::Blocking(_)) {
+                side.event.reserve_exact(nmsg.div_ceil(2));
+            }
             if threaded {
                 side.loc.reserve_exact(nmsg.div_ceil(2));
             }
@@ -478,10 +582,15 @@ fn collect_in<K: SortKey>(
         let first_send = p.sends.event.len();
         let (kinds, arg) = (&ev.kind[..], &ev.arg[..]);
         let ptr = states.get(l as usize).map_or(&[][..], |s| &s.ptr[..]);
-        // a location whose messages are blocking: its sides found in one tight pass and
-        // keyed in another (fewer values live at once); else event by event
+        // a location whose messages are blocking: its sides found in one tight pass (or
+        // as pass A noted them) and keyed in another (fewer values live at once); else
+        // event by event
         let r0 = p.recvs.event.len();
-        let blocking = blocking_sides(kinds, ptr, arg, mpi, [&mut p.sends, &mut p.recvs]);
+        let blocking = match noted {
+            Noted::Blocking(b) => Some(take_noted(b, [&mut p.sends, &mut p.recvs])),
+            Noted::Other => None,
+            Noted::Off => blocking_sides(kinds, ptr, arg, mpi, [&mut p.sends, &mut p.recvs]),
+        };
         if let Some(n) = blocking {
             ignored += n;
             unresolved += keyed(&mut p.sends, &mut send_b, first_send, trace, l, me);
@@ -909,12 +1018,16 @@ struct Found {
 /// side); then each process pairs its receives with the sends of their senders, and each
 /// sender its sends with the receives of their receivers, both in parallel and each writing
 /// only its own locations' links.
-pub fn match_messages(
+///
+/// `noted[l]`: what pass A noted of location `l`'s message records (`Noted::Off` where it
+/// is missing).
+pub(super) fn match_messages(
     trace: &Trace,
     states: &[LocationState],
     master: &[u32],
+    noted: Vec<Noted>,
 ) -> (Vec<MsgLinks>, MatchStats, Violators, Vec<u32>) {
-    let m = collect_share(trace, states, master, None).pair(trace, Vec::new());
+    let m = collect_noted(trace, states, master, None, noted).pair(trace, Vec::new());
     (m.links, m.stats, m.violators, m.unmatched)
 }
 
@@ -1000,14 +1113,33 @@ pub fn collect_share(
     master: &[u32],
     keep: Option<&[bool]>,
 ) -> Share {
+    collect_noted(trace, states, master, keep, Vec::new())
+}
+
+/// `collect_share` with what pass A noted of each location's message records (`noted[l]`,
+/// `Noted::Off` where it is missing).
+fn collect_noted(
+    trace: &Trace,
+    states: &[LocationState],
+    master: &[u32],
+    keep: Option<&[bool]>,
+    mut noted: Vec<Noted>,
+) -> Share {
     let nloc = trace.events.len();
     let (proc_of, groups) = processes(nloc, master, keep);
-    let mpi: Vec<bool> = (trace.defs.regions.iter())
-        .map(|r| r.paradigm == crate::model::Paradigm::MPI)
+    let mpi = mpi_regions(trace);
+    let groups: Vec<(LocIdx, Vec<LocIdx>, Vec<Noted>)> = (groups.into_iter())
+        .map(|(me, locs)| {
+            let n = (locs.iter())
+                .map(|&l| noted.get_mut(l as usize).map(std::mem::take))
+                .map(Option::unwrap_or_default)
+                .collect();
+            (me, locs, n)
+        })
         .collect();
     let procs: Vec<Proc> = groups
         .into_par_iter()
-        .map(|(me, locs)| collect(trace, me, locs, states, &mpi))
+        .map(|g| collect(trace, g, states, &mpi))
         .collect();
     let unresolved = procs.iter().map(|p| p.unresolved).sum();
     let ignored = procs.iter().map(|p| p.ignored).sum();
@@ -1203,7 +1335,23 @@ impl Pass<'_> {
         recvs: R,
         mut f: impl FnMut(&mut Self, (Option<Side>, Option<Side>)),
     ) {
-        for pair in merge(sends, self.runs.0, recvs, self.runs.1) {
+        let m = merge(sends, self.runs.0, recvs, self.runs.1);
+        if m.same {
+            // the n-th send meets the n-th receive, the longer run's rest alone: what
+            // `Merge` yields for such runs, without its per-pair choice
+            let n = (m.ae - m.a).min(m.be - m.b);
+            for j in 0..n {
+                f(self, (Some(sends.at(m.a + j)), Some(recvs.at(m.b + j))));
+            }
+            for j in m.a + n..m.ae {
+                f(self, (Some(sends.at(j)), None));
+            }
+            for j in m.b + n..m.be {
+                f(self, (None, Some(recvs.at(j))));
+            }
+            return;
+        }
+        for pair in m {
             f(self, pair);
         }
     }

@@ -279,6 +279,8 @@ struct PassA {
     time: Vec<u64>,
     visits: Vec<u64>,
     repairs: Vec<u64>,
+    /// The location's blocking sides for matching, when asked.
+    noted: matching::Noted,
 }
 
 /// What a worker thread needs from its master (§3.1.3): the master's stack at each fork,
@@ -315,6 +317,8 @@ struct Walk<'w> {
     /// of a parallel region (traces without THREAD_TEAM_BEGIN) and goes with its LEAVE.
     base: usize,
     by_enter: bool,
+    /// The blocking sides of matching noted on the way (`matching::Noter`).
+    noter: matching::Noter<'w>,
 }
 
 /// What pass A writes for one event: its pointer and its call path (`NONE`, `NO_CNODE`
@@ -339,8 +343,10 @@ const NO_TOP: Frame = (RegionIdx::MAX, NO_CNODE, NONE);
 /// Local call paths below which `Walk::plain` runs (its call-path column is narrow).
 const PLAIN_NODES: usize = NARROW_NONE as usize;
 
-fn pass_a(ev: &Events, worker: Option<Worker>) -> PassA {
-    let mut w = Walk::new(ev, worker);
+/// Pass A over one location (`mpi` as `matching::mpi_regions` makes it: its blocking sides
+/// noted for matching; empty: not).
+fn pass_a<'w>(ev: &Events, worker: Option<Worker<'w>>, mpi: &'w [bool]) -> PassA {
+    let mut w = Walk::new(ev, worker, mpi);
     // the three columns side by side
     let cols = (&ev.time[..], &ev.kind[..], &ev.arg[..]);
     let n = cols.0.len().min(cols.1.len()).min(cols.2.len());
@@ -370,7 +376,7 @@ fn pass_a(ev: &Events, worker: Option<Worker>) -> PassA {
 }
 
 impl<'w> Walk<'w> {
-    fn new(ev: &Events, worker: Option<Worker<'w>>) -> Walk<'w> {
+    fn new(ev: &Events, worker: Option<Worker<'w>>, mpi: &'w [bool]) -> Walk<'w> {
         let n = ev.len();
         Walk {
             worker,
@@ -388,6 +394,7 @@ impl<'w> Walk<'w> {
             gaps: 0,
             base: 0,
             by_enter: false,
+            noter: matching::Noter::new(mpi, ev.msg.peer.len()),
         }
     }
 
@@ -429,6 +436,7 @@ impl<'w> Walk<'w> {
             .min(ptr.len())
             .min(cn.len());
         let stack = &mut self.stack;
+        let noter = &mut self.noter;
         // the top frame, `NO_TOP` for an empty stack (its call path `NO_CNODE`: no time
         // counts to it, and it gives `OUTSIDE` as a cell)
         let mut top = stack.pop().unwrap_or(NO_TOP);
@@ -479,6 +487,7 @@ impl<'w> Walk<'w> {
                 k if omp::is_task_kind(k) => break,
                 _ => {
                     tick(top.1);
+                    noter.note(kind, i, top.0);
                     // `NO_CNODE as u16` is `NARROW_NONE`
                     (top.2, top.1 as u16)
                 }
@@ -659,6 +668,12 @@ impl<'w> Walk<'w> {
             self.repaired(open);
         }
         let cell = self.top();
+        // the enclosing instance's region (none in a frame entered by nobody here)
+        let region = match self.stack.last() {
+            Some(&(r, _, e)) if e != NONE => r,
+            _ => RegionIdx::MAX,
+        };
+        self.noter.note(kind, i, region);
         if kind == EventKind::MeasurementOnOff {
             // OTF2 MeasurementMode: 1 ON, 2 OFF
             let off = ev.fields(i).first() == Some(&2);
@@ -690,18 +705,20 @@ impl<'w> Walk<'w> {
             time: self.time,
             visits: self.visits,
             repairs: self.repairs,
+            noted: self.noter.noted,
         }
     }
 }
 
 /// Pass A over the locations `keep` selects (all when `None`; the others get the pass of
 /// an empty location), the masters' fork stacks first: the workers' call paths hang below
-/// them (§3.1.3).
+/// them (§3.1.3); `mpi` as `pass_a` reads it.
 fn pass_a_all(
     trace: &Trace,
     master: &[u32],
     kinds: &[omp::OmpRegion],
     keep: Option<&[bool]>,
+    mpi: &[bool],
 ) -> Vec<PassA> {
     let kept = |l: usize| keep.is_none_or(|k| k.get(l) == Some(&true));
     let mut has_workers = vec![false; trace.events.len()];
@@ -732,7 +749,7 @@ fn pass_a_all(
                 forks: &forks[m],
                 kinds,
             });
-            let mut p = pass_a(ev, worker);
+            let mut p = pass_a(ev, worker, mpi);
             ev.spill_beside(&mut [&mut p.state.ptr]);
             ev.release_resident();
             p
@@ -765,7 +782,7 @@ pub fn local_passes(trace: &Trace, keep: &[bool]) -> Vec<LocalPass> {
     } else {
         Vec::new()
     };
-    pass_a_all(trace, &master, &kinds, Some(keep))
+    pass_a_all(trace, &master, &kinds, Some(keep), &[])
         .into_iter()
         .map(|p| LocalPass {
             tree: p.local,
@@ -830,7 +847,11 @@ impl Replay {
         } else {
             Vec::new()
         };
-        let parts = pass_a_all(trace, &master, &kinds, None);
+        let mpi = matching::mpi_regions(trace);
+        let mut parts = pass_a_all(trace, &master, &kinds, None, &mpi);
+        let noted: Vec<matching::Noted> = (parts.iter_mut())
+            .map(|p| std::mem::take(&mut p.noted))
+            .collect();
         let locals: Vec<LocalTree> = parts.iter().map(|p| p.local.clone()).collect();
         let loc_ids: Vec<u64> = trace.defs.locations.iter().map(|l| l.id).collect();
         let region_ids: Vec<u64> = trace.defs.regions.iter().map(|r| r.id).collect();
@@ -856,7 +877,7 @@ impl Replay {
             |_| true,
         );
         let (mut msg_links, matching, p2p_violators, unmatched_locations) =
-            matching::match_messages(trace, &locations, &omp.master);
+            matching::match_messages(trace, &locations, &omp.master, noted);
         for (ev, links) in trace.events.iter().zip(&mut msg_links) {
             ev.spill_beside(&mut [&mut links.partner]);
         }

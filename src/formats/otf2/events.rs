@@ -287,8 +287,8 @@ fn fast_span(c: &mut Cursor, time: &mut u64, cx: &mut LocationContext, b: &mut B
     let chunk = &file[..end.min(file.len())];
     // the bytes not yet read (the position follows from their length)
     let mut rest = chunk.get(c.pos..).unwrap_or_default();
-    let (mut t, mut e) = (*time, b.e);
-    let regions = cx.regions.table();
+    let (mut t, mut e, mut m) = (*time, b.e, b.m);
+    let (regions, comms) = (cx.regions.table(), cx.comms.table());
     let full = loop {
         if e >= BATCH_EVENTS {
             break true;
@@ -319,24 +319,32 @@ fn fast_span(c: &mut Cursor, time: &mut u64, cx: &mut LocationContext, b: &mut B
             }
             14 | 15 | 18 | 19 => {
                 let pos = chunk.len() - rest.len();
-                let Some((rend, m)) = fast_msg(end, file, pos + 1, k == 15 || k == 19) else {
+                // the payload written to the batch's slot `m` (taken only when it all fits)
+                let slot = (m, comms);
+                let Some((rend, request)) = fast_msg(end, file, pos + 1, k & 1 == 1, b, slot)
+                else {
                     break false;
                 };
                 let Some(after) = chunk.get(rend..) else {
                     break false;
                 };
                 rest = after;
-                let kind = match k {
-                    14 => EventKind::MpiSend,
-                    18 => EventKind::MpiRecv,
-                    15 => EventKind::MpiIsend,
-                    _ => EventKind::MpiIrecv,
-                };
-                let comm = cx.comms.resolve(m.comm as u64, cx.comm_global);
-                let i = b.message(m, comm);
+                // 14, 15, 18, 19
+                const KINDS: [EventKind; 4] = [
+                    EventKind::MpiSend,
+                    EventKind::MpiIsend,
+                    EventKind::MpiRecv,
+                    EventKind::MpiIrecv,
+                ];
+                let kind = KINDS[(((k as usize >> 1) & 2) ^ 2) | (k as usize & 1)];
+                let i = b.msg_base + m.min(BATCH - 1) as u32;
+                if let Some(r) = request {
+                    b.requests.push((i, r));
+                }
+                m += 1;
                 b.event(e, t, kind, i);
                 e += 1;
-                if b.m == BATCH {
+                if m >= BATCH {
                     break true;
                 }
                 continue;
@@ -361,6 +369,7 @@ fn fast_span(c: &mut Cursor, time: &mut u64, cx: &mut LocationContext, b: &mut B
     c.pos = chunk.len() - rest.len();
     *time = t;
     b.e = e;
+    b.m = m;
     full
 }
 
@@ -432,23 +441,6 @@ impl Batch {
         self.arg[e] = arg;
     }
 
-    /// Message `m` on model communicator `comm`; its index in the columns.
-    #[inline(always)]
-    fn message(&mut self, m: Msg, comm: u32) -> u32 {
-        // `m < BATCH`: `fast_span` stops when the batch is full
-        let k = self.m.min(BATCH - 1);
-        let i = self.msg_base + k as u32;
-        self.peer[k] = m.peer;
-        self.comm[k] = comm;
-        self.tag[k] = m.tag;
-        self.bytes[k] = m.bytes;
-        if let Some(r) = m.request {
-            self.requests.push((i, r));
-        }
-        self.m = k + 1;
-        i
-    }
-
     /// The batch's events appended to `out`, and its messages with `messages`; what was
     /// appended gone from the batch.
     fn flush(&mut self, out: &mut EventsFiller, messages: bool) {
@@ -486,11 +478,19 @@ fn le_u64(b: &[u8]) -> u64 {
 
 /// A little-endian point-to-point record's payload at `pos` (its one-byte length, then
 /// receiver or sender, communicator (local id), tag, length and, `nonblocking`, the request)
-/// inside a chunk ending at `end`: the record's end and the message, or `None` for the
-/// cursor's checked path (a length over 30 bytes, a field that does not fit, the file's
-/// last 40 bytes).
+/// inside a chunk ending at `end`, written to slot `k` of `b` as it is read (`comms` the
+/// location's communicator table): the record's end and the request, or `None` for the
+/// cursor's checked path (a length over 30 bytes, a field that does not fit, a communicator
+/// the table does not resolve, the file's last 40 bytes).
 #[inline(always)]
-fn fast_msg(end: usize, file: &[u8], pos: usize, nonblocking: bool) -> Option<(usize, Msg)> {
+fn fast_msg(
+    end: usize,
+    file: &[u8],
+    pos: usize,
+    nonblocking: bool,
+    b: &mut Batch,
+    (k, comms): (usize, &[u32]),
+) -> Option<(usize, Option<u64>)> {
     // the length byte and the fields, each field's 8 value bytes loaded at once
     let w = file.get(pos..)?.first_chunk::<40>()?;
     let len = w[0] as usize;
@@ -508,25 +508,18 @@ fn fast_msg(end: usize, file: &[u8], pos: usize, nonblocking: bool) -> Option<(u
         p += 1 + n;
         Some(v)
     };
-    let peer = field(4)? as u32;
+    let k = k.min(BATCH - 1);
+    b.peer[k] = field(4)? as u32;
     let comm = field(4)? as u32;
-    let tag = field(4)? as u32;
-    let bytes = field(8)?;
+    b.comm[k] = *comms.get(comm as usize).filter(|&&v| v != Resolver::NONE)?;
+    b.tag[k] = field(4)? as u32;
+    b.bytes[k] = field(8)?;
     let request = if nonblocking { Some(field(8)?) } else { None };
     // every field inside the record (`p` only grows)
     if p > 1 + len {
         return None;
     }
-    Some((
-        rend,
-        Msg {
-            peer,
-            comm,
-            tag,
-            bytes,
-            request,
-        },
-    ))
+    Some((rend, request))
 }
 
 /// The payload of a length-prefixed record: a cursor that ends where the record ends.
