@@ -1228,11 +1228,8 @@ impl<'a> Graph<'a> {
                 let ev = &trace.events[l];
                 let (arg, partner): (&[u32], &[EventRef]) = (&ev.arg, &replay.msg_links[l].partner);
                 let mut deps = Vec::new();
-                for i in ev.positions_of(EventKind::MpiRecv, EventKind::MpiIrecv) {
-                    let Some(p) = partner.get(arg[i] as usize) else {
-                        continue;
-                    };
-                    if p.is_some() {
+                let mut recv = |i: usize| {
+                    if let Some(p) = partner.get(arg[i] as usize).filter(|p| p.is_some()) {
                         let src = EventRef {
                             loc: p.loc,
                             event: enter_of(replay, *p),
@@ -1242,13 +1239,27 @@ impl<'a> Graph<'a> {
                             source: Source::Msg(src),
                         });
                     }
+                };
+                // where messages are dense, one look at every kind finds both sides: a
+                // `memchr` call per event found (`positions_of`) costs more then
+                let dense = partner.len().saturating_mul(10) >= ev.len();
+                let mut sends: Vec<u32> = Vec::new();
+                if dense {
+                    for (i, &k) in ev.kind.iter().enumerate() {
+                        match k {
+                            EventKind::MpiRecv | EventKind::MpiIrecv => recv(i),
+                            EventKind::MpiSend | EventKind::MpiIsend => sends.push(i as u32),
+                            _ => {}
+                        }
+                    }
+                } else {
+                    (ev.positions_of(EventKind::MpiRecv, EventKind::MpiIrecv)).for_each(recv);
                 }
                 let mut recv_enters = Vec::new();
                 Self::receive_dependencies(
-                    trace,
-                    replay,
-                    &blocking,
+                    (trace, replay, &blocking),
                     l,
+                    dense.then_some(&sends[..]),
                     &mut deps,
                     &mut recv_enters,
                 );
@@ -1262,12 +1273,11 @@ impl<'a> Graph<'a> {
     }
 
     /// Adds the send completion → receive posting dependencies of location `l` (see
-    /// `message_dependencies`).
+    /// `message_dependencies`); `sends`: the positions of its sends, if already found.
     fn receive_dependencies(
-        trace: &Trace,
-        replay: &Replay,
-        blocking: &[bool],
+        (trace, replay, blocking): (&Trace, &Replay, &[bool]),
         l: usize,
+        sends: Option<&[u32]>,
         deps: &mut Vec<Dep>,
         recv_enters: &mut Vec<EventRef>,
     ) {
@@ -1280,14 +1290,14 @@ impl<'a> Graph<'a> {
         let links = &replay.msg_links[l];
         // (LEAVE of the completing call, ENTER of the receive's call)
         let mut found: Vec<(u32, EventRef)> = Vec::new();
-        for i in ev.positions_of(EventKind::MpiSend, EventKind::MpiIsend) {
+        let mut send = |i: usize| {
             let kind = ev.kind[i];
             let k = ev.arg[i] as usize;
             let Some(p) = links.partner.get(k) else {
-                continue;
+                return;
             };
             if !p.is_some() || links.cancelled(k) {
-                continue;
+                return;
             }
             // the event completing the send: the send itself, or its request's completion
             let c = if kind == EventKind::MpiSend {
@@ -1296,18 +1306,18 @@ impl<'a> Graph<'a> {
                 links.request_event(k)
             };
             if c == NONE {
-                continue;
+                return;
             }
-            let Some(ce) = call(l, c) else { continue };
+            let Some(ce) = call(l, c) else { return };
             let region = ev.arg[ce as usize] as usize;
             if ev.kind[ce as usize] != EventKind::Enter
                 || !blocking.get(region).copied().unwrap_or(false)
             {
-                continue;
+                return;
             }
             let cl = exitptr(replay, l, ce as usize);
             if cl == NONE {
-                continue;
+                return;
             }
             // the receive's posting call: the receive's own call, or its request's start
             let (rl, rev) = (p.loc as usize, &trace.events[p.loc as usize]);
@@ -1318,7 +1328,7 @@ impl<'a> Graph<'a> {
                 replay.msg_links[rl].request_event(rk)
             };
             let Some(qe) = (q != NONE).then(|| call(rl, q)).flatten() else {
-                continue;
+                return;
             };
             let (tc_enter, tc_leave) = (ev.time[ce as usize], ev.time[cl as usize]);
             let tq = rev.time[qe as usize];
@@ -1331,6 +1341,10 @@ impl<'a> Graph<'a> {
                     },
                 ));
             }
+        };
+        match sends {
+            Some(at) => at.iter().for_each(|&i| send(i as usize)),
+            None => (ev.positions_of(EventKind::MpiSend, EventKind::MpiIsend)).for_each(send),
         }
         found.sort_unstable_by_key(|&(e, s)| (e, s.loc, s.event));
         found.dedup();
@@ -1670,17 +1684,13 @@ impl<'a> Graph<'a> {
     }
 
     /// The local edges of the path's stretches (no weight set to zero), summed per call path
-    /// (at `slot(c)` of `nslot`; integers, so in any order) and per stretch of `path.ends`.
+    /// (`slot_of`; integers, so in any order) and per stretch of `path.ends`.
     /// The stretches are cut into runs of about as many events each (`runs`), walked in
     /// parallel, each with its own window cursor (`WindowCursor::at`): a path that stays on
     /// one location, a ping-pong's, is one long stretch.
-    fn local_sums(
-        &self,
-        path: &Path,
-        nslot: usize,
-        slot: &(dyn Fn(CnodeIdx) -> usize + Sync),
-    ) -> (Vec<u64>, Vec<u64>) {
+    fn local_sums(&self, path: &Path, ncnode: usize) -> (Vec<u64>, Vec<u64>) {
         use rayon::prelude::*;
+        let nslot = ncnode + 2;
         let zero = |_: CnodeIdx| false;
         let walk = |(mut by, mut totals): (Vec<u64>, Vec<(usize, u64)>),
                     (l, pieces): &(usize, Vec<Piece>)| {
@@ -1700,7 +1710,7 @@ impl<'a> Graph<'a> {
                 };
                 let mut total = 0u64;
                 for (_, w, c) in local {
-                    if let Some(x) = by.get_mut(slot(c)) {
+                    if let Some(x) = by.get_mut(slot_of(c, ncnode)) {
                         *x += w;
                     }
                     total += w;
@@ -2045,11 +2055,7 @@ pub(crate) fn steps_by_place(
 ) -> Placed {
     let res = trace.timer_resolution.max(1) as f64;
     let sec = &|t: u64| t as f64 / res;
-    let slot = |c: CnodeIdx| match c {
-        NO_CNODE => ncnode,
-        STARTUP => ncnode + 1,
-        c => c as usize,
-    };
+    let slot = |c: CnodeIdx| slot_of(c, ncnode);
     let mut by_loc: Vec<u64> = vec![0; trace.events.len()];
     let mut segments: Vec<Segment> = Vec::new();
     // the segment open, and whether local steps on its location extend it (not the
@@ -2070,7 +2076,7 @@ pub(crate) fn steps_by_place(
     };
     // the local edges, each to its call path (in parallel); together a stretch's extend the
     // segment it is in (or begin one, as its first edge would)
-    let (mut by_cnode, totals) = g.local_sums(path, ncnode + 2, &slot);
+    let (mut by_cnode, totals) = g.local_sums(path, ncnode);
     let mut k = 0;
     g.for_each_stretch(path, &|_| false, |s, entry, _| {
         let l = s.loc as usize;
@@ -2113,6 +2119,17 @@ pub(crate) fn steps_by_place(
         segments.push(seg(trace, c, t0, sec));
     }
     (by_cnode, by_loc, segments)
+}
+
+/// Where call path `c` is summed among the path's sums per call path: `NO_CNODE` and
+/// `STARTUP` after the `ncnode` call paths.
+#[inline(always)]
+fn slot_of(c: CnodeIdx, ncnode: usize) -> usize {
+    match c {
+        NO_CNODE => ncnode,
+        STARTUP => ncnode + 1,
+        c => c as usize,
+    }
 }
 
 /// The shares of the path per call path (longest first) and per region name.
