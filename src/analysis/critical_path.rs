@@ -1228,8 +1228,11 @@ impl<'a> Graph<'a> {
                 let ev = &trace.events[l];
                 let (arg, partner): (&[u32], &[EventRef]) = (&ev.arg, &replay.msg_links[l].partner);
                 let mut deps = Vec::new();
-                let mut recv = |i: usize| {
-                    if let Some(p) = partner.get(arg[i] as usize).filter(|p| p.is_some()) {
+                for i in ev.positions_of(EventKind::MpiRecv, EventKind::MpiIrecv) {
+                    let Some(p) = partner.get(arg[i] as usize) else {
+                        continue;
+                    };
+                    if p.is_some() {
                         let src = EventRef {
                             loc: p.loc,
                             event: enter_of(replay, *p),
@@ -1239,27 +1242,13 @@ impl<'a> Graph<'a> {
                             source: Source::Msg(src),
                         });
                     }
-                };
-                // where messages are dense, one look at every kind finds both sides: a
-                // `memchr` call per event found (`positions_of`) costs more then
-                let dense = partner.len().saturating_mul(10) >= ev.len();
-                let mut sends: Vec<u32> = Vec::new();
-                if dense {
-                    for (i, &k) in ev.kind.iter().enumerate() {
-                        match k {
-                            EventKind::MpiRecv | EventKind::MpiIrecv => recv(i),
-                            EventKind::MpiSend | EventKind::MpiIsend => sends.push(i as u32),
-                            _ => {}
-                        }
-                    }
-                } else {
-                    (ev.positions_of(EventKind::MpiRecv, EventKind::MpiIrecv)).for_each(recv);
                 }
                 let mut recv_enters = Vec::new();
                 Self::receive_dependencies(
-                    (trace, replay, &blocking),
+                    trace,
+                    replay,
+                    &blocking,
                     l,
-                    dense.then_some(&sends[..]),
                     &mut deps,
                     &mut recv_enters,
                 );
@@ -1273,11 +1262,12 @@ impl<'a> Graph<'a> {
     }
 
     /// Adds the send completion → receive posting dependencies of location `l` (see
-    /// `message_dependencies`); `sends`: the positions of its sends, if already found.
+    /// `message_dependencies`).
     fn receive_dependencies(
-        (trace, replay, blocking): (&Trace, &Replay, &[bool]),
+        trace: &Trace,
+        replay: &Replay,
+        blocking: &[bool],
         l: usize,
-        sends: Option<&[u32]>,
         deps: &mut Vec<Dep>,
         recv_enters: &mut Vec<EventRef>,
     ) {
@@ -1290,14 +1280,14 @@ impl<'a> Graph<'a> {
         let links = &replay.msg_links[l];
         // (LEAVE of the completing call, ENTER of the receive's call)
         let mut found: Vec<(u32, EventRef)> = Vec::new();
-        let mut send = |i: usize| {
+        for i in ev.positions_of(EventKind::MpiSend, EventKind::MpiIsend) {
             let kind = ev.kind[i];
             let k = ev.arg[i] as usize;
             let Some(p) = links.partner.get(k) else {
-                return;
+                continue;
             };
             if !p.is_some() || links.cancelled(k) {
-                return;
+                continue;
             }
             // the event completing the send: the send itself, or its request's completion
             let c = if kind == EventKind::MpiSend {
@@ -1306,18 +1296,18 @@ impl<'a> Graph<'a> {
                 links.request_event(k)
             };
             if c == NONE {
-                return;
+                continue;
             }
-            let Some(ce) = call(l, c) else { return };
+            let Some(ce) = call(l, c) else { continue };
             let region = ev.arg[ce as usize] as usize;
             if ev.kind[ce as usize] != EventKind::Enter
                 || !blocking.get(region).copied().unwrap_or(false)
             {
-                return;
+                continue;
             }
             let cl = exitptr(replay, l, ce as usize);
             if cl == NONE {
-                return;
+                continue;
             }
             // the receive's posting call: the receive's own call, or its request's start
             let (rl, rev) = (p.loc as usize, &trace.events[p.loc as usize]);
@@ -1328,7 +1318,7 @@ impl<'a> Graph<'a> {
                 replay.msg_links[rl].request_event(rk)
             };
             let Some(qe) = (q != NONE).then(|| call(rl, q)).flatten() else {
-                return;
+                continue;
             };
             let (tc_enter, tc_leave) = (ev.time[ce as usize], ev.time[cl as usize]);
             let tq = rev.time[qe as usize];
@@ -1341,10 +1331,6 @@ impl<'a> Graph<'a> {
                     },
                 ));
             }
-        };
-        match sends {
-            Some(at) => at.iter().for_each(|&i| send(i as usize)),
-            None => (ev.positions_of(EventKind::MpiSend, EventKind::MpiIsend)).for_each(send),
         }
         found.sort_unstable_by_key(|&(e, s)| (e, s.loc, s.event));
         found.dedup();
