@@ -261,7 +261,8 @@ impl<'w> WindowCursor<'w> {
     }
 }
 
-/// `Graph::local_weight` of a location whose (clamped) times are `t`.
+/// The weight of the local edge into event `i > 0` of a location whose (clamped) times are
+/// `t` (time spent waiting taken out); `wc` is at `i` (called for increasing `i`).
 #[inline(always)]
 fn local_weight_in(t: &[u64], i: usize, wc: &mut WindowCursor) -> u64 {
     let mut w = t[i] - t[i - 1];
@@ -1542,13 +1543,6 @@ impl<'a> Graph<'a> {
         }
     }
 
-    /// The weight of the local edge into event `i > 0` of location `l` (time spent waiting
-    /// taken out); `wc` is at `i` (called for increasing `i`).
-    #[inline(always)]
-    fn local_weight(&self, l: usize, i: usize, wc: &mut WindowCursor) -> u64 {
-        local_weight_in(&self.time[l], i, wc)
-    }
-
     /// The longest path; `zero(c)` says whether time attributed to call path `c` counts 0.
     pub fn longest(&self, zero: &dyn Fn(CnodeIdx) -> bool) -> Path {
         self.longest_path(Some(zero), true)
@@ -1657,7 +1651,7 @@ impl<'a> Graph<'a> {
             };
             let local = LocalEdges {
                 g: self,
-                l,
+                t,
                 st: &self.replay.locations[l],
                 kind: &self.trace.events[l].kind[..],
                 wc: wcs[l].get_or_insert_with(|| WindowCursor::new(&self.windows[l])),
@@ -1686,7 +1680,7 @@ impl<'a> Graph<'a> {
             for &(k, from, to) in pieces {
                 let local = LocalEdges {
                     g: self,
-                    l,
+                    t: &self.time[l],
                     st: &self.replay.locations[l],
                     kind: &self.trace.events[l].kind[..],
                     wc: &mut wc,
@@ -1792,7 +1786,8 @@ type Piece = (usize, usize, usize);
 /// leads to, weight, call path active on it) (`Graph::for_each_stretch`).
 struct LocalEdges<'g, 'w, Z: ?Sized> {
     g: &'g Graph<'g>,
-    l: usize,
+    /// The location's (clamped) times.
+    t: &'g [u64],
     st: &'g LocationState,
     kind: &'g [EventKind],
     wc: &'w mut WindowCursor<'g>,
@@ -1811,7 +1806,7 @@ impl<Z: Fn(CnodeIdx) -> bool + ?Sized> Iterator for LocalEdges<'_, '_, Z> {
             return None;
         }
         self.next += 1;
-        let mut w = self.g.local_weight(self.l, i, self.wc);
+        let mut w = local_weight_in(self.t, i, self.wc);
         let c = self.g.active_in(self.st, self.kind, i - 1);
         if c != NO_CNODE && (self.zero)(c) {
             w = 0;
