@@ -39,7 +39,10 @@
 //! dependency sources and the path's jumps at dependency targets, and a run of events
 //! without target, source or wait window adds its elapsed time at once. The path's edges
 //! are walked again, per stretch, only to attribute them (`Graph::for_each_stretch`: a
-//! stretch's local edges summed at once for its location and segment). The what-if paths,
+//! stretch's local edges summed at once for its location and segment; for the report,
+//! `Graph::local_sums`, in runs of about as many edges each walked in parallel, a long
+//! stretch cut into several, each run with its own window cursor: a ping-pong's path is one
+//! stretch over all of a location's events). The what-if paths,
 //! which need only their lengths, run beside the path and each other; the path itself, with
 //! two threads, walks the two halves of the locations at once (`Walk::sweep_halves`: every
 //! event's distance is the best over its edges whatever order the locations go in, so the
@@ -207,6 +210,25 @@ impl<'w> WindowCursor<'w> {
         self.until_changed(i)
     }
 
+    /// A cursor ready to answer `until` from event `i` on, as if it had answered every
+    /// event before: the windows begun before `i` that still cover it active (`until`'s
+    /// answer at an event depends only on the event, so a part of a location's events can
+    /// be walked on its own, `Graph::local_sums`).
+    fn at(list: &'w [Window], i: u32) -> WindowCursor<'w> {
+        let next = list.partition_point(|w| w.first < i);
+        let active: Vec<(u32, u64)> = (list[..next].iter())
+            .filter(|w| w.last >= i)
+            .map(|w| (w.last, w.until))
+            .collect();
+        WindowCursor {
+            list,
+            next,
+            min_last: active.iter().map(|w| w.0).min().unwrap_or(0),
+            max_until: active.iter().map(|w| w.1).max().unwrap_or(0),
+            active,
+        }
+    }
+
     /// `until` where a window begins at `i` or one may have ended before it.
     #[inline(never)]
     fn until_changed(&mut self, i: u32) -> Option<u64> {
@@ -239,7 +261,8 @@ impl<'w> WindowCursor<'w> {
     }
 }
 
-/// `Graph::local_weight` of a location whose (clamped) times are `t`.
+/// The weight of the local edge into event `i > 0` of a location whose (clamped) times are
+/// `t` (time spent waiting taken out); `wc` is at `i` (called for increasing `i`).
 #[inline(always)]
 fn local_weight_in(t: &[u64], i: usize, wc: &mut WindowCursor) -> u64 {
     let mut w = t[i] - t[i - 1];
@@ -1520,13 +1543,6 @@ impl<'a> Graph<'a> {
         }
     }
 
-    /// The weight of the local edge into event `i > 0` of location `l` (time spent waiting
-    /// taken out); `wc` is at `i` (called for increasing `i`).
-    #[inline(always)]
-    fn local_weight(&self, l: usize, i: usize, wc: &mut WindowCursor) -> u64 {
-        local_weight_in(&self.time[l], i, wc)
-    }
-
     /// The longest path; `zero(c)` says whether time attributed to call path `c` counts 0.
     pub fn longest(&self, zero: &dyn Fn(CnodeIdx) -> bool) -> Path {
         self.longest_path(Some(zero), true)
@@ -1635,7 +1651,7 @@ impl<'a> Graph<'a> {
             };
             let local = LocalEdges {
                 g: self,
-                l,
+                t,
                 st: &self.replay.locations[l],
                 kind: &self.trace.events[l].kind[..],
                 wc: wcs[l].get_or_insert_with(|| WindowCursor::new(&self.windows[l])),
@@ -1645,6 +1661,98 @@ impl<'a> Graph<'a> {
             };
             f(s, entry, local);
         }
+    }
+
+    /// The local edges of the path's stretches (no weight set to zero), summed per call path
+    /// (`slot_of`; integers, so in any order) and per stretch of `path.ends`.
+    /// The stretches are cut into runs of about as many events each (`runs`), walked in
+    /// parallel, each with its own window cursor (`WindowCursor::at`): a path that stays on
+    /// one location, a ping-pong's, is one long stretch.
+    fn local_sums(&self, path: &Path, ncnode: usize) -> (Vec<u64>, Vec<u64>) {
+        use rayon::prelude::*;
+        let nslot = ncnode + 2;
+        let zero = |_: CnodeIdx| false;
+        let walk = |(mut by, mut totals): (Vec<u64>, Vec<(usize, u64)>),
+                    (l, pieces): &(usize, Vec<Piece>)| {
+            let l = *l;
+            let first = pieces.first().map_or(0, |p| p.1);
+            let mut wc = WindowCursor::at(&self.windows[l], first as u32);
+            for &(k, from, to) in pieces {
+                let local = LocalEdges {
+                    g: self,
+                    t: &self.time[l],
+                    st: &self.replay.locations[l],
+                    kind: &self.trace.events[l].kind[..],
+                    wc: &mut wc,
+                    next: from,
+                    last: to,
+                    zero: &zero,
+                };
+                let mut total = 0u64;
+                for (_, w, c) in local {
+                    if let Some(x) = by.get_mut(slot_of(c, ncnode)) {
+                        *x += w;
+                    }
+                    total += w;
+                }
+                totals.push((k, total));
+            }
+            (by, totals)
+        };
+        let (by_cnode, parts) = (self.runs(path).par_iter().with_max_len(1))
+            .fold(|| (vec![0u64; nslot], Vec::new()), walk)
+            .reduce(
+                || (vec![0u64; nslot], Vec::new()),
+                |(mut a, mut ta), (b, tb)| {
+                    a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                    ta.extend(tb);
+                    (a, ta)
+                },
+            );
+        let mut totals = vec![0u64; path.ends.len()];
+        for (k, t) in parts {
+            totals[k] += t;
+        }
+        (by_cnode, totals)
+    }
+
+    /// The local edges of the path as runs of pieces on one location each, in event order:
+    /// a run per location with one thread; with more, runs of about a quarter of a thread's
+    /// share of the edges (a long stretch cut into several).
+    fn runs(&self, path: &Path) -> Vec<(usize, Vec<Piece>)> {
+        let threads = rayon::current_num_threads();
+        let edges: usize = (path.ends.iter())
+            .map(|s| s.last.saturating_sub(s.first) as usize)
+            .sum();
+        let budget = match threads {
+            1 => usize::MAX,
+            n => (edges / (4 * n)).max(1 << 15),
+        };
+        let mut of_loc: Vec<Vec<Piece>> = vec![Vec::new(); self.time.len()];
+        for (k, s) in path.ends.iter().enumerate() {
+            if s.last > s.first {
+                of_loc[s.loc as usize].push((k, s.first as usize + 1, s.last as usize));
+            }
+        }
+        let mut runs = Vec::new();
+        for (l, pieces) in of_loc.into_iter().enumerate() {
+            let (mut run, mut size) = (Vec::new(), 0usize);
+            for (k, mut from, to) in pieces {
+                while from <= to {
+                    let n = (to + 1 - from).min(budget - size);
+                    run.push((k, from, from + n - 1));
+                    (from, size) = (from + n, size + n);
+                    if size == budget {
+                        runs.push((l, std::mem::take(&mut run)));
+                        size = 0;
+                    }
+                }
+            }
+            if !run.is_empty() {
+                runs.push((l, run));
+            }
+        }
+        runs
     }
 
     /// Call paths whose callee region is named `name`.
@@ -1670,11 +1778,16 @@ impl<'a> Graph<'a> {
     }
 }
 
+/// A part of a stretch of the path: (its index in `Path::ends`, first and last event of
+/// its local edges).
+type Piece = (usize, usize, usize);
+
 /// The local edges of a stretch of the path on location `l`, in order, as (event the edge
 /// leads to, weight, call path active on it) (`Graph::for_each_stretch`).
 struct LocalEdges<'g, 'w, Z: ?Sized> {
     g: &'g Graph<'g>,
-    l: usize,
+    /// The location's (clamped) times.
+    t: &'g [u64],
     st: &'g LocationState,
     kind: &'g [EventKind],
     wc: &'w mut WindowCursor<'g>,
@@ -1693,7 +1806,7 @@ impl<Z: Fn(CnodeIdx) -> bool + ?Sized> Iterator for LocalEdges<'_, '_, Z> {
             return None;
         }
         self.next += 1;
-        let mut w = self.g.local_weight(self.l, i, self.wc);
+        let mut w = local_weight_in(self.t, i, self.wc);
         let c = self.g.active_in(self.st, self.kind, i - 1);
         if c != NO_CNODE && (self.zero)(c) {
             w = 0;
@@ -1923,12 +2036,7 @@ pub(crate) fn steps_by_place(
 ) -> Placed {
     let res = trace.timer_resolution.max(1) as f64;
     let sec = &|t: u64| t as f64 / res;
-    let slot = |c: CnodeIdx| match c {
-        NO_CNODE => ncnode,
-        STARTUP => ncnode + 1,
-        c => c as usize,
-    };
-    let mut by_cnode: Vec<u64> = vec![0; ncnode + 2];
+    let slot = |c: CnodeIdx| slot_of(c, ncnode);
     let mut by_loc: Vec<u64> = vec![0; trace.events.len()];
     let mut segments: Vec<Segment> = Vec::new();
     // the segment open, and whether local steps on its location extend it (not the
@@ -1947,7 +2055,11 @@ pub(crate) fn steps_by_place(
         };
         *cur = Some(((s.loc, s.from, s.to, s.weight, via), via != "start-up"));
     };
-    g.for_each_stretch(path, &|_| false, |s, entry, local| {
+    // the local edges, each to its call path (in parallel); together a stretch's extend the
+    // segment it is in (or begin one, as its first edge would)
+    let (mut by_cnode, totals) = g.local_sums(path, ncnode);
+    let mut k = 0;
+    g.for_each_stretch(path, &|_| false, |s, entry, _| {
         let l = s.loc as usize;
         if let Some(e) = entry {
             if let Some(x) = by_cnode.get_mut(slot(e.cnode)) {
@@ -1956,15 +2068,8 @@ pub(crate) fn steps_by_place(
             by_loc[l] += e.weight;
             begin(&mut cur, e);
         }
-        // the local edges: each to its call path; together they extend the segment the
-        // stretch is in (or begin one, as its first edge would)
-        let mut total = 0u64;
-        for (_, w, c) in local {
-            if let Some(x) = by_cnode.get_mut(slot(c)) {
-                *x += w;
-            }
-            total += w;
-        }
+        let total = totals[k];
+        k += 1;
         if s.last > s.first {
             by_loc[l] += total;
             let t = &g.time[l];
@@ -1995,6 +2100,17 @@ pub(crate) fn steps_by_place(
         segments.push(seg(trace, c, t0, sec));
     }
     (by_cnode, by_loc, segments)
+}
+
+/// Where call path `c` is summed among the path's sums per call path: `NO_CNODE` and
+/// `STARTUP` after the `ncnode` call paths.
+#[inline(always)]
+fn slot_of(c: CnodeIdx, ncnode: usize) -> usize {
+    match c {
+        NO_CNODE => ncnode,
+        STARTUP => ncnode + 1,
+        c => c as usize,
+    }
 }
 
 /// The shares of the path per call path (longest first) and per region name.
@@ -2098,7 +2214,30 @@ fn seg(trace: &Trace, c: OpenSegment, t0: u64, sec: &dyn Fn(u64) -> f64) -> Segm
 
 #[cfg(test)]
 mod tests {
-    use super::non_decreasing;
+    use super::{non_decreasing, Window, WindowCursor};
+
+    #[test]
+    fn a_cursor_placed_at_an_event_answers_as_one_walked_there() {
+        // windows of all lengths, some sharing a first event, sorted by first event
+        let mut list: Vec<Window> = (0..60u32)
+            .map(|k| Window {
+                first: 1 + k * 7 % 50,
+                last: 1 + k * 7 % 50 + k * 13 % 23,
+                until: 1000 + u64::from(k * 31 % 17),
+            })
+            .collect();
+        list.sort_by_key(|w| w.first);
+        let mut walked = WindowCursor::new(&list);
+        let answers: Vec<Option<u64>> = (1..90).map(|i| walked.until(i)).collect();
+        for from in 1..90u32 {
+            for step in [1, 3] {
+                let mut at = WindowCursor::at(&list, from);
+                for i in (from..90).step_by(step) {
+                    assert_eq!(at.until(i), answers[i as usize - 1], "from {from}, at {i}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn non_decreasing_is_windows_all() {
