@@ -956,21 +956,22 @@ impl Acc {
     #[inline]
     fn cross(&mut self, col: Col, (x0, x1): (f64, f64), c: u32, k: usize) -> Col {
         let width = self.width;
-        // ⌊x1⌋, exact: 0 < x1 < columns < 2^32
-        let t = x1 as u32 as usize;
-        let tf = col_f64(t);
-        let last = if tf < x1 { t } else { t - 1 };
-        for (j, f) in self.fine[col.col..=last].iter_mut().enumerate() {
-            let d = if j == 0 {
-                col.hi - x0
-            } else if col.col + j == last {
-                x1 - col_f64(last)
-            } else {
-                1.0
-            };
+        let put = |f: &mut Fine, d: f64| {
             if d > 0.0 && d * width > 0.0 {
                 f.put(k, d * width, c);
             }
+        };
+        // ⌊x1⌋, exact: 0 < x1 < columns < 2^32
+        let t = x1 as u32 as usize;
+        let tf = col_f64(t);
+        // the last column and its left edge (`tf - 1.0` exact: 1 < x1)
+        let (last, lf) = if tf < x1 { (t, tf) } else { (t - 1, tf - 1.0) };
+        if let [first, mid @ .., end] = &mut self.fine[col.col..=last] {
+            put(first, col.hi - x0);
+            for f in mid {
+                put(f, 1.0);
+            }
+            put(end, x1 - lf);
         }
         Col {
             col: t,

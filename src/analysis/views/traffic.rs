@@ -225,7 +225,7 @@ pub(crate) fn sends(trace: &Trace, replay: &Replay, l: usize) -> u64 {
     let linked = |i: usize| matches!(links.get(arg[i] as usize), Some(p) if p.is_some());
     let mut n = 0;
     for (i, &k) in trace.events[l].kind.iter().enumerate() {
-        if matches!(k, EventKind::MpiSend | EventKind::MpiIsend) && linked(i) {
+        if MESSAGE_KINDS[k as usize] == SEND && linked(i) {
             n += 1;
         }
     }
@@ -268,7 +268,7 @@ impl<'a> Traffic<'a> {
     }
 
     /// `frame(t)`, the frame `hint` (the last one found) tried first; `hint` becomes it.
-    #[inline]
+    #[inline(always)]
     fn frame_near(&self, t: u64, hint: &mut usize) -> usize {
         let (h, n, b) = (*hint, self.bounds.len() - 1, self.bounds);
         // frame h holds [b[h], b[h + 1]), the first also what is before, the last what is after
@@ -334,11 +334,11 @@ impl<'a> Traffic<'a> {
         // by key, and to its own frame hint: the same sums and lines as the sends walked
         // first, then the receives)
         for (i, &kind) in ev.kind.iter().enumerate() {
-            let send = match MESSAGE_KINDS[kind as usize] {
-                SEND => true,
-                RECV => false,
-                _ => continue,
-            };
+            let m = MESSAGE_KINDS[kind as usize];
+            if m == 0 {
+                continue;
+            }
+            let send = m == SEND;
             let (Some(p), Some(bytes)) = (partner(i), Self::bytes(ev, i)) else {
                 continue;
             };
