@@ -1336,12 +1336,11 @@ mod tests {
     /// columns, a width that is not a power of two.
     #[test]
     fn levels_are_their_definition() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        // a 64-bit linear congruential generator's high bits
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
+            state = (state.wrapping_mul(6_364_136_223_846_793_005)).wrapping_add(1);
+            state >> 29
         };
         for (cols, classes) in [(8192usize, 0b1011u16), (4096, 0x7f), (3000, 0b11), (700, 1)] {
             let mut acc = Acc::new(7, cols, 13.7);
