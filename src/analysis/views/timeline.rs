@@ -11,7 +11,7 @@ use crate::replay::calltree::{Callee, NO_CNODE};
 use crate::replay::Replay;
 use rayon::prelude::*;
 
-// `Acc::mask` keeps a column's classes as bits of a `u16`.
+// `Acc::levels` takes a location's classes as bits of a `u16`.
 const _: () = assert!(super::MAX_CLASSES <= 16);
 
 /// The coarsest level's columns (the page's timeline is about this wide).
@@ -176,14 +176,7 @@ pub(crate) struct LocOut {
 /// The finest columns of one location as they fill.
 struct Acc {
     ncls: usize,
-    /// `columns × classes` ticks.
-    time: Vec<f32>,
-    /// Per column: the classes added to it (bit `k`: class `k`; at most `MAX_CLASSES`, so
-    /// a `u16` holds them); a class not set has 0.0 ticks there, and adding 0.0 to a sum of
-    /// ticks (never -0.0) leaves its bits, so `levels` reads only the classes set.
-    mask: Vec<u16>,
-    /// Per column: the longest stretch's length and call path.
-    best: Vec<(f32, u32)>,
+    fine: Vec<Fine>,
     width: f64,
     /// `1 / width`, made once.
     inv: f64,
@@ -447,7 +440,8 @@ impl<'a> Timeline<'a> {
                 dominant(&win[w * ncls..(w + 1) * ncls], len)
             })
             .collect();
-        let (rows, used) = acc.levels(self.finest);
+        let classes = positive(by_class.iter().map(|&t| t > 0.0));
+        let (rows, used) = acc.levels(self.finest, classes);
         LocOut {
             by_class,
             rows,
@@ -474,20 +468,17 @@ impl Timeline<'_> {
         let (time, kind): (&[u64], &[EventKind]) = (&ev.time, &ev.kind);
         let ls = &self.replay.locations[l];
         let act = &self.act[..];
-        let nwin = self.windows.len().saturating_sub(1);
-        let at = |w: usize| self.windows.get(w).copied().unwrap_or(0);
-        let (mut wcur, mut wspan) = (0usize, (at(0), at(1.min(nwin))));
+        let mut ticks = Ticks::new(self.windows, t0);
         let mut acc = Acc::new(
             ncls,
             self.finest as usize,
             self.span as f64 / self.finest as f64,
         );
-        let mut win = vec![0u64; nwin * ncls];
-        let mut by_class = vec![0u64; ncls];
         // the column fraction of the last stretch's end (the next one's start, mostly)
         let mut last = (u64::MAX, 0.0f64);
         // the column the last stretch ended in (`Col`)
         let mut col = Col::NONE;
+        let (inv, width, nf) = (acc.inv, acc.width, col_f64(acc.fine.len()));
         for ((i, w), &kd) in time.windows(2).enumerate().zip(kind) {
             let (a0, b0) = (w[0], w[1]);
             if b0 <= a0 {
@@ -502,62 +493,42 @@ impl Timeline<'_> {
             if c == NO_CNODE {
                 continue;
             }
-            let k = k as usize;
-            by_class[k] = by_class[k].saturating_add(b0 - a0);
-            let (a, b) = (a0.max(t0), b0.max(t0));
-            if a < wspan.0 || a >= wspan.1 {
-                wcur = (self.windows.partition_point(|&x| x <= a)).clamp(1, nwin.max(1)) - 1;
-                wspan = (self.windows[wcur], self.windows[(wcur + 1).min(nwin)]);
-            }
-            if b <= wspan.1 && a >= wspan.0 {
-                let x = &mut win[wcur * ncls + k];
-                *x = x.saturating_add(b - a);
-            } else {
-                let mut w = wcur;
-                while w < nwin && self.windows[w] < b {
-                    let o = b
-                        .min(self.windows[w + 1])
-                        .saturating_sub(a.max(self.windows[w]));
-                    win[w * ncls + k] = win[w * ncls + k].saturating_add(o);
-                    w += 1;
-                }
-            }
+            let k = usize::from(k & 15);
+            let (a, b) = ticks.add(a0, b0, k);
             let x0 = if a == last.0 {
                 last.1
             } else {
-                f64_of(a - t0) * acc.inv
+                f64_of(a - t0) * inv
             };
-            let x1 = f64_of(b - t0) * acc.inv;
+            let x1 = f64_of(b - t0) * inv;
             last = (b, x1);
             if x0 >= col.lo && x1 <= col.hi {
                 // within the last stretch's column: `add_whole`'s one column, its overlap
                 // `x1 - x0` (`overlap` of fractions within the column's edges)
                 let d = x1 - x0;
-                if d > 0.0 && d * acc.width > 0.0 {
-                    acc.put(col.col, k, d * acc.width, c);
+                if d > 0.0 && d * width > 0.0 {
+                    acc.fine[col.col].put(k, d * width, c);
                 }
+            } else if x0 >= col.lo && x0 < col.hi && x1 < nf {
+                // from the last stretch's column on into a later one (`add_whole`'s
+                // columns: `first` is `col.col`, `last` before the end)
+                col = acc.cross(col, (x0, x1), c, k);
             } else {
                 acc.add_whole((x0, x1), c, k);
-                col = Col::of(x1, acc.best.len());
+                col = Col::of(x1, acc.fine.len());
             }
         }
-        // every sum is of whole ticks, each term and partial sum at most its total: below
-        // 2^53 the float sums of `walk_parts` were exact (else, a time column going back and
-        // forth over a long run, they are made as `walk_parts` makes them)
-        if by_class.iter().chain(&win).any(|&t| t >= 1 << 53) {
-            return None;
-        }
+        let (by_class, win) = ticks.sums(ncls)?;
+        let nwin = win.len();
         let states = (0..nwin)
             .map(|w| {
                 let len = (self.windows[w + 1] - self.windows[w]).max(1) as f64;
-                let sums: Vec<f64> = win[w * ncls..(w + 1) * ncls]
-                    .iter()
-                    .map(|&t| t as f64)
-                    .collect();
+                let sums: Vec<f64> = win[w].iter().map(|&t| t as f64).collect();
                 dominant(&sums, len)
             })
             .collect();
-        let (rows, used) = acc.levels(self.finest);
+        let classes = positive(by_class.iter().map(|&t| t > 0));
+        let (rows, used) = acc.levels(self.finest, classes);
         Some(LocOut {
             by_class: by_class.iter().map(|&t| t as f64).collect(),
             rows,
@@ -565,6 +536,111 @@ impl Timeline<'_> {
             pieces: Vec::new(),
             used,
         })
+    }
+}
+
+/// The whole ticks of a location's stretches per class (`walk_whole`), over the run and per
+/// frame window (a class index is below 16). A stretch within the current window (and
+/// after `t0`) is added to `cur`, the window's ticks since its last `flush`, the others as
+/// `walk_parts` adds them: saturating sums of whole ticks, the same totals in any order
+/// (and any saturated one is past 2^53, `sums`).
+struct Ticks<'t> {
+    windows: &'t [u64],
+    nwin: usize,
+    t0: u64,
+    win: Vec<[u64; 16]>,
+    by_class: [u64; 16],
+    cur: [u64; 16],
+    wcur: usize,
+    /// Window `wcur`'s bounds.
+    wspan: (u64, u64),
+    /// The stretches added to `cur`: from `lo` (at least `t0`) until `hi`.
+    lo: u64,
+    hi: u64,
+}
+
+impl<'t> Ticks<'t> {
+    fn new(windows: &'t [u64], t0: u64) -> Ticks<'t> {
+        let nwin = windows.len().saturating_sub(1);
+        let at = |w: usize| windows.get(w).copied().unwrap_or(0);
+        let wspan = (at(0), at(1.min(nwin)));
+        Ticks {
+            windows,
+            nwin,
+            t0,
+            win: vec![[0u64; 16]; nwin],
+            by_class: [0; 16],
+            cur: [0; 16],
+            wcur: 0,
+            wspan,
+            lo: wspan.0.max(t0),
+            hi: wspan.1,
+        }
+    }
+
+    /// Stretch `[a0, b0)` of class `k`; its ticks from `t0` on (`a0`, `b0` at least `t0`).
+    #[inline(always)]
+    fn add(&mut self, a0: u64, b0: u64, k: usize) -> (u64, u64) {
+        if a0 >= self.lo && b0 <= self.hi {
+            self.cur[k] = self.cur[k].saturating_add(b0 - a0);
+            return (a0, b0);
+        }
+        self.add_other(a0, b0, k)
+    }
+
+    /// `cur` added to window `wcur` and to the run's sums.
+    fn flush(&mut self) {
+        if let Some(row) = self.win.get_mut(self.wcur) {
+            for ((w, by), c) in row.iter_mut().zip(&mut self.by_class).zip(&mut self.cur) {
+                *w = w.saturating_add(*c);
+                *by = by.saturating_add(*c);
+                *c = 0;
+            }
+        }
+    }
+
+    /// `add` of a stretch not within the current window.
+    #[inline(never)]
+    fn add_other(&mut self, a0: u64, b0: u64, k: usize) -> (u64, u64) {
+        self.flush();
+        let (windows, nwin, t0) = (self.windows, self.nwin, self.t0);
+        self.by_class[k] = self.by_class[k].saturating_add(b0 - a0);
+        let (a, b) = (a0.max(t0), b0.max(t0));
+        if a < self.wspan.0 || a >= self.wspan.1 {
+            self.wcur = (windows.partition_point(|&x| x <= a)).clamp(1, nwin.max(1)) - 1;
+            self.wspan = (windows[self.wcur], windows[(self.wcur + 1).min(nwin)]);
+            (self.lo, self.hi) = (self.wspan.0.max(t0), self.wspan.1);
+        }
+        if b <= self.wspan.1 && a >= self.wspan.0 {
+            let x = &mut self.win[self.wcur][k];
+            *x = x.saturating_add(b - a);
+        } else {
+            let mut w = self.wcur;
+            while w < nwin && windows[w] < b {
+                let o = b.min(windows[w + 1]).saturating_sub(a.max(windows[w]));
+                self.win[w][k] = self.win[w][k].saturating_add(o);
+                w += 1;
+            }
+        }
+        (a, b)
+    }
+
+    /// The ticks per class (`ncls` of them) over the run and per window; `None` when a sum
+    /// reaches 2^53. Every sum is of whole ticks, each term and partial sum at most its
+    /// total: below 2^53 the float sums of `walk_parts` were exact (else, a time column
+    /// going back and forth over a long run, they are made as `walk_parts` makes them).
+    fn sums(mut self, ncls: usize) -> Option<(Vec<u64>, Vec<Vec<u64>>)> {
+        self.flush();
+        let by_class = self.by_class[..ncls].to_vec();
+        let win: Vec<Vec<u64>> = self.win.iter().map(|w| w[..ncls].to_vec()).collect();
+        if by_class
+            .iter()
+            .chain(win.iter().flatten())
+            .any(|&t| t >= 1 << 53)
+        {
+            return None;
+        }
+        Some((by_class, win))
     }
 }
 
@@ -638,18 +714,15 @@ impl OnStretch for Sums<'_> {
                 // the common case, one column of one window, not clipped: the three
                 // sums in one pass over the parts, each sum in its own order as below
                 // (the window's overlap is `dt` here)
-                let cell = &mut self.acc.time[col * ncls..(col + 1) * ncls];
+                let f = &mut self.acc.fine[col];
                 let w = &mut self.win[wcur * ncls..(wcur + 1) * ncls];
-                let mut m = 0u16;
                 for &(k, s) in parts {
                     let p = dt * s;
                     self.by_class[k as usize] += p;
                     w[k as usize] += p;
-                    cell[k as usize] += (o * s) as f32;
-                    m |= 1 << k;
+                    f.t[usize::from(k & 15)] += (o * s) as f32;
                 }
-                self.acc.mask[col] |= m;
-                self.acc.longest(col, o, c);
+                f.longest(o, c);
             }
             _ => {
                 for &(k, s) in parts {
@@ -677,12 +750,18 @@ impl OnStretch for Sums<'_> {
 /// instruction, not the unsigned conversion's sequence.
 #[inline(always)]
 fn f64_of(x: u64) -> f64 {
-    let f = x as i64 as f64;
-    if f >= 0.0 {
-        f
+    if x >> 63 == 0 {
+        x as i64 as f64
     } else {
-        x as f64
+        f64_of_large(x)
     }
+}
+
+/// `x as f64` past 2^63 (`f64_of`), apart: the common case is not made to compute it too.
+#[cold]
+#[inline(never)]
+fn f64_of_large(x: u64) -> f64 {
+    x as f64
 }
 
 /// Stretch `[a, b)` split as `parts` added to the frame windows' sums `win` (windows ×
@@ -735,17 +814,56 @@ fn round_pct(x: f64) -> u8 {
     if x >= 100.0 {
         return 100;
     }
-    let t = trunc_usize(x) as f64;
-    t as u8 + u8::from(x - t >= 0.5)
+    // 0 < x < 100: the cast truncates, exact
+    let t = x as u8;
+    t + u8::from(x - f64::from(t) >= 0.5)
 }
+
+/// One finest column as it fills: ticks per class (a class index is below 16; a class
+/// never added has 0.0 there), its longest stretch's length and call path.
+#[derive(Clone, Copy)]
+struct Fine {
+    t: [f32; 16],
+    best: (f32, u32),
+}
+
+impl Fine {
+    const EMPTY: Fine = Fine {
+        t: [0.0; 16],
+        best: (0.0, NO_CNODE),
+    };
+
+    /// Its longest stretch so far, given one of `o` ticks of call path `c`.
+    #[inline(always)]
+    fn longest(&mut self, o: f64, c: u32) {
+        if o as f32 > self.best.0 {
+            self.best = (o as f32, c);
+        }
+    }
+
+    /// `o` ticks (positive) of class `k` and call path `c`.
+    #[inline(always)]
+    fn put(&mut self, k: usize, o: f64, c: u32) {
+        self.t[k & 15] += o as f32;
+        self.longest(o, c);
+    }
+}
+
+/// Column `col` as an `f64` (the same value: the finest columns are fewer than 2^32,
+/// `level_columns`), one conversion instruction, not the unsigned `usize` sequence.
+#[inline(always)]
+fn col_f64(col: usize) -> f64 {
+    col as u32 as f64
+}
+
+// `col_f64` is exact on every finest column.
+const _: () = assert!((COLUMNS as u64) << (MAX_LEVELS - 1) < 1 << 32);
 
 impl Acc {
     fn new(ncls: usize, columns: usize, width: f64) -> Acc {
         Acc {
             ncls,
-            time: vec![0.0; columns * ncls],
-            mask: vec![0; columns],
-            best: vec![(0.0, NO_CNODE); columns],
+            fine: vec![Fine::EMPTY; columns],
             width,
             inv: 1.0 / width,
         }
@@ -762,7 +880,7 @@ impl Acc {
     /// `x0` or `x1` gives the column's edge either way.)
     #[inline]
     fn overlap(&self, (x0, x1): (f64, f64), col: usize) -> f64 {
-        let (c0, c1) = (col as f64, col as f64 + 1.0);
+        let (c0, c1) = (col_f64(col), col_f64(col) + 1.0);
         let d = if x1 < c1 { x1 } else { c1 } - if x0 > c0 { x0 } else { c0 };
         if d > 0.0 {
             d * self.width
@@ -775,28 +893,20 @@ impl Acc {
     /// the overlap is positive (what `add` would find).
     #[inline]
     fn single(&self, a: u64, b: u64) -> Option<(usize, f64)> {
-        let n = self.best.len();
+        let n = self.fine.len();
         let x = self.span(a, b);
         let first = trunc_usize(x.0).min(n - 1);
         // `add`'s last column is `first` when ⌈x1⌉ ≤ first + 1, i.e. x1 ≤ first + 1
-        if first + 1 < n && x.1 > (first + 1) as f64 {
+        if first + 1 < n && x.1 > col_f64(first + 1) {
             return None;
         }
         let o = self.overlap(x, first);
         (o > 0.0).then_some((first, o))
     }
 
-    /// Column `col`'s longest stretch so far, given one of `o` ticks of call path `c`.
-    #[inline]
-    fn longest(&mut self, col: usize, o: f64, c: u32) {
-        if o as f32 > self.best[col].0 {
-            self.best[col] = (o as f32, c);
-        }
-    }
-
     /// Stretch `[a, b)` (ticks from the run's start) of call path `c`, split as `parts`.
     fn add(&mut self, a: u64, b: u64, c: u32, parts: &[(u8, f64)]) {
-        let n = self.best.len();
+        let n = self.fine.len();
         let x = self.span(a, b);
         let first = trunc_usize(x.0).min(n - 1);
         let last = (ceil_usize(x.1).max(first + 1) - 1).min(n - 1);
@@ -805,120 +915,193 @@ impl Acc {
             if o <= 0.0 {
                 continue;
             }
-            let cell = &mut self.time[col * self.ncls..(col + 1) * self.ncls];
+            let f = &mut self.fine[col];
             for &(k, s) in parts {
-                cell[k as usize] += (o * s) as f32;
-                self.mask[col] |= 1 << k;
+                f.t[usize::from(k & 15)] += (o * s) as f32;
             }
-            self.longest(col, o, c);
+            f.longest(o, c);
         }
-    }
-
-    /// `o` ticks (positive) of class `k` and call path `c` in column `col`.
-    #[inline(always)]
-    fn put(&mut self, col: usize, k: usize, o: f64, c: u32) {
-        self.time[col * self.ncls + k] += o as f32;
-        self.mask[col] |= 1 << k;
-        self.longest(col, o, c);
     }
 
     /// `add` of a stretch of class `k` whole (`parts` = [(k, 1.0)]) spanning the column
     /// fractions `x` (`span`).
     #[inline(always)]
     fn add_whole(&mut self, x: (f64, f64), c: u32, k: usize) {
-        let n = self.best.len();
+        let n = self.fine.len();
         let first = trunc_usize(x.0).min(n - 1);
         // one column (`single`'s test; `add`'s last column is then `first`)
-        if first + 1 >= n || x.1 <= (first + 1) as f64 {
+        if first + 1 >= n || x.1 <= col_f64(first + 1) {
             let o = self.overlap(x, first);
             if o > 0.0 {
-                self.time[first * self.ncls + k] += o as f32;
-                self.mask[first] |= 1 << k;
-                self.longest(first, o, c);
+                self.fine[first].put(k, o, c);
             }
             return;
         }
         let last = (ceil_usize(x.1).max(first + 1) - 1).min(n - 1);
-        for col in first..=last {
-            let o = self.overlap(x, col);
-            if o > 0.0 {
-                self.time[col * self.ncls + k] += o as f32;
-                self.mask[col] |= 1 << k;
-                self.longest(col, o, c);
+        for (col, f) in self.fine[first..=last].iter_mut().enumerate() {
+            let (c0, c1) = (col_f64(first + col), col_f64(first + col) + 1.0);
+            // `overlap`
+            let d = if x.1 < c1 { x.1 } else { c1 } - if x.0 > c0 { x.0 } else { c0 };
+            if d > 0.0 && d * self.width > 0.0 {
+                f.put(k, d * self.width, c);
             }
         }
     }
 
-    /// Each level's row, coarsest first, and the call paths they name. A coarser column's
-    /// class sums are its finest columns' cells added one by one from 0 in column order;
-    /// its left half's sum, made so for the finer level, is carried on over its right
-    /// half's cells (the same additions in the same order, half of them done once), and its
-    /// longest stretch is the first longest of its halves'. Only the classes a column's
-    /// `mask` sets are read and added (the others' cells are 0.0: no sum changes by them).
-    fn levels(&self, finest: u32) -> (Vec<Vec<u8>>, Vec<u32>) {
-        let n = self.ncls;
-        let mut used = Vec::new();
-        let mut cols = finest as usize;
-        let mut group = 1usize;
-        // the finest level: a column's sums are its own cells (0 + t is t)
-        let mut runs = Runs::new(self.width);
-        for ((cell, &m), &best) in (self.time.chunks_exact(n).zip(&self.mask)).zip(&self.best) {
-            runs.push(first_max(cell, m), best, &mut used);
-        }
-        let mut per_level = vec![runs.out()];
-        // the current level's sums (`cols × classes`; empty at the finest), the classes
-        // they hold and longest stretches
-        let mut sums: Vec<f64> = Vec::new();
-        let mut held: Vec<u16> = Vec::new();
-        let mut best = self.best.clone();
-        while cols > super::timeline::COLUMNS as usize && cols % 2 == 0 {
-            let half = group;
-            cols /= 2;
-            group *= 2;
-            let mut next = vec![0.0f64; cols * n];
-            let mut next_held = Vec::with_capacity(cols);
-            let mut next_best = Vec::with_capacity(cols);
-            let mut runs = Runs::new(self.width * group as f64);
-            for (c, s) in next.chunks_exact_mut(n).enumerate() {
-                let left = 2 * c;
-                let mut m = if half == 1 {
-                    let (cell, m) = (&self.time[left * n..(left + 1) * n], self.mask[left]);
-                    let mut b = m;
-                    while let Some(k) = next_bit(&mut b) {
-                        s[k] = cell[k] as f64;
-                    }
-                    m
-                } else {
-                    let (prev, m) = (&sums[left * n..(left + 1) * n], held[left]);
-                    let mut b = m;
-                    while let Some(k) = next_bit(&mut b) {
-                        s[k] = prev[k];
-                    }
-                    m
-                };
-                let (lo, hi) = (c * group + half, (c + 1) * group);
-                let right = &self.time[lo * n..hi * n];
-                for (cell, &cm) in right.chunks_exact(n).zip(&self.mask[lo..hi]) {
-                    let mut b = cm;
-                    while let Some(k) = next_bit(&mut b) {
-                        s[k] += cell[k] as f64;
-                    }
-                    m |= cm;
-                }
-                let (l, r) = (best[left], best[left + 1]);
-                let b = if r.0 > l.0 { r } else { l };
-                next_best.push(b);
-                next_held.push(m);
-                runs.push(first_max(s, m), b, &mut used);
+    /// `add_whole` of a stretch of class `k` spanning the column fractions `(x0, x1)` from
+    /// column `col` (`col.lo ≤ x0 < col.hi`) into a later one before the last column's
+    /// end (`col.hi < x1 < columns`): its columns are `col.col` to ⌈x1⌉ - 1 and its
+    /// overlaps (`overlap`) `col.hi - x0` in the first, 1 in the whole ones, `x1 - last` in
+    /// the last. The column `x1` lies in (`Col::of`).
+    #[inline]
+    fn cross(&mut self, col: Col, (x0, x1): (f64, f64), c: u32, k: usize) -> Col {
+        let width = self.width;
+        let put = |f: &mut Fine, d: f64| {
+            if d > 0.0 && d * width > 0.0 {
+                f.put(k, d * width, c);
             }
-            per_level.push(runs.out());
-            (sums, held, best) = (next, next_held, next_best);
+        };
+        // ⌊x1⌋, exact: 0 < x1 < columns < 2^32
+        let t = x1 as u32 as usize;
+        let tf = col_f64(t);
+        // the last column and its left edge (`tf - 1.0` exact: 1 < x1)
+        let (last, lf) = if tf < x1 { (t, tf) } else { (t - 1, tf - 1.0) };
+        if let [first, mid @ .., end] = &mut self.fine[col.col..=last] {
+            put(first, col.hi - x0);
+            for f in mid {
+                put(f, 1.0);
+            }
+            put(end, x1 - lf);
         }
-        per_level.reverse();
+        Col {
+            col: t,
+            lo: tf,
+            hi: col_f64(t + 1),
+        }
+    }
+
+    /// Each level's row, coarsest first, and the call paths they name, in one pass over the
+    /// finest columns. A coarser column's class sums are its finest columns' cells added one
+    /// by one from 0 in column order: a level's running sum starts as a copy of its left
+    /// half's sum (the finer level's, just complete) and goes on over its right half's
+    /// cells (the additions of the finer level's sums, in their order, done once); its
+    /// longest stretch is the first longest of its halves'. The classes read are `classes`
+    /// (bit `k`: class `k`), those with positive ticks over the location (`positive`: a
+    /// positive cell's term `o * s` has its stretch's `dt * s` positive), each column's
+    /// read whole: a class never added to a column has 0.0 there, and adding 0.0 to a sum
+    /// of ticks (never -0.0) leaves its bits.
+    fn levels(&self, finest: u32, classes: u16) -> (Vec<Vec<u8>>, Vec<u32>) {
+        let Classes(u, m) = Classes::of(classes);
+        // the running sums as 4 lanes (the common case: few classes) or 16
+        if m <= 4 {
+            self.levels_in::<4>(finest, &u[..m])
+        } else {
+            self.levels_in::<16>(finest, &u[..m])
+        }
+    }
+
+    /// `levels` over the classes `u` (ascending, at most `W`), each level's running sums
+    /// as `W` lanes, lane `i` class `u[i]` (the lanes past `u` stay 0.0, unread).
+    fn levels_in<const W: usize>(&self, finest: u32, u: &[usize]) -> (Vec<Vec<u8>>, Vec<u32>) {
+        let cols = (finest as usize).min(self.fine.len());
+        // the coarser levels: halved while wider than `COLUMNS` and even
+        let mut coarse = 0usize;
+        while (cols >> coarse) > COLUMNS as usize && (cols >> coarse) % 2 == 0 {
+            coarse += 1;
+        }
+        let mut runs: Vec<Runs> = (0..=coarse)
+            .map(|l| Runs::new(self.width * (1usize << l) as f64))
+            .collect();
+        let mut used: Vec<Vec<u32>> = vec![Vec::new(); coarse + 1];
+        // per coarser level `l` (1..=coarse): its column's running sums, the longest
+        // stretch of its left half
+        let mut run = vec![[0.0f64; W]; coarse + 1];
+        let mut left = vec![(0.0f32, NO_CNODE); coarse + 1];
+        let adding = (1usize << coarse) - 1;
+        for (j, f) in self.fine.iter().enumerate() {
+            let mut cell = [0.0f64; W];
+            for (x, &k) in cell.iter_mut().zip(u) {
+                *x = f.t[k & 15] as f64;
+            }
+            let best = f.best;
+            runs[0].push(first_max_of(u, &cell), best, &mut used[0]);
+            // the levels whose right half column `j` is in (bit l - 1 of `j` set)
+            let mut bits = j & adding;
+            while bits != 0 {
+                let l = bits.trailing_zeros() as usize + 1;
+                bits &= bits - 1;
+                if let Some(r) = run.get_mut(l) {
+                    for (x, &v) in r.iter_mut().zip(&cell) {
+                        *x += v;
+                    }
+                }
+            }
+            // the levels whose column ends at `j` (the low bits of `j` all set), finer first
+            let ends = (!j).trailing_zeros() as usize;
+            let mut b = best;
+            for ((r, row), (named, &lb)) in (run.iter().zip(&mut runs))
+                .zip(used.iter_mut().zip(&left))
+                .take(ends.min(coarse) + 1)
+                .skip(1)
+            {
+                b = if b.0 > lb.0 { b } else { lb };
+                row.push(first_max_of(u, r), b, named);
+            }
+            // the next level's left half is complete: its running sum starts as a copy
+            if ends < coarse {
+                let l = ends + 1;
+                left[l] = b;
+                run[l] = if ends == 0 { cell } else { run[ends] };
+            }
+            if j + 1 == cols {
+                break;
+            }
+        }
+        let per_level = runs.into_iter().rev().map(Runs::out).collect();
+        let mut used = used.concat();
         used.sort_unstable();
         used.dedup();
         (per_level, used)
     }
+}
+
+/// The classes whose ticks are positive (`pos`, per class), as bits (`Acc::levels`).
+fn positive(pos: impl Iterator<Item = bool>) -> u16 {
+    let mut m = 0u16;
+    for (k, p) in pos.enumerate().take(16) {
+        if p {
+            m |= 1 << k;
+        }
+    }
+    m
+}
+
+/// The classes a mask sets, lowest first, and how many (`Acc::levels`).
+struct Classes([usize; 16], usize);
+
+impl Classes {
+    fn of(mut mask: u16) -> Classes {
+        let mut out = Classes([0; 16], 0);
+        while let Some(k) = next_bit(&mut mask) {
+            out.0[out.1] = k;
+            out.1 += 1;
+        }
+        out
+    }
+}
+
+/// The first largest of the class sums `sums` (of the classes `u`, ascending) and its
+/// class; (15, 0.0) when none is positive (`dominant`'s choice: the classes not set are
+/// 0.0).
+#[inline(always)]
+fn first_max_of(u: &[usize], sums: &[f64]) -> (u8, f64) {
+    let mut best = (15u8, 0.0f64);
+    for (&k, &x) in u.iter().zip(sums) {
+        if x > best.1 {
+            best = (k as u8, x);
+        }
+    }
+    best
 }
 
 /// The lowest bit set in `m`, cleared (the classes of a `mask` one by one, lowest first).
@@ -930,25 +1113,6 @@ fn next_bit(m: &mut u16) -> Option<usize> {
     let k = m.trailing_zeros() as usize;
     *m &= *m - 1;
     Some(k)
-}
-
-/// A class sum as an `f64` (the finest level's `f32` cells, the coarser levels' sums).
-trait Tick: Copy {
-    fn f64(self) -> f64;
-}
-
-impl Tick for f32 {
-    #[inline(always)]
-    fn f64(self) -> f64 {
-        self as f64
-    }
-}
-
-impl Tick for f64 {
-    #[inline(always)]
-    fn f64(self) -> f64 {
-        self
-    }
 }
 
 /// A finest column `col` with its edges as column fractions `[lo, hi]` (`Acc::span`); a
@@ -977,24 +1141,10 @@ impl Col {
         }
         Col {
             col,
-            lo: col as f64,
-            hi: (col + 1) as f64,
+            lo: col_f64(col),
+            hi: col_f64(col + 1),
         }
     }
-}
-
-/// The first largest of the class sums `times` of the classes `m` sets and its class;
-/// (15, 0.0) when none is positive (`dominant`'s choice: the classes not set are 0.0).
-#[inline(always)]
-fn first_max<T: Tick>(times: &[T], m: u16) -> (u8, f64) {
-    let (mut best, mut m) = ((15u8, 0.0f64), m);
-    while let Some(k) = next_bit(&mut m) {
-        let t = times[k].f64();
-        if t > best.1 {
-            best = (k as u8, t);
-        }
-    }
-    best
 }
 
 /// One level's row as its columns come (of `len` ticks each): runs of equal (cell, call
@@ -1020,7 +1170,7 @@ impl Runs {
         }
     }
 
-    /// The next column: its first largest class sum `(k, t)` (`first_max`) and its longest
+    /// The next column: its first largest class sum `(k, t)` (`first_max_of`) and its longest
     /// stretch `best`; the call path named pushed to `used` (a repeat of the last one left
     /// out: the caller sorts and deduplicates).
     #[inline(always)]
@@ -1148,14 +1298,85 @@ mod tests {
         assert!(compared > 100, "{compared}");
     }
 
+    /// `levels` by the definition: each coarser column's class sums its finest cells added
+    /// one by one from 0 in column order, its longest stretch the first longest of them.
+    fn levels_by_definition(acc: &Acc) -> (Vec<Vec<u8>>, Vec<u32>) {
+        let n = acc.fine.len();
+        let mut coarse = 0;
+        while (n >> coarse) > COLUMNS as usize && (n >> coarse) % 2 == 0 {
+            coarse += 1;
+        }
+        let (mut rows, mut used) = (Vec::new(), Vec::new());
+        for l in 0..=coarse {
+            let g = 1usize << l;
+            let mut runs = Runs::new(acc.width * g as f64);
+            for c in 0..n / g {
+                let (mut s, mut best) = ([0.0f64; 16], acc.fine[c * g].best);
+                for f in &acc.fine[c * g..(c + 1) * g] {
+                    for (x, &t) in s.iter_mut().zip(&f.t) {
+                        *x += t as f64;
+                    }
+                    if f.best.0 > best.0 {
+                        best = f.best;
+                    }
+                }
+                let all: Vec<usize> = (0..16).collect();
+                runs.push(first_max_of(&all, &s), best, &mut used);
+            }
+            rows.push(runs.out());
+        }
+        rows.reverse();
+        used.sort_unstable();
+        used.dedup();
+        (rows, used)
+    }
+
+    /// The one pass of `levels` gives the sums, shares and call paths of the definition, to
+    /// the bit: few classes (4 lanes) and many (16), ties of the longest stretches, empty
+    /// columns, a width that is not a power of two.
+    #[test]
+    fn levels_are_their_definition() {
+        // a 64-bit linear congruential generator's high bits
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state = (state.wrapping_mul(6_364_136_223_846_793_005)).wrapping_add(1);
+            state >> 29
+        };
+        for (cols, classes) in [(8192usize, 0b1011u16), (4096, 0x7f), (3000, 0b11), (700, 1)] {
+            let mut acc = Acc::new(7, cols, 13.7);
+            for f in acc.fine.iter_mut() {
+                if next() % 5 == 0 {
+                    continue;
+                }
+                for k in 0..16 {
+                    if classes & (1 << k) != 0 && next() % 3 != 0 {
+                        // ticks of very different sizes: the sums round
+                        let x = (next() % 1_000_000) as f32 / 7.0;
+                        f.put(
+                            k,
+                            (x / (1 + next() % 1000) as f32) as f64,
+                            (next() % 9) as u32,
+                        );
+                    }
+                }
+            }
+            assert_eq!(
+                acc.levels(cols as u32, classes),
+                levels_by_definition(&acc),
+                "{cols}"
+            );
+        }
+    }
+
     #[test]
     fn a_stretch_is_split_over_columns_and_classes() {
         let mut acc = Acc::new(2, 4, 10.0);
         // 5..25 ticks: half a column, a whole one, half a column; a quarter waiting
         acc.add(5, 25, 7, &[(0, 0.75), (1, 0.25)]);
-        assert_eq!(acc.time, [3.75, 1.25, 7.5, 2.5, 3.75, 1.25, 0.0, 0.0]);
-        assert_eq!(acc.best[1], (10.0, 7));
-        let (rows, used) = acc.levels(4);
+        let time: Vec<f32> = acc.fine.iter().flat_map(|f| f.t[..2].to_vec()).collect();
+        assert_eq!(time, [3.75, 1.25, 7.5, 2.5, 3.75, 1.25, 0.0, 0.0]);
+        assert_eq!(acc.fine[1].best, (10.0, 7));
+        let (rows, used) = acc.levels(4, 0b11);
         assert_eq!(used, [7]);
         // one level (4 columns ≤ COLUMNS): class 0 at 6/16 share (37.5 % rounds to 6),
         // then 12/16, 6/16, then no data

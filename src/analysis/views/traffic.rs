@@ -10,7 +10,6 @@ use crate::analysis::critical_path::enterptr;
 use crate::analysis::phases;
 use crate::model::{collective_op_name, EventKind, Events, Trace};
 use crate::replay::collectives::Instance;
-use crate::replay::matching::EventRef;
 use crate::replay::{Replay, NONE};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
@@ -220,19 +219,31 @@ pub(crate) struct Traffic<'a> {
     res: f64,
 }
 
-/// The partner of message event `i` of `l`, if matched.
-fn partner(trace: &Trace, replay: &Replay, l: usize, i: usize) -> Option<EventRef> {
-    let k = trace.events[l].arg[i] as usize;
-    (replay.msg_links[l].partner.get(k).copied()).filter(|p| p.is_some())
-}
-
 /// The matched messages location `l` sent.
 pub(crate) fn sends(trace: &Trace, replay: &Replay, l: usize) -> u64 {
-    let ev = &trace.events[l];
-    (ev.positions_of(EventKind::MpiSend, EventKind::MpiIsend))
-        .filter(|&i| partner(trace, replay, l, i).is_some())
-        .count() as u64
+    let (arg, links) = (&trace.events[l].arg[..], &replay.msg_links[l].partner[..]);
+    let linked = |i: usize| matches!(links.get(arg[i] as usize), Some(p) if p.is_some());
+    let mut n = 0;
+    for (i, &k) in trace.events[l].kind.iter().enumerate() {
+        if MESSAGE_KINDS[k as usize] == SEND && linked(i) {
+            n += 1;
+        }
+    }
+    n
 }
+
+/// Per event kind (as a byte): `SEND` for a send, `RECV` for a receive (point to point),
+/// else 0 (`Traffic::location`'s walk of the kinds: one load a event).
+const MESSAGE_KINDS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    t[EventKind::MpiSend as usize] = SEND;
+    t[EventKind::MpiIsend as usize] = SEND;
+    t[EventKind::MpiRecv as usize] = RECV;
+    t[EventKind::MpiIrecv as usize] = RECV;
+    t
+};
+const SEND: u8 = 1;
+const RECV: u8 = 2;
 
 /// Every `stride`-th of `total` items keeps at most about `limit`.
 pub(crate) fn stride(total: u64, limit: u64) -> u64 {
@@ -257,7 +268,7 @@ impl<'a> Traffic<'a> {
     }
 
     /// `frame(t)`, the frame `hint` (the last one found) tried first; `hint` becomes it.
-    #[inline]
+    #[inline(always)]
     fn frame_near(&self, t: u64, hint: &mut usize) -> usize {
         let (h, n, b) = (*hint, self.bounds.len() - 1, self.bounds);
         // frame h holds [b[h], b[h + 1]), the first also what is before, the last what is after
@@ -282,6 +293,7 @@ impl<'a> Traffic<'a> {
     }
 
     /// The time the call around event `i` of `l` was entered (the event's own if none).
+    #[inline]
     fn entered(&self, l: usize, i: usize) -> u64 {
         match enterptr(self.replay, l, i) {
             NONE => self.trace.events[l].time[i],
@@ -291,10 +303,6 @@ impl<'a> Traffic<'a> {
 
     fn rank(&self, l: u32) -> Option<u32> {
         self.trace.defs.locations.get(l as usize)?.rank
-    }
-
-    fn partner(&self, l: usize, i: usize) -> Option<EventRef> {
-        partner(self.trace, self.replay, l, i)
     }
 
     /// Location `l`'s part: every `stride`-th message it sent as a line, its sums.
@@ -308,43 +316,55 @@ impl<'a> Traffic<'a> {
             Batch::new(&mut out.sums.sent),
             Batch::new(&mut out.sums.waits),
         );
-        let (mut nth, mut hint) = (0u64, 0usize);
-        // the sends in order, then the receives (each adds to sums of its own, integer
-        // sums by key; the frame last found tried first: messages come in time order)
-        for i in ev.positions_of(EventKind::MpiSend, EventKind::MpiIsend) {
-            let (Some(p), Some(bytes)) = (self.partner(l, i), Self::bytes(ev, i)) else {
+        // the frame last found for a send and for a receive, tried first (`frame_near`:
+        // messages come in time order)
+        let (mut nth, mut hint_s, mut hint_r) = (0u64, 0usize, 0usize);
+        // `entered` of this location's events, its columns looked up once
+        let (time, st) = (&ev.time[..], &self.replay.locations[l]);
+        let entered = |i: usize| match st.enterptr(i) {
+            NONE => time[i],
+            e => time[e as usize],
+        };
+        let own = |i: usize| if i < st.len() { entered(i) } else { time[i] };
+        // `partner` and `rank`, their columns looked up once
+        let (arg, links) = (&ev.arg[..], &self.replay.msg_links[l].partner[..]);
+        let partner = |i: usize| (links.get(arg[i] as usize).copied()).filter(|p| p.is_some());
+        let locations = &self.trace.defs.locations[..];
+        // the sends and the receives in order (each adds to sums of its own, integer sums
+        // by key, and to its own frame hint: the same sums and lines as the sends walked
+        // first, then the receives)
+        for (i, &kind) in ev.kind.iter().enumerate() {
+            let m = MESSAGE_KINDS[kind as usize];
+            if m == 0 {
                 continue;
-            };
-            let Some(other) = self.rank(p.loc) else {
-                continue;
-            };
-            let (pl, pe) = (p.loc as usize, p.event as usize);
-            let t = self.entered(l, i);
-            sent.add((self.frame_near(t, &mut hint), me, other), (bytes, 1));
-            if nth % stride == 0 {
-                out.lines.push(MessageLine {
-                    from: l as u32,
-                    to: p.loc,
-                    send_s: self.sec(t),
-                    recv_s: self.sec(self.trace.events[pl].time[pe]),
-                    bytes,
-                });
             }
-            nth += 1;
-        }
-        hint = 0;
-        for i in ev.positions_of(EventKind::MpiRecv, EventKind::MpiIrecv) {
-            let (Some(p), Some(_)) = (self.partner(l, i), Self::bytes(ev, i)) else {
+            let send = m == SEND;
+            let (Some(p), Some(bytes)) = (partner(i), Self::bytes(ev, i)) else {
                 continue;
             };
-            let Some(other) = self.rank(p.loc) else {
+            let Some(other) = locations.get(p.loc as usize).and_then(|d| d.rank) else {
                 continue;
             };
             let (pl, pe) = (p.loc as usize, p.event as usize);
-            // late sender: the receive call waited from its start until the send began
-            let r = self.entered(l, i);
-            let s = self.entered(pl, pe).min(ev.time[i]);
-            self.spread(&mut waits, (r, s), (me, other), &mut hint);
+            if send {
+                let t = own(i);
+                sent.add((self.frame_near(t, &mut hint_s), me, other), (bytes, 1));
+                if nth % stride == 0 {
+                    out.lines.push(MessageLine {
+                        from: l as u32,
+                        to: p.loc,
+                        send_s: self.sec(t),
+                        recv_s: self.sec(self.trace.events[pl].time[pe]),
+                        bytes,
+                    });
+                }
+                nth += 1;
+            } else {
+                // late sender: the receive call waited from its start until the send began
+                let r = own(i);
+                let s = self.entered(pl, pe).min(time[i]);
+                self.spread(&mut waits, (r, s), (me, other), &mut hint_r);
+            }
         }
         sent.flush();
         waits.flush();
