@@ -304,12 +304,28 @@ pub(super) struct Loc {
     below: Vec<RegionIdx>,
     /// Time of the last state change (time-order check per (container, type)).
     last: u64,
-    /// States entered so far: identifies the current state instance.
-    enters: u32,
-    /// The last StartLink sent from here whose key splits (`split_key`): (state instance,
-    /// time, key, length of its prefix + 1, counter), to spot SimGrid's duplicated links (see
-    /// `link`).
-    last_start: Option<(u32, u64, LinkKey, u32, u64)>,
+    /// States entered so far: identifies the current state instance (64 bits: it never
+    /// comes back to an earlier instance's number).
+    enters: u64,
+    /// The last StartLink sent from here whose key splits (`split_key`), to spot SimGrid's
+    /// duplicated links (see `Loc::start_link`).
+    last_start: Option<LastStart>,
+}
+
+/// A StartLink of a location's current state instance (`Loc::start_link`): state
+/// instance, time, key and, once split (`split_key`), the length of its prefix + 1 (`cut`,
+/// 0 while the key is not split yet) and its counter.
+struct LastStart {
+    inst: u64,
+    t: u64,
+    key: LinkKey,
+    cut: u32,
+    n: u64,
+}
+
+/// A key's split (`split_key`): the length of its prefix + 1 and its counter.
+fn split_link_key(key: &LinkKey) -> Option<(u32, u64)> {
+    key.with_bytes(|k| split_key(k).map(|(p, n)| (p.len() as u32 + 1, n)))
 }
 
 impl Loc {
@@ -358,6 +374,57 @@ impl Loc {
     #[inline(always)]
     fn innermost(&self) -> Option<RegionIdx> {
         (self.depth > 0).then_some(self.top)
+    }
+
+    /// A StartLink at `t` with `key` sent from here inside a state: whether it is the
+    /// second of a link SimGrid wrote twice (`tracing/smpi/internals` writes every user
+    /// MPI_Isend as two links with consecutive keys, same time, same state instance:
+    /// testdata/smpi/README.md), i.e. whether the last StartLink whose key splits came from
+    /// the same state instance at the same time with the same prefix and the counter before.
+    /// Only a second StartLink of one state instance can be such a duplicate, so the first
+    /// is kept unsplit (`cut` 0) and split when a second one comes: an entry of an earlier
+    /// instance is never compared again (`enters` does not wrap), so one whose key would not
+    /// split may stand in for it until then.
+    #[inline]
+    fn start_link(&mut self, t: u64, key: &LinkKey) -> bool {
+        let inst = self.enters;
+        if !matches!(&self.last_start, Some(ls) if ls.inst == inst) {
+            self.last_start = Some(LastStart {
+                inst,
+                t,
+                key: key.clone(),
+                cut: 0,
+                n: 0,
+            });
+            return false;
+        }
+        self.start_link_again(t, key)
+    }
+
+    /// `start_link` past the first StartLink of the state instance: both keys split.
+    #[cold]
+    #[inline(never)]
+    fn start_link_again(&mut self, t: u64, key: &LinkKey) -> bool {
+        if let Some(ls) = self.last_start.as_mut().filter(|ls| ls.cut == 0) {
+            match split_link_key(&ls.key) {
+                Some((cut, n)) => (ls.cut, ls.n) = (cut, n),
+                None => self.last_start = None,
+            }
+        }
+        let Some((cut, n)) = split_link_key(key) else {
+            return false;
+        };
+        let duplicate = matches!(&self.last_start,
+            Some(ls) if ls.t == t && n == ls.n.wrapping_add(1) && ls.cut == cut
+                && same_prefix(&ls.key, key, cut as usize - 1));
+        self.last_start = Some(LastStart {
+            inst: self.enters,
+            t,
+            key: key.clone(),
+            cut,
+            n,
+        });
+        duplicate
     }
 
     /// Stage an event (`staged`), moving the stage to the columns first if it is full.
@@ -1024,7 +1091,7 @@ impl<'p> Sim<'p> {
                 }
                 loc.open(r);
                 loc.event(t, EventKind::Enter, r, g);
-                loc.enters = loc.enters.wrapping_add(1);
+                loc.enters += 1;
                 counts.states += 1;
             }
             Kind::PopState => loc.leave_top(regions, t, g),
@@ -1111,19 +1178,8 @@ impl<'p> Sim<'p> {
         if let Some(loc) = locs.get_mut(l as usize) {
             if let Some(r) = loc.innermost() {
                 if start {
-                    // SimGrid with `tracing/smpi/internals` writes every user MPI_Isend as two
-                    // links with consecutive keys, same time, same state instance (testdata/
-                    // smpi/README.md): the second is no message of its own
-                    let split = end
-                        .key
-                        .with_bytes(|k| split_key(k).map(|(p, n)| (p.len() as u32 + 1, n)));
-                    if let Some((cut, n)) = split {
-                        duplicate = matches!(&loc.last_start,
-                            Some((inst, tp, pk, pcut, np))
-                                if *inst == loc.enters && *tp == t && n == np.wrapping_add(1) && *pcut == cut
-                                    && same_prefix(pk, &end.key, cut as usize - 1));
-                        loc.last_start = Some((loc.enters, t, end.key.clone(), cut, n));
-                    }
+                    // the second of a link SimGrid wrote twice is no message of its own
+                    duplicate = loc.start_link(t, &end.key);
                 } else {
                     duplicate = other.as_ref().is_some_and(|h| h.duplicate);
                 }
