@@ -275,10 +275,15 @@ fn local_weight_in(t: &[u64], i: usize, wc: &mut WindowCursor) -> u64 {
 }
 
 /// The position of `x` in the sorted `v`, searched from `hint` on (galloping) or before it;
-/// `hint` becomes the position found.
+/// `hint` becomes the position found. The one after `hint` is tried first: targets mostly
+/// read a location's sources in order (a ping-pong's receives, each its send's).
 #[inline]
 fn find_from(v: &[u32], hint: &mut usize, x: u32) -> Option<usize> {
     let h = (*hint).min(v.len());
+    if v.get(h + 1) == Some(&x) {
+        *hint = h + 1;
+        return Some(h + 1);
+    }
     let k = if v.get(h).is_some_and(|&y| y <= x) {
         let (mut lo, mut step) = (h, 1);
         while lo + step < v.len() && v[lo + step] <= x {

@@ -222,14 +222,23 @@ pub fn add_curves(
     }
 }
 
-/// The class of an empty stack (`add_curves`).
-const NO_CLASS: u8 = u8::MAX;
+/// `curve_walk`'s curves as it adds them: a row of 8 cells per bin, the 4 curves and the
+/// column of an empty stack (`NO_CLASS`, its sums dropped), read at `(8 * bin + column) &
+/// MASK` (no bounds check: the rows fit).
+const MASK: usize = 1023;
+const _: () = assert!(8 * BINS <= MASK + 1);
+
+/// The column of an empty stack in `curve_walk`'s cells (`MASK`).
+const NO_CLASS: usize = 4;
 
 /// One location's events in order (`add_curves`): the interval [previous event, this one)
 /// goes to the class of the region on top of the stack (none at the first event: the stack
 /// is empty; classes per region in `classes`, 0 MPI, 1 OpenMP, 2 other), each
 /// point-to-point event adds 1 to its bin. `SIGNED`: every time after t0 converts as a
 /// signed integer (`exact_f64`). Not inlined: the hot loop keeps its state in registers.
+/// The curves are added to in a copy of `v` whose rows have a column for an empty stack:
+/// its intervals are added there, not tested for (the other columns get the same values
+/// in the same order).
 #[inline(never)]
 fn curve_walk<const SIGNED: bool>(
     ev: &Events,
@@ -239,6 +248,10 @@ fn curve_walk<const SIGNED: bool>(
     stack: &mut Vec<(u32, u8)>,
     v: &mut [[f64; 4]; BINS],
 ) {
+    let mut cells = [0.0f64; MASK + 1];
+    for (row, x) in cells.chunks_exact_mut(8).zip(v.iter()) {
+        row[..4].copy_from_slice(x);
+    }
     stack.clear();
     let dt = bins.dt;
     // the class on top of the stack, the previous event's time (ticks after t0, clamped to
@@ -255,14 +268,14 @@ fn curve_walk<const SIGNED: bool>(
         // `clamp` (t0 < t1) without its check of the bounds' order
         let x = time[i].max(t0).min(t1) - t0;
         let xf = exact_f64(x, SIGNED);
-        if prev < x && top != NO_CLASS {
+        if prev < x {
             if lo <= prev && x < hi {
                 // inside bin k as `BinOf::spread` cuts it: its one share, the same value
-                v[k][top as usize & 3] += (xf - prev_f) / dt;
+                cells[(k * 8 + top) & MASK] += (xf - prev_f) / dt;
             } else {
                 k = bins.bin(prev, k);
                 (lo, hi) = (inner.lo[k], inner.hi[k]);
-                bins.spread(v, top as usize, prev_f, xf, k);
+                bins.spread(&mut cells, top, prev_f, xf, k);
             }
         }
         let kd = kind[i];
@@ -270,15 +283,18 @@ fn curve_walk<const SIGNED: bool>(
             let a = arg[i];
             let c = classes.get(a as usize).map_or(2, |&c| c);
             stack.push((a, c));
-            top = c;
+            top = usize::from(c);
         } else if kd == EventKind::Leave {
             let (a, len) = (arg[i], stack.len());
             if len > 0 && stack[len - 1].0 == a {
                 stack.truncate(len - 1);
-                top = if len > 1 { stack[len - 2].1 } else { NO_CLASS };
-            } else if let Some(j) = stack.iter().rposition(|&(r, _)| r == a) {
-                stack.truncate(j);
-                top = stack.last().map_or(NO_CLASS, |&(_, c)| c);
+                top = if len > 1 {
+                    usize::from(stack[len - 2].1)
+                } else {
+                    NO_CLASS
+                };
+            } else {
+                leave_below(stack, a, &mut top);
             }
         } else if matches!(
             kd,
@@ -288,9 +304,22 @@ fn curve_walk<const SIGNED: bool>(
                 k = bins.bin(x, k);
                 (lo, hi) = (inner.lo[k], inner.hi[k]);
             }
-            v[k][3] += 1.0;
+            cells[(k * 8 + 3) & MASK] += 1.0;
         }
         (prev, prev_f) = (x, xf);
+    }
+    for (row, x) in cells.chunks_exact(8).zip(v.iter_mut()) {
+        x.copy_from_slice(&row[..4]);
+    }
+}
+
+/// A LEAVE of region `a` below the top of `stack` (`curve_walk`): the stack cut at its
+/// last instance, if any, and `top` its class on top then. Rare: not inlined.
+#[inline(never)]
+fn leave_below(stack: &mut Vec<(u32, u8)>, a: u32, top: &mut usize) {
+    if let Some(j) = stack.iter().rposition(|&(r, _)| r == a) {
+        stack.truncate(j);
+        *top = stack.last().map_or(NO_CLASS, |&(_, c)| usize::from(c));
     }
 }
 
@@ -381,10 +410,10 @@ impl BinOf {
     }
 
     /// `spread` of the interval [a, b) (a < b, ticks after the start as f64) from its first
-    /// bin `i`: the same shares, added in the same order. Rare (an interval that leaves its
-    /// bin): not inlined into `curve_walk`'s loop.
+    /// bin `i` to `curve_walk`'s cells of column `m`: the same shares, added in the same
+    /// order. Rare (an interval that leaves its bin): not inlined into `curve_walk`'s loop.
     #[inline(never)]
-    fn spread(&self, v: &mut [[f64; 4]; BINS], m: usize, a: f64, b: f64, mut i: usize) {
+    fn spread(&self, cells: &mut [f64; MASK + 1], m: usize, a: f64, b: f64, mut i: usize) {
         // `max`/`min` as comparisons: no NaN here, and equal values have equal bits (no
         // -0.0: the edges and times are 0 or positive)
         loop {
@@ -392,7 +421,7 @@ impl BinOf {
             let lo = if a > e0 { a } else { e0 };
             let hi = if b < e1 { b } else { e1 };
             if hi > lo {
-                v[i][m] += (hi - lo) / self.dt;
+                cells[(i * 8 + m) & MASK] += (hi - lo) / self.dt;
             }
             if hi >= b || i + 1 >= BINS {
                 break;

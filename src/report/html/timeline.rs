@@ -27,23 +27,30 @@ pub fn labels(r: &Report) -> Vec<String> {
         .collect()
 }
 
-/// Standard base64 (the level rows are bytes).
+/// Standard base64 (the level rows are bytes): four bytes out per three in, each group
+/// appended at once (not a character at a time).
 fn base64(b: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut o = String::with_capacity(b.len().div_ceil(3) * 4);
-    for c in b.chunks(3) {
-        let n = (c[0] as u32) << 16
-            | (c.get(1).copied().unwrap_or(0) as u32) << 8
-            | c.get(2).copied().unwrap_or(0) as u32;
-        for k in 0..4 {
-            if k <= c.len() {
-                o.push(A[(n >> (18 - 6 * k) & 63) as usize] as char);
-            } else {
-                o.push('=');
-            }
-        }
+    let digit = |n: u32, k: u32| A[(n >> (18 - 6 * k) & 63) as usize];
+    let mut o: Vec<u8> = Vec::with_capacity(b.len().div_ceil(3) * 4);
+    let mut groups = b.chunks_exact(3);
+    for c in &mut groups {
+        let n = (c[0] as u32) << 16 | (c[1] as u32) << 8 | c[2] as u32;
+        o.extend_from_slice(&[digit(n, 0), digit(n, 1), digit(n, 2), digit(n, 3)]);
     }
-    o
+    match *groups.remainder() {
+        [x] => {
+            let n = (x as u32) << 16;
+            o.extend_from_slice(&[digit(n, 0), digit(n, 1), b'=', b'=']);
+        }
+        [x, y] => {
+            let n = (x as u32) << 16 | (y as u32) << 8;
+            o.extend_from_slice(&[digit(n, 0), digit(n, 1), digit(n, 2), b'=']);
+        }
+        _ => {}
+    }
+    // the digits are ASCII
+    String::from_utf8(o).unwrap_or_default()
 }
 
 /// Seconds rounded to 0.1 µs of a run (the page needs no more; keeps it small).
@@ -110,8 +117,13 @@ pub fn data(r: &Report, v: &Views) -> String {
         "orders": v.orders.iter().map(|o| json!({"name": o.name, "ranks": o.ranks})).collect::<Vec<_>>(),
         "worst": worst,
     });
-    // inside <script>: no "</" may end the element early
-    d.to_string().replace("</", "<\\/")
+    // inside <script>: no "</" may end the element early (found at most in a name: the
+    // page's data is searched once, and copied only where one is)
+    let d = d.to_string();
+    match memchr::memmem::find(d.as_bytes(), b"</") {
+        None => d,
+        Some(_) => d.replace("</", "<\\/"),
+    }
 }
 
 /// The legend: one swatch per class, wait states with their rule's id.
