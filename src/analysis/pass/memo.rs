@@ -29,8 +29,16 @@ pub(crate) static HITS: std::sync::atomic::AtomicUsize = std::sync::atomic::Atom
 
 /// What the list's rules book on a key: (rule, severity, index + 1 of its cell in the
 /// pass's accumulator, 0 without one, the time of the trigger whose instance the cell's
-/// worst instances last refused, `u64::MAX` before).
+/// worst instances refused, `NOT_REFUSED` before).
 type Books = Vec<(usize, f64, u32, u64)>;
+
+/// A booking whose instance no cell refused yet (a refusal at this time is not kept: those
+/// instances are offered as before).
+const NOT_REFUSED: u64 = u64::MAX;
+
+/// Bookings added to the sums alone, their instance refused before (`try_memo`).
+#[cfg(test)]
+pub(crate) static REFUSED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 #[derive(Default)]
 pub(crate) struct Memo {
@@ -134,7 +142,9 @@ pub(crate) fn try_memo(
                     };
                     // the cell's own location's triggers come in event order: one of the
                     // same value at no earlier time than a refused one is refused too
-                    if time >= refused {
+                    if time >= refused && refused != NOT_REFUSED {
+                        #[cfg(test)]
+                        REFUSED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         c.add_refused(x);
                     } else if !c.add_kept(x) {
                         b.3 = time;
@@ -195,7 +205,7 @@ fn try_plain(
             eng.book(r.rule, at, sev, false, pass);
             if let Some(b) = books.as_deref_mut() {
                 let cell = (pass.acc.as_ref()).and_then(|a| a.index_of(r.rule, at.2));
-                b.push((r.rule, sev, cell.map_or(0, |c| c as u32 + 1), u64::MAX));
+                b.push((r.rule, sev, cell.map_or(0, |c| c as u32 + 1), NOT_REFUSED));
             }
         }
     }
