@@ -641,11 +641,11 @@ diagnosis = "test"
     /// event pass's own walk).
     #[test]
     fn memoised_lists_agree_with_the_rules_tried_bit_for_bit() {
-        use crate::analysis::pass::memo::{HITS, REFUSED};
+        use crate::analysis::pass::memo::HITS;
         use crate::analysis::plan::{Plan, NO_MEMO};
         use std::sync::atomic::Ordering::Relaxed;
         let dir = rules_dir("memo", &[("memo_bytes", &memo_bytes())]);
-        let (before, refused) = (HITS.load(Relaxed), REFUSED.load(Relaxed));
+        let before = HITS.load(Relaxed);
         for extra in [vec![], vec![dir.clone()]] {
             let rs = RuleSet::load(&extra).unwrap();
             for name in TRACES {
@@ -679,10 +679,8 @@ diagnosis = "test"
                 }
             }
         }
-        // triggers met a key again, and some booked only the sums (their instances refused
-        // by full worst lists)
+        // triggers met a key again
         assert!(HITS.load(Relaxed) > before);
-        assert!(REFUSED.load(Relaxed) > refused);
         std::fs::remove_dir_all(&dir).ok();
     }
 

@@ -36,10 +36,6 @@ type Books = Vec<(usize, f64, u32, u64)>;
 /// instances are offered as before).
 const NOT_REFUSED: u64 = u64::MAX;
 
-/// Bookings added to the sums alone, their instance refused before (`try_memo`).
-#[cfg(test)]
-pub(crate) static REFUSED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
 #[derive(Default)]
 pub(crate) struct Memo {
     map: HashMap<Key, u32>,
@@ -143,8 +139,6 @@ pub(crate) fn try_memo(
                     // the cell's own location's triggers come in event order: one of the
                     // same value at no earlier time than a refused one is refused too
                     if time >= refused && refused != NOT_REFUSED {
-                        #[cfg(test)]
-                        REFUSED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         c.add_refused(x);
                     } else if !c.add_kept(x) {
                         b.3 = time;
