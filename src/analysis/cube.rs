@@ -81,14 +81,23 @@ pub struct Worst {
 impl Worst {
     #[inline]
     pub fn offer(&mut self, x: Instance) {
+        self.offer_kept(x);
+    }
+
+    /// `offer`, telling whether `x` was kept. A refused `x` stays refused with every
+    /// instance of the same value ranked after it (same location, no earlier time, a later
+    /// event): the list only ever holds worse-ranked instances than when it refused `x`.
+    #[inline]
+    fn offer_kept(&mut self, x: Instance) -> bool {
         if self.n as usize == WORST_K {
             let last = &self.items[WORST_K - 1];
             // a smaller number is never worse (where `<` holds, `total_cmp` agrees)
             if x.value < last.value || !x.worse_than(last) {
-                return;
+                return false;
             }
         }
         self.insert(x);
+        true
     }
 
     /// `offer` of an instance that is kept.
@@ -275,9 +284,31 @@ impl Cell {
     /// One more instance of the finding.
     #[inline(always)]
     pub(crate) fn add(&mut self, x: Instance) {
+        self.add_kept(x);
+    }
+
+    /// `add`, telling whether the worst instances kept `x` (`Worst::offer_kept`).
+    #[inline(always)]
+    pub(crate) fn add_kept(&mut self, x: Instance) -> bool {
         self.sum += x.value;
         self.n += 1;
-        self.worst.offer(x);
+        let kept = self.worst.offer_kept(x);
+        self.add_phase(x);
+        kept
+    }
+
+    /// `add` of an instance the worst instances would refuse (of the same value as one
+    /// they refused, ranked after it: `Worst::offer_kept`): its sums alone.
+    #[inline(always)]
+    pub(crate) fn add_refused(&mut self, x: Instance) {
+        self.sum += x.value;
+        self.n += 1;
+        self.add_phase(x);
+    }
+
+    /// `x`'s value added to the sum of its phase window, when windows are booked.
+    #[inline(always)]
+    fn add_phase(&mut self, x: Instance) {
         if let Some(ph) = &mut self.phases {
             let p = ph.book.window(x.time);
             ph.sums[p] += x.value;

@@ -28,8 +28,13 @@ type Key = [u64; 3 + MAX_INPUTS];
 pub(crate) static HITS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// What the list's rules book on a key: (rule, severity, index + 1 of its cell in the
-/// pass's accumulator, 0 without one).
-type Books = Vec<(usize, f64, u32)>;
+/// pass's accumulator, 0 without one, the time of the trigger whose instance the cell's
+/// worst instances refused, `NOT_REFUSED` before).
+type Books = Vec<(usize, f64, u32, u64)>;
+
+/// A booking whose instance no cell refused yet (a refusal at this time is not kept: those
+/// instances are offered as before).
+const NOT_REFUSED: u64 = u64::MAX;
 
 #[derive(Default)]
 pub(crate) struct Memo {
@@ -120,14 +125,25 @@ pub(crate) fn try_memo(
         memo.hits += 1;
         #[cfg(test)]
         HITS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        for &(k, sev, cell) in &memo.entries[e] {
+        for b in memo.entries[e].iter_mut() {
+            let (k, sev, cell, refused) = *b;
             match &mut pass.acc {
-                Some(acc) if cell != 0 => acc.cells[cell as usize - 1].add(Instance {
-                    loc: l,
-                    event: i,
-                    time,
-                    value: sev,
-                }),
+                Some(acc) if cell != 0 => {
+                    let c = &mut acc.cells[cell as usize - 1];
+                    let x = Instance {
+                        loc: l,
+                        event: i,
+                        time,
+                        value: sev,
+                    };
+                    // the cell's own location's triggers come in event order: one of the
+                    // same value at no earlier time than a refused one is refused too
+                    if time >= refused && refused != NOT_REFUSED {
+                        c.add_refused(x);
+                    } else if !c.add_kept(x) {
+                        b.3 = time;
+                    }
+                }
                 _ => eng.book(k, at, sev, false, pass),
             }
         }
@@ -183,7 +199,7 @@ fn try_plain(
             eng.book(r.rule, at, sev, false, pass);
             if let Some(b) = books.as_deref_mut() {
                 let cell = (pass.acc.as_ref()).and_then(|a| a.index_of(r.rule, at.2));
-                b.push((r.rule, sev, cell.map_or(0, |c| c as u32 + 1)));
+                b.push((r.rule, sev, cell.map_or(0, |c| c as u32 + 1), NOT_REFUSED));
             }
         }
     }
