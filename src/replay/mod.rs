@@ -337,9 +337,6 @@ fn zeroed<T: Copy + Default>(n: usize) -> Vec<T> {
     v
 }
 
-/// `Walk::plain`'s top frame of an empty stack.
-const NO_TOP: Frame = (RegionIdx::MAX, NO_CNODE, NONE);
-
 /// Local call paths below which `Walk::plain` runs (its call-path column is narrow).
 const PLAIN_NODES: usize = NARROW_NONE as usize;
 
@@ -413,9 +410,15 @@ impl<'w> Walk<'w> {
     /// Pass A's common case from event `i` on, while `plain_ok` holds: ENTERs of call paths
     /// among the recent lookups, LEAVEs of the region on top of the stack and events that
     /// change no state, in time order, what `clock`, `enter`, `leave` and `other` do for
-    /// them, with the stack's top, the clock and the columns in locals. Returns the first
-    /// event it leaves to them (an ENTER of another or a new call path, a LEAVE that needs a
-    /// search or a repair, a clock going backwards, a task event, a measurement pause).
+    /// them, with the stack's top and the clock in locals. Returns the first event it leaves
+    /// to them (an ENTER of another or a new call path, a LEAVE that needs a search or a
+    /// repair, or of a frame it did not push, a clock going backwards, a task event, a
+    /// measurement pause).
+    ///
+    /// The frames it pushes are not in `stack`: each one's ENTER's pointer, open, holds the
+    /// ENTER of the frame below it (`NONE`: none), the frame's region and call path are its
+    /// ENTER's in the columns; a frame of `stack` is an ENTER whose pointer is itself. Those
+    /// still open when it returns go onto `stack` (`Walk::unlink`).
     #[inline(never)]
     fn plain(
         &mut self,
@@ -428,18 +431,18 @@ impl<'w> Walk<'w> {
         let Some(recent) = self.local.recent() else {
             return i;
         };
-        let (cn, ptr) = (&mut cn[..], &mut self.ptr[..]);
+        let n = (times.len().min(kinds.len()).min(args.len()))
+            .min(self.ptr.len())
+            .min(cn.len());
+        let (times, kinds, args) = (&times[..n], &kinds[..n], &args[..n]);
+        let (cn, ptr) = (&mut cn[..n], &mut self.ptr[..n]);
         // the counts of every local call path (the recent lookups give no other)
         let nodes = self.time.len().min(self.visits.len());
         let (time, visits) = (&mut self.time[..nodes], &mut self.visits[..nodes]);
-        let n = (times.len().min(kinds.len()).min(args.len()))
-            .min(ptr.len())
-            .min(cn.len());
-        let stack = &mut self.stack;
         let noter = &mut self.noter;
-        // the top frame, `NO_TOP` for an empty stack (its call path `NO_CNODE`: no time
-        // counts to it, and it gives `OUTSIDE` as a cell)
-        let mut top = stack.pop().unwrap_or(NO_TOP);
+        // the top frame's ENTER and call path (`NONE`, `NO_CNODE`: the stack is empty; no
+        // time counts to it, and it gives `OUTSIDE` as a cell)
+        let (mut top, mut c_top) = self.stack.last().map_or((NONE, NO_CNODE), |f| (f.2, f.1));
         let mut last_t = self.last_t;
         while i < n {
             let (t, kind, arg) = (times[i], kinds[i], args[i]);
@@ -456,51 +459,77 @@ impl<'w> Walk<'w> {
             };
             let (p, c) = match kind {
                 EventKind::Enter => {
-                    let Some(c) = calltree::recent_child(recent, top.1, arg) else {
+                    let Some(c) = calltree::recent_child(recent, c_top, arg) else {
                         break;
                     };
                     let Some(v) = visits.get_mut(c as usize) else {
                         break;
                     };
                     *v += 1;
-                    tick(top.1);
-                    if top.1 != NO_CNODE {
-                        stack.push(top);
-                    }
-                    top = (arg, c, i as u32);
-                    (i as u32, c as u16)
+                    tick(c_top);
+                    // the pointer links the frame below until the LEAVE
+                    let below = top;
+                    (top, c_top) = (i as u32, c);
+                    (below, c as u16)
                 }
                 EventKind::Leave => {
-                    if top.1 == NO_CNODE || top.0 != arg {
+                    // (the empty stack's `NONE` is no event)
+                    let e = top as usize;
+                    let (Some(&region), Some(&below)) = (args.get(e), ptr.get(e)) else {
+                        break;
+                    };
+                    if region != arg || below == top {
                         break;
                     }
-                    tick(top.1);
-                    let (_, c, e) = top;
-                    top = stack.pop().unwrap_or(NO_TOP);
-                    // the ENTER's own pointer, written at the ENTER (`e` < `i`)
-                    if let Some(p) = ptr.get_mut(e as usize) {
+                    tick(c_top);
+                    let c = c_top;
+                    // the ENTER's own pointer: this LEAVE
+                    if let Some(p) = ptr.get_mut(e) {
                         *p = i as u32;
                     }
-                    (e, c as u16)
+                    top = below;
+                    c_top = cn.get(below as usize).map_or(NO_CNODE, |&c| c as CnodeIdx);
+                    (e as u32, c as u16)
                 }
                 EventKind::MeasurementOnOff => break,
                 k if omp::is_task_kind(k) => break,
                 _ => {
-                    tick(top.1);
-                    noter.note(kind, i, top.0);
+                    tick(c_top);
+                    let region = args.get(top as usize).map_or(RegionIdx::MAX, |&r| r);
+                    noter.note(kind, i, region);
                     // `NO_CNODE as u16` is `NARROW_NONE`
-                    (top.2, top.1 as u16)
+                    (top, c_top as u16)
                 }
             };
             ptr[i] = p;
             cn[i] = c;
             i += 1;
         }
-        if top.1 != NO_CNODE {
-            stack.push(top);
-        }
         self.last_t = last_t;
+        self.unlink(top, args);
         i
+    }
+
+    /// The frames `plain` pushed and left open, from the top one's ENTER `top` down, onto
+    /// `stack` (each ENTER's pointer itself again).
+    fn unlink(&mut self, mut top: u32, args: &[u32]) {
+        let Cnodes::Narrow(cn) = &self.cnode else {
+            return;
+        };
+        let from = self.stack.len();
+        while let Some(&below) = self.ptr.get(top as usize) {
+            let e = top as usize;
+            if below == top {
+                break;
+            }
+            self.ptr[e] = top;
+            let (Some(&region), Some(&c)) = (args.get(e), cn.get(e)) else {
+                break;
+            };
+            self.stack.push((region, c as CnodeIdx, top));
+            top = below;
+        }
+        self.stack[from..].reverse();
     }
 
     /// The event's time, clamped to the previous one (§3.4.5); the time since then goes to

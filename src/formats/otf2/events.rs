@@ -278,13 +278,11 @@ fn fast_records(
 /// comes (false), the events and messages written into `b`.
 #[inline(never)]
 fn fast_span(c: &mut Cursor, time: &mut u64, cx: &mut LocationContext, b: &mut Batch) -> bool {
-    // the chunk's bytes end at `c.end`; the file's go on (the compressed-integer reads
-    // load 8 bytes at once, masked to the integer's length)
-    let (end, file) = (c.end, c.buf);
-    // a window of 19 bytes inside the chunk holds a timestamp and the ENTER or LEAVE after
-    // it (type, size byte, up to 4 value bytes; 8 bytes loaded), or one such record alone:
-    // records in a chunk's last 18 bytes go the checked way
-    let chunk = &file[..end.min(file.len())];
+    // a window of `WINDOW` bytes inside the chunk holds a timestamp and the record after it
+    // (ENTER or LEAVE: type, size byte, up to 4 value bytes, 8 bytes loaded; a
+    // point-to-point record: type, length byte and its fields, each field's 8 value bytes
+    // loaded), or one such record alone: records in a chunk's last bytes go the checked way
+    let chunk = &c.buf[..c.end.min(c.buf.len())];
     // the bytes not yet read (the position follows from their length)
     let mut rest = chunk.get(c.pos..).unwrap_or_default();
     let (mut t, mut e, mut m) = (*time, b.e, b.m);
@@ -293,78 +291,67 @@ fn fast_span(c: &mut Cursor, time: &mut u64, cx: &mut LocationContext, b: &mut B
         if e >= BATCH_EVENTS {
             break true;
         }
-        let Some(w) = rest.first_chunk::<19>() else {
+        let Some(w) = rest.first_chunk::<WINDOW>() else {
             break false;
         };
+        // the record: `rest`'s first `RECORD` bytes
         let r = if w[0] == TIMESTAMP {
             // a timestamp read stays read: a record after it that goes the checked way
             // starts there
             t = le_u64(&w[1..9]);
             rest = &rest[9..];
-            w.last_chunk::<10>()
+            w.last_chunk::<RECORD>()
         } else {
-            w.first_chunk::<10>()
+            w.first_chunk::<RECORD>()
         };
         let Some(r) = r else {
             break false;
         };
         let k = r[0];
+        if k.wrapping_sub(12) < 2 {
+            let n = r[1] as usize;
+            if n > 4 {
+                break false;
+            }
+            let local = le_u32(&r[2..6]) & MASK32[n.min(4)];
+            let Some(&id) = regions
+                .get(local as usize)
+                .filter(|&&v| v != Resolver::NONE)
+            else {
+                break false;
+            };
+            rest = &rest[2 + n.min(4)..];
+            let kind = if k == 12 {
+                EventKind::Enter
+            } else {
+                EventKind::Leave
+            };
+            b.event(e, t, kind, id);
+            e += 1;
+            continue;
+        }
         let kind = match k {
-            _ if k.wrapping_sub(12) < 2 => {
-                if k == 12 {
-                    EventKind::Enter
-                } else {
-                    EventKind::Leave
-                }
-            }
-            14 | 15 | 18 | 19 => {
-                let pos = chunk.len() - rest.len();
-                // the payload written to the batch's slot `m` (taken only when it all fits)
-                let slot = (m, comms);
-                let Some((rend, request)) = fast_msg(end, file, pos + 1, k & 1 == 1, b, slot)
-                else {
-                    break false;
-                };
-                let Some(after) = chunk.get(rend..) else {
-                    break false;
-                };
-                rest = after;
-                // 14, 15, 18, 19
-                const KINDS: [EventKind; 4] = [
-                    EventKind::MpiSend,
-                    EventKind::MpiIsend,
-                    EventKind::MpiRecv,
-                    EventKind::MpiIrecv,
-                ];
-                let kind = KINDS[(((k as usize >> 1) & 2) ^ 2) | (k as usize & 1)];
-                let i = b.msg_base + m.min(BATCH - 1) as u32;
-                if let Some(r) = request {
-                    b.requests.push((i, r));
-                }
-                m += 1;
-                b.event(e, t, kind, i);
-                e += 1;
-                if m >= BATCH {
-                    break true;
-                }
-                continue;
-            }
+            14 => EventKind::MpiSend,
+            15 => EventKind::MpiIsend,
+            18 => EventKind::MpiRecv,
+            19 => EventKind::MpiIrecv,
             _ => break false,
         };
-        let n = r[1] as usize;
-        if n > 4 {
-            break false;
-        }
-        let local = le_u32(&r[2..6]) & MASK32[n.min(4)];
-        let Some(&id) = regions
-            .get(local as usize)
-            .filter(|&&v| v != Resolver::NONE)
-        else {
+        // the payload written to the batch's slot `m` (taken only when it all fits)
+        let Some((len, request)) = fast_msg(r, k & 1 == 1, b, (m, comms)) else {
             break false;
         };
-        rest = &rest[2 + n.min(4)..];
-        b.event(e, t, kind, id);
+        rest = &rest[2 + len.min(RECORD - 2)..];
+        let i = b.msg_base + m.min(BATCH - 1) as u32;
+        if let Some(r) = request {
+            b.requests.push((i, r));
+        }
+        m += 1;
+        b.event(e, t, kind, i);
         e += 1;
+        if m >= BATCH {
+            break true;
+        }
     };
     c.pos = chunk.len() - rest.len();
     *time = t;
@@ -372,6 +359,14 @@ fn fast_span(c: &mut Cursor, time: &mut u64, cx: &mut LocationContext, b: &mut B
     b.m = m;
     full
 }
+
+/// The bytes of a record `fast_span` reads straight: type, length byte and up to 38 bytes
+/// of fields (a point-to-point record's four or five, each field's 8 value bytes loaded at
+/// once).
+const RECORD: usize = 40;
+
+/// The bytes `fast_span` looks at: a timestamp (type and 8 bytes) and a record.
+const WINDOW: usize = 9 + RECORD;
 
 /// The low `n` bytes of a u64 (`n` <= 8).
 const MASK64: [u64; 9] = {
@@ -476,35 +471,30 @@ fn le_u64(b: &[u8]) -> u64 {
     u64::from_le_bytes(a)
 }
 
-/// A little-endian point-to-point record's payload at `pos` (its one-byte length, then
-/// receiver or sender, communicator (local id), tag, length and, `nonblocking`, the request)
-/// inside a chunk ending at `end`, written to slot `k` of `b` as it is read (`comms` the
-/// location's communicator table): the record's end and the request, or `None` for the
-/// cursor's checked path (a length over 30 bytes, a field that does not fit, a communicator
-/// the table does not resolve, the file's last 40 bytes).
+/// A little-endian point-to-point record `r` (its type, its one-byte length, then receiver
+/// or sender, communicator (local id), tag, length and, `nonblocking`, the request), written
+/// to slot `k` of `b` as it is read (`comms` the location's communicator table): the
+/// record's length (after the length byte) and the request, or `None` for the cursor's
+/// checked path (a record longer than `r`, a field that does not fit, a communicator the
+/// table does not resolve).
 #[inline(always)]
 fn fast_msg(
-    end: usize,
-    file: &[u8],
-    pos: usize,
+    r: &[u8; RECORD],
     nonblocking: bool,
     b: &mut Batch,
     (k, comms): (usize, &[u32]),
 ) -> Option<(usize, Option<u64>)> {
-    // the length byte and the fields, each field's 8 value bytes loaded at once
-    let w = file.get(pos..)?.first_chunk::<40>()?;
-    let len = w[0] as usize;
-    let rend = pos + 1 + len;
-    if len > 30 || rend > end {
+    let len = r[1] as usize;
+    if len > RECORD - 2 {
         return None;
     }
-    let mut p = 1;
+    let mut p = 2;
     let mut field = |max: usize| {
-        let n = *w.get(p)? as usize;
+        let n = *r.get(p)? as usize;
         if n > max {
             return None;
         }
-        let v = le_u64(w.get(p + 1..p + 9)?) & MASK64[n.min(8)];
+        let v = le_u64(r.get(p + 1..p + 9)?) & MASK64[n.min(8)];
         p += 1 + n;
         Some(v)
     };
@@ -516,10 +506,10 @@ fn fast_msg(
     b.bytes[k] = field(8)?;
     let request = if nonblocking { Some(field(8)?) } else { None };
     // every field inside the record (`p` only grows)
-    if p > 1 + len {
+    if p > 2 + len {
         return None;
     }
-    Some((rend, request))
+    Some((len, request))
 }
 
 /// The payload of a length-prefixed record: a cursor that ends where the record ends.
