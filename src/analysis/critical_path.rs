@@ -48,7 +48,7 @@
 //! event's distance is the best over its edges whatever order the locations go in, so the
 //! path is the serial one).
 
-use crate::model::{EventKind, Trace};
+use crate::model::{EventKind, KindsIn, Trace};
 use crate::replay::calltree::{Callee, CnodeIdx, NO_CNODE};
 use crate::replay::matching::EventRef;
 use crate::replay::{LocationState, Replay, NONE};
@@ -1234,7 +1234,7 @@ impl<'a> Graph<'a> {
                 let ev = &trace.events[l];
                 let (arg, partner): (&[u32], &[EventRef]) = (&ev.arg, &replay.msg_links[l].partner);
                 let mut deps = Vec::new();
-                for i in ev.positions_of(EventKind::MpiRecv, EventKind::MpiIrecv) {
+                for i in KindsIn::new(&ev.kind, 0, EventKind::MpiRecv, EventKind::MpiIrecv) {
                     let Some(p) = partner.get(arg[i] as usize) else {
                         continue;
                     };
@@ -1286,7 +1286,7 @@ impl<'a> Graph<'a> {
         let links = &replay.msg_links[l];
         // (LEAVE of the completing call, ENTER of the receive's call)
         let mut found: Vec<(u32, EventRef)> = Vec::new();
-        for i in ev.positions_of(EventKind::MpiSend, EventKind::MpiIsend) {
+        for i in KindsIn::new(&ev.kind, 0, EventKind::MpiSend, EventKind::MpiIsend) {
             let kind = ev.kind[i];
             let k = ev.arg[i] as usize;
             let Some(p) = links.partner.get(k) else {

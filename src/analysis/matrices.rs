@@ -4,7 +4,7 @@
 //! are MPI ranks (a location's `rank`; the locations of one process are summed).
 
 use super::critical_path::{enterptr, exitptr, Graph};
-use crate::model::{EventKind, Trace};
+use crate::model::{EventKind, KindsIn, Trace};
 use crate::replay::{Replay, NONE};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -181,7 +181,7 @@ pub fn traffic_rows(
             let mut acc: Vec<((u32, u32), Acc)> = Vec::new();
             let mut index: std::collections::HashMap<(u32, u32), usize> = Default::default();
             let mut last = 0usize;
-            for i in ev.positions_of(EventKind::MpiSend, EventKind::MpiIsend) {
+            for i in KindsIn::new(&ev.kind, 0, EventKind::MpiSend, EventKind::MpiIsend) {
                 let k = arg[i] as usize;
                 let Some(p) = partner.get(k).filter(|p| p.is_some()) else {
                     continue;
