@@ -8,7 +8,7 @@
 
 use crate::analysis::critical_path::enterptr;
 use crate::analysis::phases;
-use crate::model::{collective_op_name, EventKind, Events, Trace};
+use crate::model::{collective_op_name, EventKind, Events, KindsIn, Trace};
 use crate::replay::collectives::Instance;
 use crate::replay::{Replay, NONE};
 use rayon::prelude::*;
@@ -224,8 +224,13 @@ pub(crate) fn sends(trace: &Trace, replay: &Replay, l: usize) -> u64 {
     let (arg, links) = (&trace.events[l].arg[..], &replay.msg_links[l].partner[..]);
     let linked = |i: usize| matches!(links.get(arg[i] as usize), Some(p) if p.is_some());
     let mut n = 0;
-    for (i, &k) in trace.events[l].kind.iter().enumerate() {
-        if MESSAGE_KINDS[k as usize] == SEND && linked(i) {
+    for i in KindsIn::new(
+        &trace.events[l].kind,
+        0,
+        EventKind::MpiSend,
+        EventKind::MpiIsend,
+    ) {
+        if linked(i) {
             n += 1;
         }
     }
@@ -233,7 +238,7 @@ pub(crate) fn sends(trace: &Trace, replay: &Replay, l: usize) -> u64 {
 }
 
 /// Per event kind (as a byte): `SEND` for a send, `RECV` for a receive (point to point),
-/// else 0 (`Traffic::location`'s walk of the kinds: one load a event).
+/// else 0 (`Traffic::location`'s test of the kinds its walk finds).
 const MESSAGE_KINDS: [u8; 256] = {
     let mut t = [0u8; 256];
     t[EventKind::MpiSend as usize] = SEND;
@@ -333,8 +338,9 @@ impl<'a> Traffic<'a> {
         // the sends and the receives in order (each adds to sums of its own, integer sums
         // by key, and to its own frame hint: the same sums and lines as the sends walked
         // first, then the receives)
-        for (i, &kind) in ev.kind.iter().enumerate() {
-            let m = MESSAGE_KINDS[kind as usize];
+        // (the kinds from MpiSend to MpiIrecv found 8 a word, the two between passed over)
+        for i in KindsIn::new(&ev.kind, 0, EventKind::MpiSend, EventKind::MpiIrecv) {
+            let m = MESSAGE_KINDS[ev.kind[i] as usize];
             if m == 0 {
                 continue;
             }
