@@ -340,6 +340,39 @@ fn zeroed<T: Copy + Default>(n: usize) -> Vec<T> {
 /// Local call paths below which `Walk::plain` runs (its call-path column is narrow).
 const PLAIN_NODES: usize = NARROW_NONE as usize;
 
+/// What follows an ENTER in `Walk::plain`.
+enum Leaf {
+    /// Its LEAVE, at this time.
+    Pair(u64),
+    /// A point-to-point record of this kind, then its LEAVE at this time.
+    Triple(EventKind, u64),
+    /// Anything else.
+    No,
+}
+
+/// Whether ENTER `i` opens a leaf instance: its LEAVE next, or after one point-to-point
+/// record (MPI_SEND ..= MPI_REQUEST_CANCELLED), its events' times in order.
+#[inline(always)]
+fn leaf((times, kinds, args): (&[u64], &[EventKind], &[u32]), i: usize) -> Leaf {
+    let at = |j: usize| Some((*kinds.get(j)?, *args.get(j)?, *times.get(j)?));
+    let (Some((_, arg, t)), Some((k1, a1, t1))) = (at(i), at(i + 1)) else {
+        return Leaf::No;
+    };
+    if t1 < t {
+        return Leaf::No;
+    }
+    if k1 == EventKind::Leave && a1 == arg {
+        return Leaf::Pair(t1);
+    }
+    let p2p = (EventKind::MpiSend as u8)..=(EventKind::MpiRequestCancelled as u8);
+    match at(i + 2) {
+        Some((EventKind::Leave, a2, t2)) if p2p.contains(&(k1 as u8)) && a2 == arg && t2 >= t1 => {
+            Leaf::Triple(k1, t2)
+        }
+        _ => Leaf::No,
+    }
+}
+
 /// Pass A over one location (`mpi` as `matching::mpi_regions` makes it: its blocking sides
 /// noted for matching; empty: not).
 fn pass_a<'w>(ev: &Events, worker: Option<Worker<'w>>, mpi: &'w [bool]) -> PassA {
@@ -467,6 +500,37 @@ impl<'w> Walk<'w> {
                     };
                     *v += 1;
                     tick(c_top);
+                    // a leaf instance whole (the top unchanged after it): what the ENTER, a
+                    // point-to-point record in it and its LEAVE would do one by one
+                    match leaf((times, kinds, args), i) {
+                        Leaf::Pair(t1) => {
+                            if let Some(x) = time.get_mut(c as usize) {
+                                *x += t1 - t;
+                            }
+                            last_t = t1;
+                            (ptr[i], cn[i]) = (i as u32 + 1, c as u16);
+                            if let (Some(p), Some(q)) = (ptr.get_mut(i + 1), cn.get_mut(i + 1)) {
+                                (*p, *q) = (i as u32, c as u16);
+                            }
+                            i += 2;
+                            continue;
+                        }
+                        Leaf::Triple(k1, t2) => {
+                            if let Some(x) = time.get_mut(c as usize) {
+                                *x += t2 - t;
+                            }
+                            last_t = t2;
+                            noter.note(k1, i + 1, arg);
+                            (ptr[i], cn[i]) = (i as u32 + 2, c as u16);
+                            let (p, q) = (ptr.get_mut(i + 1..i + 3), cn.get_mut(i + 1..i + 3));
+                            if let (Some([p1, p2]), Some([q1, q2])) = (p, q) {
+                                (*p1, *p2, *q1, *q2) = (i as u32, i as u32, c as u16, c as u16);
+                            }
+                            i += 3;
+                            continue;
+                        }
+                        Leaf::No => {}
+                    }
                     // the pointer links the frame below until the LEAVE
                     let below = top;
                     (top, c_top) = (i as u32, c);
