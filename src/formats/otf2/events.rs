@@ -436,9 +436,15 @@ impl Batch {
         self.arg[e] = arg;
     }
 
-    /// The batch's events appended to `out`, and its messages with `messages`; what was
-    /// appended gone from the batch.
+    /// The batch's events appended to `out`, then its messages with `messages` (the message
+    /// columns grow by the messages' share of the events so far); what was appended gone
+    /// from the batch.
     fn flush(&mut self, out: &mut EventsFiller, messages: bool) {
+        let e = self.e.min(BATCH_EVENTS);
+        if e > 0 {
+            out.extend_events(&self.time[..e], &self.kind[..e], &self.arg[..e]);
+            self.e = 0;
+        }
         let m = self.m.min(BATCH);
         if messages && m > 0 {
             let (peer, comm, tag) = (&self.peer[..m], &self.comm[..m], &self.tag[..m]);
@@ -446,11 +452,6 @@ impl Batch {
             self.requests.clear();
             self.m = 0;
             self.msg_base = out.messages() as u32;
-        }
-        let e = self.e.min(BATCH_EVENTS);
-        if e > 0 {
-            out.extend_events(&self.time[..e], &self.kind[..e], &self.arg[..e]);
-            self.e = 0;
         }
     }
 }
