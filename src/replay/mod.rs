@@ -216,7 +216,20 @@ impl Cnodes {
         let same = map.iter().enumerate().all(|(k, &g)| g as usize == k);
         match self {
             Cnodes::Narrow(v) => {
-                if ncn < NARROW_NONE as usize && !same {
+                let mut moved = (map.iter().enumerate().take(NARROW_NONE as usize))
+                    .filter(|&(k, &g)| g as usize != k);
+                let one = match (moved.next(), moved.next()) {
+                    (Some((k, &g)), None) => Some((k as u16, g as u16)),
+                    _ => None,
+                };
+                if let (true, Some((from, to))) = (ncn < NARROW_NONE as usize, one) {
+                    // one call path renumbered (often where locations differ in one call):
+                    // a compare and a select a value, many at a time
+                    for c in v.iter_mut() {
+                        let hit = ((*c == from) as u16).wrapping_neg();
+                        *c ^= (*c ^ to) & hit;
+                    }
+                } else if ncn < NARROW_NONE as usize && !same {
                     // every 16-bit value's new one (`NARROW_NONE` stays): a load a call path,
                     // no branch and no bounds check
                     let mut to: Box<[u16; 1 << 16]> = Box::new([NARROW_NONE; 1 << 16]);
@@ -521,10 +534,10 @@ impl<'w> Walk<'w> {
                             }
                             last_t = t2;
                             noter.note(k1, i + 1, arg);
-                            (ptr[i], cn[i]) = (i as u32 + 2, c as u16);
-                            let (p, q) = (ptr.get_mut(i + 1..i + 3), cn.get_mut(i + 1..i + 3));
-                            if let (Some([p1, p2]), Some([q1, q2])) = (p, q) {
-                                (*p1, *p2, *q1, *q2) = (i as u32, i as u32, c as u16, c as u16);
+                            let (p, q) = (ptr.get_mut(i..i + 3), cn.get_mut(i..i + 3));
+                            if let (Some([p0, p1, p2]), Some([q0, q1, q2])) = (p, q) {
+                                (*p0, *p1, *p2) = (i as u32 + 2, i as u32, i as u32);
+                                (*q0, *q1, *q2) = (c as u16, c as u16, c as u16);
                             }
                             i += 3;
                             continue;
@@ -1024,6 +1037,24 @@ mod tests {
         let exit: Vec<u32> = (0..5).map(|i| s.exitptr(i)).collect();
         assert_eq!(enter, [0, 0, 2, 0, NONE]);
         assert_eq!(exit, [3, NONE, NONE, NONE, NONE]);
+    }
+
+    #[test]
+    fn call_path_column_renumbers_one_or_many_call_paths() {
+        let column = || Cnodes::Narrow(vec![0, 1, 2, NARROW_NONE, 2, 1]);
+        let got = |c: &Cnodes| (0..6).map(|i| c.get(i)).collect::<Vec<_>>();
+        // one call path moved (the compare-and-select walk)
+        let mut c = column();
+        c.remap(&[0, 1, 3], 4);
+        assert_eq!(got(&c), [0, 1, 3, NO_CNODE, 3, 1]);
+        // two moved (the table)
+        let mut c = column();
+        c.remap(&[0, 2, 1], 3);
+        assert_eq!(got(&c), [0, 2, 1, NO_CNODE, 1, 2]);
+        // none moved
+        let mut c = column();
+        c.remap(&[0, 1, 2], 3);
+        assert_eq!(got(&c), [0, 1, 2, NO_CNODE, 2, 1]);
     }
 
     #[test]
