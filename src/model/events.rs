@@ -692,6 +692,9 @@ impl EventsFiller {
         let i = self.peer.len() as u32;
         let m = ptc.iter().map(|c| c.len()).fold(bytes.len(), usize::min);
         let bytes = &bytes[..m];
+        if self.msg_cap - self.peer.len().min(self.msg_cap) < m {
+            self.msg_room(m);
+        }
         put_all(&mut self.peer, &ptc[0][..m]);
         put_all(&mut self.comm, &ptc[1][..m]);
         put_all(&mut self.tag, &ptc[2][..m]);
@@ -707,6 +710,31 @@ impl EventsFiller {
             }
         }
         self.msg_request.extend_from_slice(requests);
+        self.sync_caps();
+    }
+
+    /// Room for `m` more messages in the message columns (each alike): for as many as the
+    /// declared events would hold at the messages' share of the events so far (with a
+    /// sixteenth more, at most one a declared event), at least twice as many as now, so a
+    /// reader that appends its events before their messages grows them about once.
+    #[cold]
+    #[inline(never)]
+    fn msg_room(&mut self, m: usize) {
+        let have = self.peer.len() + m;
+        let events = self.time.len().max(1);
+        let share = (have as u128 * self.cap.max(events) as u128 / events as u128) as usize;
+        let at_end = share.saturating_add(share / 16).min(self.cap.max(have));
+        let want = at_end.max(2 * self.peer.len()).max(have);
+        fn room<T>(v: &mut Vec<T>, want: usize) {
+            if v.capacity() < want {
+                v.reserve_exact(want - v.len());
+                super::spill::advise_huge(v);
+            }
+        }
+        room(&mut self.peer, want);
+        room(&mut self.comm, want);
+        room(&mut self.tag, want);
+        room(&mut self.bytes, want);
         self.sync_caps();
     }
 

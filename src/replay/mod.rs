@@ -216,7 +216,20 @@ impl Cnodes {
         let same = map.iter().enumerate().all(|(k, &g)| g as usize == k);
         match self {
             Cnodes::Narrow(v) => {
-                if ncn < NARROW_NONE as usize && !same {
+                let mut moved = (map.iter().enumerate().take(NARROW_NONE as usize))
+                    .filter(|&(k, &g)| g as usize != k);
+                let one = match (moved.next(), moved.next()) {
+                    (Some((k, &g)), None) => Some((k as u16, g as u16)),
+                    _ => None,
+                };
+                if let (true, Some((from, to))) = (ncn < NARROW_NONE as usize, one) {
+                    // one call path renumbered (often where locations differ in one call):
+                    // a compare and a select a value, many at a time
+                    for c in v.iter_mut() {
+                        let hit = ((*c == from) as u16).wrapping_neg();
+                        *c ^= (*c ^ to) & hit;
+                    }
+                } else if ncn < NARROW_NONE as usize && !same {
                     // every 16-bit value's new one (`NARROW_NONE` stays): a load a call path,
                     // no branch and no bounds check
                     let mut to: Box<[u16; 1 << 16]> = Box::new([NARROW_NONE; 1 << 16]);
@@ -339,6 +352,39 @@ fn zeroed<T: Copy + Default>(n: usize) -> Vec<T> {
 
 /// Local call paths below which `Walk::plain` runs (its call-path column is narrow).
 const PLAIN_NODES: usize = NARROW_NONE as usize;
+
+/// What follows an ENTER in `Walk::plain`.
+enum Leaf {
+    /// Its LEAVE, at this time.
+    Pair(u64),
+    /// A point-to-point record of this kind, then its LEAVE at this time.
+    Triple(EventKind, u64),
+    /// Anything else.
+    No,
+}
+
+/// Whether ENTER `i` opens a leaf instance: its LEAVE next, or after one point-to-point
+/// record (MPI_SEND ..= MPI_REQUEST_CANCELLED), its events' times in order.
+#[inline(always)]
+fn leaf((times, kinds, args): (&[u64], &[EventKind], &[u32]), i: usize) -> Leaf {
+    let at = |j: usize| Some((*kinds.get(j)?, *args.get(j)?, *times.get(j)?));
+    let (Some((_, arg, t)), Some((k1, a1, t1))) = (at(i), at(i + 1)) else {
+        return Leaf::No;
+    };
+    if t1 < t {
+        return Leaf::No;
+    }
+    if k1 == EventKind::Leave && a1 == arg {
+        return Leaf::Pair(t1);
+    }
+    let p2p = (EventKind::MpiSend as u8)..=(EventKind::MpiRequestCancelled as u8);
+    match at(i + 2) {
+        Some((EventKind::Leave, a2, t2)) if p2p.contains(&(k1 as u8)) && a2 == arg && t2 >= t1 => {
+            Leaf::Triple(k1, t2)
+        }
+        _ => Leaf::No,
+    }
+}
 
 /// Pass A over one location (`mpi` as `matching::mpi_regions` makes it: its blocking sides
 /// noted for matching; empty: not).
@@ -467,6 +513,37 @@ impl<'w> Walk<'w> {
                     };
                     *v += 1;
                     tick(c_top);
+                    // a leaf instance whole (the top unchanged after it): what the ENTER, a
+                    // point-to-point record in it and its LEAVE would do one by one
+                    match leaf((times, kinds, args), i) {
+                        Leaf::Pair(t1) => {
+                            if let Some(x) = time.get_mut(c as usize) {
+                                *x += t1 - t;
+                            }
+                            last_t = t1;
+                            (ptr[i], cn[i]) = (i as u32 + 1, c as u16);
+                            if let (Some(p), Some(q)) = (ptr.get_mut(i + 1), cn.get_mut(i + 1)) {
+                                (*p, *q) = (i as u32, c as u16);
+                            }
+                            i += 2;
+                            continue;
+                        }
+                        Leaf::Triple(k1, t2) => {
+                            if let Some(x) = time.get_mut(c as usize) {
+                                *x += t2 - t;
+                            }
+                            last_t = t2;
+                            noter.note(k1, i + 1, arg);
+                            let (p, q) = (ptr.get_mut(i..i + 3), cn.get_mut(i..i + 3));
+                            if let (Some([p0, p1, p2]), Some([q0, q1, q2])) = (p, q) {
+                                (*p0, *p1, *p2) = (i as u32 + 2, i as u32, i as u32);
+                                (*q0, *q1, *q2) = (c as u16, c as u16, c as u16);
+                            }
+                            i += 3;
+                            continue;
+                        }
+                        Leaf::No => {}
+                    }
                     // the pointer links the frame below until the LEAVE
                     let below = top;
                     (top, c_top) = (i as u32, c);
@@ -960,6 +1037,24 @@ mod tests {
         let exit: Vec<u32> = (0..5).map(|i| s.exitptr(i)).collect();
         assert_eq!(enter, [0, 0, 2, 0, NONE]);
         assert_eq!(exit, [3, NONE, NONE, NONE, NONE]);
+    }
+
+    #[test]
+    fn call_path_column_renumbers_one_or_many_call_paths() {
+        let column = || Cnodes::Narrow(vec![0, 1, 2, NARROW_NONE, 2, 1]);
+        let got = |c: &Cnodes| (0..6).map(|i| c.get(i)).collect::<Vec<_>>();
+        // one call path moved (the compare-and-select walk)
+        let mut c = column();
+        c.remap(&[0, 1, 3], 4);
+        assert_eq!(got(&c), [0, 1, 3, NO_CNODE, 3, 1]);
+        // two moved (the table)
+        let mut c = column();
+        c.remap(&[0, 2, 1], 3);
+        assert_eq!(got(&c), [0, 2, 1, NO_CNODE, 1, 2]);
+        // none moved
+        let mut c = column();
+        c.remap(&[0, 1, 2], 3);
+        assert_eq!(got(&c), [0, 1, 2, NO_CNODE, 2, 1]);
     }
 
     #[test]

@@ -436,9 +436,15 @@ impl Batch {
         self.arg[e] = arg;
     }
 
-    /// The batch's events appended to `out`, and its messages with `messages`; what was
-    /// appended gone from the batch.
+    /// The batch's events appended to `out`, then its messages with `messages` (the message
+    /// columns grow by the messages' share of the events so far); what was appended gone
+    /// from the batch.
     fn flush(&mut self, out: &mut EventsFiller, messages: bool) {
+        let e = self.e.min(BATCH_EVENTS);
+        if e > 0 {
+            out.extend_events(&self.time[..e], &self.kind[..e], &self.arg[..e]);
+            self.e = 0;
+        }
         let m = self.m.min(BATCH);
         if messages && m > 0 {
             let (peer, comm, tag) = (&self.peer[..m], &self.comm[..m], &self.tag[..m]);
@@ -446,11 +452,6 @@ impl Batch {
             self.requests.clear();
             self.m = 0;
             self.msg_base = out.messages() as u32;
-        }
-        let e = self.e.min(BATCH_EVENTS);
-        if e > 0 {
-            out.extend_events(&self.time[..e], &self.kind[..e], &self.arg[..e]);
-            self.e = 0;
         }
     }
 }
@@ -473,7 +474,7 @@ fn le_u64(b: &[u8]) -> u64 {
 
 /// A little-endian point-to-point record `r` (its type, its one-byte length, then receiver
 /// or sender, communicator (local id), tag, length and, `nonblocking`, the request), written
-/// to slot `k` of `b` as it is read (`comms` the location's communicator table): the
+/// to slot `k` of `b` once read whole (`comms` the location's communicator table): the
 /// record's length (after the length byte) and the request, or `None` for the cursor's
 /// checked path (a record longer than `r`, a field that does not fit, a communicator the
 /// table does not resolve).
@@ -488,28 +489,41 @@ fn fast_msg(
     if len > RECORD - 2 {
         return None;
     }
-    let mut p = 2;
-    let mut field = |max: usize| {
-        let n = *r.get(p)? as usize;
-        if n > max {
-            return None;
-        }
-        let v = le_u64(r.get(p + 1..p + 9)?) & MASK64[n.min(8)];
-        p += 1 + n;
-        Some(v)
-    };
     let k = k.min(BATCH - 1);
-    b.peer[k] = field(4)? as u32;
-    let comm = field(4)? as u32;
-    b.comm[k] = *comms.get(comm as usize).filter(|&&v| v != Resolver::NONE)?;
-    b.tag[k] = field(4)? as u32;
-    b.bytes[k] = field(8)?;
-    let request = if nonblocking { Some(field(8)?) } else { None };
+    let (peer, p) = p2p_field(r, 2, 4)?;
+    let (comm, p) = p2p_field(r, p, 4)?;
+    let (tag, p) = p2p_field(r, p, 4)?;
+    let (bytes, p) = p2p_field(r, p, 8)?;
+    let (request, p) = if nonblocking {
+        let (q, p) = p2p_field(r, p, 8)?;
+        (Some(q), p)
+    } else {
+        (None, p)
+    };
     // every field inside the record (`p` only grows)
     if p > 2 + len {
         return None;
     }
+    b.peer[k] = peer as u32;
+    b.comm[k] = *comms.get(comm as usize).filter(|&&v| v != Resolver::NONE)?;
+    b.tag[k] = tag as u32;
+    b.bytes[k] = bytes;
     Some((len, request))
+}
+
+/// The field of a point-to-point record `r` at `p` (its size byte, up to `max` value bytes,
+/// 8 loaded at once): its value and the position after it. `fast_msg` asks for at most
+/// five, each of at most 9 bytes from 2 on, so `p` is at most 26 and the bounds hold
+/// without a check (the `min` only says so).
+#[inline(always)]
+fn p2p_field(r: &[u8; RECORD], p: usize, max: usize) -> Option<(u64, usize)> {
+    let p = p.min(RECORD - 9);
+    let n = r[p] as usize;
+    if n > max {
+        return None;
+    }
+    let v = le_u64(&r[p + 1..p + 9]) & MASK64[n.min(8)];
+    Some((v, p + 1 + n))
 }
 
 /// The payload of a length-prefixed record: a cursor that ends where the record ends.
