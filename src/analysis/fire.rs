@@ -191,7 +191,8 @@ impl Engine<'_> {
         fr: &Frame,
         ctx: &Ctx,
     ) {
-        if code.guard.as_ref().is_some_and(|g| !g.may_keep(ctx, env)) {
+        let first = &mut pass.first[k];
+        if (code.guard.as_ref()).is_some_and(|g| !g.may_keep(ctx, env, first)) {
             return;
         }
         if !self.prelude_code(code, when, ctx, env) {
@@ -295,7 +296,7 @@ impl Engine<'_> {
         pass: &mut LocPass,
         ctx: &Ctx,
     ) {
-        let Some(sev) = self.plain_sev(code, when, env, ctx) else {
+        let Some(sev) = self.plain_sev(code, when, (&mut *env, &mut pass.first[k]), ctx) else {
             return;
         };
         let cc = code.violation.as_ref().is_some_and(|v| v.truth(ctx, env));
@@ -308,17 +309,18 @@ impl Engine<'_> {
     }
 
     /// The severity of the instance a rule whose instances are only booked keeps on the
-    /// trigger in `env` (`fire_plain`'s first steps): its lets and `when` (the rest of it
-    /// after the prefilter) hold and the severity is positive; `None` otherwise.
+    /// trigger in `env` (`fire_plain`'s first steps; `first`: the rule's `LocPass::first`):
+    /// its lets and `when` (the rest of it after the prefilter) hold and the severity is
+    /// positive; `None` otherwise.
     #[inline(always)]
     pub(crate) fn plain_sev(
         &self,
         code: &RuleCode,
         when: Option<&Code>,
-        env: &mut [Value],
+        (env, first): (&mut [Value], &mut u8),
         ctx: &Ctx,
     ) -> Option<f64> {
-        if code.guard.as_ref().is_some_and(|g| !g.may_keep(ctx, env)) {
+        if (code.guard.as_ref()).is_some_and(|g| !g.may_keep(ctx, env, first)) {
             return None;
         }
         if !self.prelude_code(code, when, ctx, env) {

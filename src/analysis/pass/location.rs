@@ -41,6 +41,9 @@ pub(crate) struct LocPass {
     /// The last event an instance was attributed to (`at`): (location, event, call path,
     /// time) (`Engine::emit`).
     pub(crate) at: (u32, u32, u32, u64),
+    /// Per rule, the pair of its severity guard compared first: the one that failed last
+    /// on this walk (`Guard::holds`).
+    pub(crate) first: Vec<u8>,
 }
 
 impl LocPass {
@@ -56,6 +59,7 @@ impl LocPass {
             waits: Vec::new(),
             scratch: Vec::new(),
             at: (u32::MAX, u32::MAX, NO_CNODE, 0),
+            first: vec![0; nrules],
         }
     }
 }

@@ -195,7 +195,8 @@ fn try_plain(
         let r = &folded[j];
         let Some((code, _)) = &r.code else { continue };
         let env = &mut env[..r.slots];
-        if let Some(sev) = eng.plain_sev(code, code.when.as_ref(), env, ctx) {
+        let at2 = (env, &mut pass.first[r.rule]);
+        if let Some(sev) = eng.plain_sev(code, code.when.as_ref(), at2, ctx) {
             eng.book(r.rule, at, sev, false, pass);
             if let Some(b) = books.as_deref_mut() {
                 let cell = (pass.acc.as_ref()).and_then(|a| a.index_of(r.rule, at.2));

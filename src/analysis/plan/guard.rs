@@ -64,15 +64,16 @@ pub(crate) struct SevGuard {
 
 impl SevGuard {
     /// Whether the rule may keep an instance on the trigger bound in `env`: false only
-    /// where no group holds the candidate and the guard fails.
+    /// where no group holds the candidate and the guard fails. `first`: the pair compared
+    /// first (`Guard::holds`).
     #[inline(always)]
-    pub(crate) fn may_keep(&self, c: &Ctx, env: &mut [Value]) -> bool {
+    pub(crate) fn may_keep(&self, c: &Ctx, env: &mut [Value], first: &mut u8) -> bool {
         // ticks order seconds only with a resolution of a tick or more (finite seconds)
         // (the resolution is an integer, never NaN)
         if c.clock[1] < 1.0 || self.grouped.as_ref().is_some_and(|w| w.truth(c, env)) {
             return true;
         }
-        self.guard.holds(c, env)
+        self.guard.holds(c, env, first)
     }
 }
 
@@ -92,14 +93,27 @@ impl Guard {
         })
     }
 
-    /// Whether the condition may hold on the events bound in `env`.
+    /// Whether the condition may hold on the events bound in `env`. The pairs that must
+    /// all hold are compared from pair `first` on, the one that failed last on this walk:
+    /// `first` becomes the pair that fails (the pairs read nothing but times, so the order
+    /// they are compared in changes nothing but how many are).
     #[inline(always)]
-    pub(crate) fn holds(&self, c: &Ctx, env: &[Value]) -> bool {
+    pub(crate) fn holds(&self, c: &Ctx, env: &[Value], first: &mut u8) -> bool {
         let later = |&(a, b): &(Time, Time)| match (tick(c, env, a), tick(c, env, b)) {
             (Some(x), Some(y)) => x > y,
             _ => true,
         };
-        self.pairs.iter().all(later) && self.clauses.iter().all(|p| p.iter().any(later))
+        let f = *first as usize;
+        if self.pairs.get(f).is_some_and(|p| !later(p)) {
+            return false;
+        }
+        for (j, p) in self.pairs.iter().enumerate() {
+            if j != f && !later(p) {
+                *first = j as u8;
+                return false;
+            }
+        }
+        self.clauses.iter().all(|p| p.iter().any(later))
     }
 }
 
@@ -346,10 +360,11 @@ mod tests {
     use crate::rules::compile::Value;
     use crate::rules::RuleSet;
 
-    /// Wherever a rule's guard refuses a trigger, its severity (its lets evaluated first)
-    /// is not a positive number: on every event of each kind of the built-in rules' passes,
-    /// its slots bound to that event and to events after it (not only true partners). The
-    /// guards of the receive and send passes refuse some triggers.
+    /// Wherever a rule's guard refuses a trigger, whatever pair it compares first, its
+    /// severity (its lets evaluated first) is not a positive number: on every event of
+    /// each kind of the built-in rules' passes, its slots bound to that event and to events
+    /// after it (not only true partners). The guards of the receive and send passes refuse
+    /// some triggers.
     #[test]
     fn a_refused_trigger_has_no_positive_severity() {
         let rs = RuleSet::load(&[]).unwrap();
@@ -382,7 +397,15 @@ mod tests {
                                 for (s, v) in env.iter_mut().enumerate().take(nt as usize) {
                                     *v = Value::Event(l as u32, (i + s as u32) % n);
                                 }
-                                if g.may_keep(&ctx, &mut env) {
+                                let keep = g.may_keep(&ctx, &mut env, &mut 0);
+                                // the pair compared first (the one that failed last on a
+                                // walk) changes nothing but how many pairs are compared
+                                for f in 1..=super::MAX_CLAUSES as u8 {
+                                    let mut first = f;
+                                    let k = g.may_keep(&ctx, &mut env, &mut first);
+                                    assert_eq!(k, keep, "{name}: rule {} first {f}", r.rule);
+                                }
+                                if keep {
                                     continue;
                                 }
                                 refused += 1;
