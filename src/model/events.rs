@@ -138,12 +138,6 @@ pub struct Events {
 }
 
 impl Events {
-    /// The positions of the events of kind `a` or `b`, in order (the kind column searched
-    /// as bytes, `memchr`: few events are of those kinds).
-    pub fn positions_of(&self, a: EventKind, b: EventKind) -> impl Iterator<Item = usize> + '_ {
-        memchr::memchr2_iter(a as u8, b as u8, super::spill::bytes_of(&self.kind[..]))
-    }
-
     pub fn with_capacity(n: usize) -> Events {
         Events {
             time: Column::with_capacity(n),
