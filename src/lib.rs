@@ -19,6 +19,7 @@ pub mod convert;
 pub mod distributed;
 pub mod error;
 pub mod formats;
+pub mod huge_alloc;
 pub mod model;
 pub mod replay;
 pub mod report;

@@ -4,6 +4,11 @@
 use clap::Parser;
 use std::process::ExitCode;
 
+/// Large buffers (the event and replay columns) in transparent huge pages: see
+/// `perfexpert::huge_alloc`.
+#[global_allocator]
+static ALLOC: perfexpert::huge_alloc::HugeAlloc = perfexpert::huge_alloc::HugeAlloc;
+
 fn main() -> ExitCode {
     let cli = match perfexpert::cli::Cli::try_parse() {
         Ok(cli) => cli,
