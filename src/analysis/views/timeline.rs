@@ -1009,29 +1009,38 @@ impl Acc {
         while (cols >> coarse) > COLUMNS as usize && (cols >> coarse) % 2 == 0 {
             coarse += 1;
         }
-        let mut runs: Vec<Runs> = (0..=coarse)
-            .map(|l| Runs::new(self.width * (1usize << l) as f64))
+        let mut runs0 = Runs::new(self.width);
+        // the coarser levels 1..=coarse (`up[l - 1]`)
+        let mut up: Vec<Coarser<W>> = (1..=coarse)
+            .map(|l| Coarser {
+                run: [0.0f64; W],
+                left: (0.0f32, NO_CNODE),
+                runs: Runs::new(self.width * (1usize << l) as f64),
+            })
             .collect();
-        let mut used: Vec<Vec<u32>> = vec![Vec::new(); coarse + 1];
-        // per coarser level `l` (1..=coarse): its column's running sums, the longest
-        // stretch of its left half
-        let mut run = vec![[0.0f64; W]; coarse + 1];
-        let mut left = vec![(0.0f32, NO_CNODE); coarse + 1];
         let adding = (1usize << coarse) - 1;
-        for (j, f) in self.fine.iter().enumerate() {
+        // the classes as `first_max_of` names them
+        let mut named = [0u8; W];
+        for (n, &k) in named.iter_mut().zip(u) {
+            *n = k as u8;
+        }
+        let named = &named[..u.len().min(W)];
+        // every finest column up to `cols` (all of them when there is none)
+        let end = if cols == 0 { self.fine.len() } else { cols };
+        for (j, f) in self.fine[..end].iter().enumerate() {
             let mut cell = [0.0f64; W];
             for (x, &k) in cell.iter_mut().zip(u) {
                 *x = f.t[k & 15] as f64;
             }
             let best = f.best;
-            runs[0].push(first_max_of(u, &cell), best, &mut used[0]);
+            runs0.push(first_max_of(named, &cell), best);
             // the levels whose right half column `j` is in (bit l - 1 of `j` set)
             let mut bits = j & adding;
             while bits != 0 {
-                let l = bits.trailing_zeros() as usize + 1;
+                let l = bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                if let Some(r) = run.get_mut(l) {
-                    for (x, &v) in r.iter_mut().zip(&cell) {
+                if let Some(c) = up.get_mut(l) {
+                    for (x, &v) in c.run.iter_mut().zip(&cell) {
                         *x += v;
                     }
                 }
@@ -1039,30 +1048,36 @@ impl Acc {
             // the levels whose column ends at `j` (the low bits of `j` all set), finer first
             let ends = (!j).trailing_zeros() as usize;
             let mut b = best;
-            for ((r, row), (named, &lb)) in (run.iter().zip(&mut runs))
-                .zip(used.iter_mut().zip(&left))
-                .take(ends.min(coarse) + 1)
-                .skip(1)
-            {
-                b = if b.0 > lb.0 { b } else { lb };
-                row.push(first_max_of(u, r), b, named);
+            for c in up.iter_mut().take(ends) {
+                b = if b.0 > c.left.0 { b } else { c.left };
+                c.runs.push(first_max_of(named, &c.run), b);
             }
             // the next level's left half is complete: its running sum starts as a copy
             if ends < coarse {
-                let l = ends + 1;
-                left[l] = b;
-                run[l] = if ends == 0 { cell } else { run[ends] };
-            }
-            if j + 1 == cols {
-                break;
+                let run = if ends == 0 { cell } else { up[ends - 1].run };
+                up[ends].left = b;
+                up[ends].run = run;
             }
         }
-        let per_level = runs.into_iter().rev().map(Runs::out).collect();
-        let mut used = used.concat();
+        let mut per_level = Vec::with_capacity(coarse + 1);
+        let mut used = Vec::new();
+        for runs in up.into_iter().rev().map(|c| c.runs).chain([runs0]) {
+            let (row, named) = runs.out();
+            per_level.push(row);
+            used.extend(named);
+        }
         used.sort_unstable();
         used.dedup();
         (per_level, used)
     }
+}
+
+/// A coarser level of `Acc::levels` as its columns fill: the running sums of its current
+/// column, the longest stretch of that column's left half, and its row.
+struct Coarser<const W: usize> {
+    run: [f64; W],
+    left: (f32, u32),
+    runs: Runs,
 }
 
 /// The classes whose ticks are positive (`pos`, per class), as bits (`Acc::levels`).
@@ -1094,11 +1109,11 @@ impl Classes {
 /// class; (15, 0.0) when none is positive (`dominant`'s choice: the classes not set are
 /// 0.0).
 #[inline(always)]
-fn first_max_of(u: &[usize], sums: &[f64]) -> (u8, f64) {
+fn first_max_of(u: &[u8], sums: &[f64]) -> (u8, f64) {
     let mut best = (15u8, 0.0f64);
     for (&k, &x) in u.iter().zip(sums) {
         if x > best.1 {
-            best = (k as u8, x);
+            best = (k, x);
         }
     }
     best
@@ -1154,6 +1169,9 @@ struct Runs {
     out: Vec<u8>,
     /// The current run: cell, call path + 1, length (0: none yet).
     run: (u8, u32, u32),
+    /// The call paths the runs written name (a call path once per run: the caller sorts and
+    /// deduplicates).
+    used: Vec<u32>,
     /// A share in percent in sixteenths, once per percent.
     sixteenths: [u8; 101],
 }
@@ -1164,6 +1182,7 @@ impl Runs {
             len,
             out: Vec::new(),
             run: (0, 0, 0),
+            used: Vec::new(),
             sixteenths: std::array::from_fn(|pct| {
                 (pct as f64 * 15.0 / 100.0).round().clamp(1.0, 15.0) as u8
             }),
@@ -1171,34 +1190,39 @@ impl Runs {
     }
 
     /// The next column: its first largest class sum `(k, t)` (`first_max_of`) and its longest
-    /// stretch `best`; the call path named pushed to `used` (a repeat of the last one left
-    /// out: the caller sorts and deduplicates).
+    /// stretch `best`.
     #[inline(always)]
-    fn push(&mut self, (k, t): (u8, f64), best: (f32, u32), used: &mut Vec<u32>) {
+    fn push(&mut self, (k, t): (u8, f64), best: (f32, u32)) {
         let cell = if k == 15 {
             0xF0
         } else {
             k << 4 | self.sixteenths[round_pct(100.0 * t / self.len) as usize]
         };
         let cn = if best.1 == NO_CNODE { 0 } else { best.1 + 1 };
-        if best.1 != NO_CNODE && used.last() != Some(&best.1) {
-            used.push(best.1);
-        }
         if self.run.2 > 0 && self.run.0 == cell && self.run.1 == cn {
             self.run.2 += 1;
         } else {
             if self.run.2 > 0 {
-                push_run(&mut self.out, self.run);
+                self.write();
             }
             self.run = (cell, cn, 1);
         }
     }
 
-    fn out(mut self) -> Vec<u8> {
-        if self.run.2 > 0 {
-            push_run(&mut self.out, self.run);
+    /// The current run written, its call path (if any) to `used`.
+    fn write(&mut self) {
+        push_run(&mut self.out, self.run);
+        if self.run.1 != 0 {
+            self.used.push(self.run.1 - 1);
         }
-        self.out
+    }
+
+    /// The row and the call paths it names (each once per run).
+    fn out(mut self) -> (Vec<u8>, Vec<u32>) {
+        if self.run.2 > 0 {
+            self.write();
+        }
+        (self.out, self.used)
     }
 }
 
@@ -1320,10 +1344,14 @@ mod tests {
                         best = f.best;
                     }
                 }
-                let all: Vec<usize> = (0..16).collect();
-                runs.push(first_max_of(&all, &s), best, &mut used);
+                let all: Vec<u8> = (0..16).collect();
+                runs.push(first_max_of(&all, &s), best);
+                // every column's call path, not the runs' (`Runs::out`)
+                if best.1 != NO_CNODE {
+                    used.push(best.1);
+                }
             }
-            rows.push(runs.out());
+            rows.push(runs.out().0);
         }
         rows.reverse();
         used.sort_unstable();
