@@ -274,21 +274,17 @@ impl Items<'_> {
 /// fewer bytes are left.
 #[inline(always)]
 pub(super) fn words_at(data: &[u8], at: usize) -> Option<(u32, u64, [u64; 2])> {
-    let b = data.get(at..)?.first_chunk::<28>()?;
-    let w = |i: usize| {
-        u64::from_le_bytes([
-            b[i],
-            b[i + 1],
-            b[i + 2],
-            b[i + 3],
-            b[i + 4],
-            b[i + 5],
-            b[i + 6],
-            b[i + 7],
-        ])
-    };
-    let w0 = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-    Some((w0, w(4), [w(12), w(20)]))
+    // each word one load (the header word assembled from its bytes was three loads and
+    // shifts)
+    let (w0, b) = data.get(at..)?.split_first_chunk::<4>()?;
+    let (time, b) = b.split_first_chunk::<8>()?;
+    let (w1, b) = b.split_first_chunk::<8>()?;
+    let w2 = b.first_chunk::<8>()?;
+    Some((
+        u32::from_le_bytes(*w0),
+        u64::from_le_bytes(*time),
+        [u64::from_le_bytes(*w1), u64::from_le_bytes(*w2)],
+    ))
 }
 
 /// The binary Paje decoder over the whole file in memory.

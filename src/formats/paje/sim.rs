@@ -713,7 +713,9 @@ pub(super) struct Pairing {
 type LongEnd = (u32, u32, Box<[u8]>);
 
 /// An open link end in `Pairing::table`: its container, type, key words, slot and kind
-/// (`state` 0: an empty entry, 1: a StartLink, 2: an EndLink).
+/// (`state & 3` 0: an empty entry, 1: a StartLink, 2: an EndLink) with its home above the
+/// kind (`Pairing::home` in the table's current size, `HOMES`: `remove` moves entries back
+/// without hashing them again).
 #[derive(Clone, Copy, Default)]
 struct Open {
     w: [u64; 3],
@@ -722,6 +724,9 @@ struct Open {
     slot: u32,
     state: u32,
 }
+
+/// Tables of `Pairing` up to this size keep each entry's home in its `state`.
+const HOMES: usize = 1 << 30;
 
 impl Pairing {
     /// The slot of a StartLink (`start`) or EndLink of type `ty` on container `c`.
@@ -748,7 +753,8 @@ impl Pairing {
             self.grow();
         }
         let mask = self.table.len() - 1;
-        let mut i = self.home(c, ty, w);
+        let home = self.home(c, ty, w);
+        let mut i = home;
         loop {
             let e = self.table[i];
             if e.state == 0 {
@@ -758,7 +764,7 @@ impl Pairing {
                     c,
                     ty,
                     slot,
-                    state: if start { 1 } else { 2 },
+                    state: (if start { 1 } else { 2 }) | (home as u32) << 2,
                 };
                 self.used += 1;
                 return slot;
@@ -766,7 +772,7 @@ impl Pairing {
             // word by word: the key's words were just stored one by one, and a load of two
             // of them at once (the arrays' `==`) would wait for both stores to complete
             if e.w[0] == w[0] && e.w[1] == w[1] && e.w[2] == w[2] && e.c == c && e.ty == ty {
-                if (e.state == 1) != start {
+                if (e.state & 3 == 1) != start {
                     self.remove(i);
                     self.free.push(e.slot);
                 }
@@ -786,7 +792,10 @@ impl Pairing {
             if e.state == 0 {
                 break;
             }
-            let k = self.home(e.c, e.ty, &e.w);
+            let k = match self.table.len() <= HOMES {
+                true => (e.state >> 2) as usize,
+                false => self.home(e.c, e.ty, &e.w),
+            };
             // entry j may move to i unless its home lies cyclically in (i, j]
             let stays = if i <= j {
                 i < k && k <= j
@@ -807,8 +816,10 @@ impl Pairing {
         let old = std::mem::take(&mut self.table);
         self.table = vec![Open::default(); (old.len() * 2).max(256)];
         let mask = self.table.len() - 1;
-        for e in old.into_iter().filter(|e| e.state != 0) {
-            let mut i = self.home(e.c, e.ty, &e.w);
+        for mut e in old.into_iter().filter(|e| e.state != 0) {
+            let home = self.home(e.c, e.ty, &e.w);
+            e.state = e.state & 3 | (home as u32) << 2;
+            let mut i = home;
             while self.table[i].state != 0 {
                 i = (i + 1) & mask;
             }
