@@ -704,6 +704,30 @@ fn path_step(c: &Ctx, v: Value, f: Field) -> Value {
     }
 }
 
+/// `X.f.g` of the value `v` of slot `X` as `if exists(X.f) then X.f.g else ..` reads it
+/// (`typed`, `g` a numeric field): `None` where `X.f` is absent, else the number (absent
+/// for anything else); the fields of the point-to-point rules read in place (a memoised
+/// list's input, `plan::memo::Input`).
+#[inline(always)]
+pub(crate) fn exists_path(c: &Ctx, v: Value, f: Field, g: Field) -> Option<Option<f64>> {
+    macro_rules! read {
+        ($f:expr, $g:expr) => {
+            match path_step(c, v, $f) {
+                Value::None => None,
+                w => Some(match path_step(c, w, $g) {
+                    Value::Num(x) => Some(x),
+                    _ => None,
+                }),
+            }
+        };
+    }
+    match (f, g) {
+        (Field::Send, Field::Bytes) => read!(Field::Send, Field::Bytes),
+        (Field::Recv, Field::Bytes) => read!(Field::Recv, Field::Bytes),
+        _ => read!(f, g),
+    }
+}
+
 /// `X.enter.time` of the value `v` of slot `X`: an event's read through the replay's
 /// pointer column, anything else field by field as `Ctx::eval` does.
 #[inline(always)]

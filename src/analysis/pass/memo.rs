@@ -32,6 +32,14 @@ pub(crate) static HITS: std::sync::atomic::AtomicUsize = std::sync::atomic::Atom
 /// worst instances refused, `NOT_REFUSED` before).
 type Books = Vec<(usize, f64, u32, u64)>;
 
+/// A key's bookings, and whether each has its cell (`own`: the pass accumulates, and the
+/// instances are at the trigger on the walk's own location), so a trigger with the key adds
+/// them to their cells without asking again.
+struct Entry {
+    own: bool,
+    books: Books,
+}
+
 /// A booking whose instance no cell refused yet (a refusal at this time is not kept: those
 /// instances are offered as before).
 const NOT_REFUSED: u64 = u64::MAX;
@@ -39,7 +47,7 @@ const NOT_REFUSED: u64 = u64::MAX;
 #[derive(Default)]
 pub(crate) struct Memo {
     map: HashMap<Key, u32>,
-    entries: Vec<Books>,
+    entries: Vec<Entry>,
     /// The last key met and its entry.
     last: Option<(Key, u32)>,
     /// Keys met again, new keys; `off`: the rules are tried on every trigger.
@@ -78,7 +86,8 @@ impl Memo {
         }
         let e = self.entries.len() as u32;
         self.map.insert(key, e);
-        self.entries.push(books);
+        let own = books.iter().all(|b| b.2 != 0);
+        self.entries.push(Entry { own, books });
         self.last = Some((key, e));
     }
 }
@@ -125,10 +134,11 @@ pub(crate) fn try_memo(
         memo.hits += 1;
         #[cfg(test)]
         HITS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        for b in memo.entries[e].iter_mut() {
-            let (k, sev, cell, refused) = *b;
-            match &mut pass.acc {
-                Some(acc) if cell != 0 => {
+        let entry = &mut memo.entries[e];
+        match &mut pass.acc {
+            Some(acc) if entry.own => {
+                for b in entry.books.iter_mut() {
+                    let (_, sev, cell, refused) = *b;
                     let c = &mut acc.cells[cell as usize - 1];
                     let x = Instance {
                         loc: l,
@@ -144,7 +154,11 @@ pub(crate) fn try_memo(
                         b.3 = time;
                     }
                 }
-                _ => eng.book(k, at, sev, false, pass),
+            }
+            _ => {
+                for &(k, sev, ..) in entry.books.iter() {
+                    eng.book(k, at, sev, false, pass);
+                }
             }
         }
         return;

@@ -97,23 +97,41 @@ impl Guard {
     /// all hold are compared from pair `first` on, the one that failed last on this walk:
     /// `first` becomes the pair that fails (the pairs read nothing but times, so the order
     /// they are compared in changes nothing but how many are).
+    /// Pair `first` is compared in place (the walk's triggers mostly stop there), the
+    /// others out of line (`holds_rest`).
     #[inline(always)]
     pub(crate) fn holds(&self, c: &Ctx, env: &[Value], first: &mut u8) -> bool {
-        let later = |&(a, b): &(Time, Time)| match (tick(c, env, a), tick(c, env, b)) {
-            (Some(x), Some(y)) => x > y,
-            _ => true,
-        };
-        let f = *first as usize;
-        if self.pairs.get(f).is_some_and(|p| !later(p)) {
-            return false;
+        if let Some(p) = self.pairs.get(*first as usize) {
+            if !later(c, env, p) {
+                return false;
+            }
         }
+        self.holds_rest(c, env, first)
+    }
+
+    /// `holds` after pair `first` held (or where there is none).
+    #[inline(never)]
+    fn holds_rest(&self, c: &Ctx, env: &[Value], first: &mut u8) -> bool {
+        let f = *first as usize;
         for (j, p) in self.pairs.iter().enumerate() {
-            if j != f && !later(p) {
+            if j != f && !later(c, env, p) {
                 *first = j as u8;
                 return false;
             }
         }
-        self.clauses.iter().all(|p| p.iter().any(later))
+        self.clauses
+            .iter()
+            .all(|p| p.iter().any(|p| later(c, env, p)))
+    }
+}
+
+/// Whether the first time of pair `(a, b)` has a later tick than the second (either unknown:
+/// it may).
+#[inline(always)]
+fn later(c: &Ctx, env: &[Value], &(a, b): &(Time, Time)) -> bool {
+    match (tick(c, env, a), tick(c, env, b)) {
+        (Some(x), Some(y)) => x > y,
+        _ => true,
     }
 }
 

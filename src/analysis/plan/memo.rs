@@ -8,17 +8,53 @@
 use super::passes::KindRule;
 use super::share::same_expr;
 use super::specialise::is_pure;
-use crate::analysis::eval::{compile, if_exists_path, Code};
-use crate::rules::compile::{Expr, Field, Func};
+use crate::analysis::eval::{compile, exists_path, if_exists_path, value_bits, Code, Ctx};
+use crate::rules::compile::{Expr, Field, Func, Value};
 use crate::rules::{Let, Rule};
 
 /// The inputs of a memoised list, compiled: their values, with the kind, region and call
 /// path of the trigger event, decide what its rules book.
 pub(crate) struct MemoSpec {
-    pub(crate) inputs: Vec<Code>,
+    pub(crate) inputs: Vec<Input>,
     /// Whether an input is a shared value (read through the walk's shared cells, fresh
     /// for each trigger).
     pub(crate) shared: bool,
+}
+
+/// One input of a memoised list, compiled.
+pub(crate) enum Input {
+    /// `if exists(X.f) then X.f.g else y` (`X` in slot `s`): the path read in place, `y`
+    /// (its code) only where `X.f` is absent — no closure between the walk and the columns
+    /// (the receive's bytes, `if exists(E.send) then E.send.bytes else E.bytes`).
+    Exists(usize, Field, Field, Code),
+    /// Any other input.
+    Code(Code),
+}
+
+impl Input {
+    fn of(e: &Expr) -> Input {
+        match e {
+            Expr::If(k, a, b) => match if_exists_path(k, a) {
+                Some((s, f, g)) => Input::Exists(s, f, g, compile(b)),
+                None => Input::Code(compile(e)),
+            },
+            e => Input::Code(compile(e)),
+        }
+    }
+
+    /// The input's value in `env` as a memo key's tag and bits (`Code::bits`): the value
+    /// of the expression, or a finer one (an `else` branch that gives no number is kept
+    /// as it is where typed code would read it as absent), so one key is one value.
+    #[inline(always)]
+    pub(crate) fn bits(&self, c: &Ctx, env: &mut [Value]) -> (u64, u64) {
+        match self {
+            Input::Exists(s, f, g, y) => match exists_path(c, env[*s], *f, *g) {
+                Some(x) => value_bits(x.map_or(Value::None, Value::Num)),
+                None => y.bits(c, env),
+            },
+            Input::Code(code) => code.bits(c, env),
+        }
+    }
 }
 
 /// The most inputs a memoised list has (a key's size, `pass::memo`).
@@ -128,7 +164,56 @@ pub(crate) fn memo_spec(list: &[usize], folded: &[KindRule]) -> Option<MemoSpec>
     };
     let inputs = way(0).or_else(|| way(1))?;
     (!list.is_empty()).then(|| MemoSpec {
-        inputs: inputs.iter().map(compile).collect(),
+        inputs: inputs.iter().map(Input::of).collect(),
         shared: inputs.iter().any(|e| matches!(e, Expr::Shared(..))),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::plan::testing::Specialised;
+    use crate::rules::RuleSet;
+
+    /// An `if exists(X.f) then X.f.g else X.bytes` input read in place (`Input::Exists`)
+    /// gives the key its code gives (`Code::bits`), on every event of the shipped traces:
+    /// the point-to-point fields of the receive and send rules and others.
+    #[test]
+    fn exists_inputs_give_the_keys_of_their_code() {
+        let rs = RuleSet::load(&[]).unwrap();
+        let none = |_: u16| 0.0;
+        let paths = [
+            (Field::Send, Field::Bytes),
+            (Field::Recv, Field::Bytes),
+            (Field::Send, Field::Tag),
+            (Field::Enter, Field::Time),
+        ];
+        for name in [
+            "scorep/mixed8",
+            "scorep/nb",
+            "scorep/wo",
+            "scorep/ls",
+            "scorep/lr",
+        ] {
+            let s = Specialised::new(&rs, name);
+            let ctx = s.ctx(&rs, &[], &none);
+            for (f, g) in paths {
+                let e = Expr::If(
+                    Box::new(Expr::Call(Func::Exists, vec![Expr::Path(0, f, None)])),
+                    Box::new(Expr::Path(0, f, Some(g))),
+                    Box::new(Expr::Path(0, Field::Bytes, None)),
+                );
+                let input = Input::of(&e);
+                assert!(matches!(input, Input::Exists(..)), "{f:?} {g:?}");
+                let code = compile(&e);
+                for (l, ev) in s.trace.events.iter().enumerate() {
+                    for i in 0..ev.kind.len() {
+                        let mut env = [Value::Event(l as u32, i as u32)];
+                        let a = input.bits(&ctx, &mut env);
+                        assert_eq!(a, code.bits(&ctx, &mut env), "{name} {f:?} {g:?} {l} {i}");
+                    }
+                }
+            }
+        }
+    }
 }
