@@ -1,7 +1,7 @@
 //! Evaluation of compiled rule expressions against the replay state.
 
-use crate::model::{EventKind, Trace};
-use crate::replay::{Replay, NONE};
+use crate::model::{EventKind, Events, Trace};
+use crate::replay::{LocView, Replay, NONE};
 use crate::rules::compile::{Agg, BinOp, Expr, Field, Func, Value};
 
 mod typed;
@@ -28,6 +28,13 @@ pub fn ptr(replay: &Replay, p: Ptr, l: u32, i: u32) -> u32 {
         Ptr::Exit => st.exitptr(i as usize),
         Ptr::Cnode => st.cnode(i as usize),
     }
+}
+
+/// The replay's pointer columns of location `l`, taken once for a walk over its events
+/// (`ptr`'s reads without the location looked up on each).
+#[inline(always)]
+pub fn ptrs(replay: &Replay, l: u32) -> LocView<'_> {
+    replay.locations[l as usize].view()
 }
 
 /// The region of the call around event `i` of location `l`; `None` outside any call.
@@ -179,7 +186,13 @@ impl Ctx<'_> {
     /// the match on the field then disappears.
     #[inline(always)]
     fn event_field_of(&self, l: u32, i: u32, f: Field) -> Value {
-        let ev = &self.trace.events[l as usize];
+        self.event_field_in(&self.trace.events[l as usize], l, i, f)
+    }
+
+    /// `event_field_of` with location `l`'s events `ev` already looked up (a walk over
+    /// them: `plan::memo::Input::bits_at`).
+    #[inline(always)]
+    pub(crate) fn event_field_in(&self, ev: &Events, l: u32, i: u32, f: Field) -> Value {
         match f {
             Field::Time => Value::Num(self.seconds(l, i)),
             Field::Enter => self.enter_of(l, i),
@@ -713,6 +726,33 @@ pub(crate) fn exists_path(c: &Ctx, v: Value, f: Field, g: Field) -> Option<Optio
     macro_rules! read {
         ($f:expr, $g:expr) => {
             match path_step(c, v, $f) {
+                Value::None => None,
+                w => Some(match path_step(c, w, $g) {
+                    Value::Num(x) => Some(x),
+                    _ => None,
+                }),
+            }
+        };
+    }
+    match (f, g) {
+        (Field::Send, Field::Bytes) => read!(Field::Send, Field::Bytes),
+        (Field::Recv, Field::Bytes) => read!(Field::Recv, Field::Bytes),
+        _ => read!(f, g),
+    }
+}
+
+/// `exists_path` of event `i` of location `l`, its events `ev` already looked up (a walk
+/// over them, `plan::memo::Input::bits_at`): the first step read in place.
+#[inline(always)]
+pub(crate) fn exists_path_in(
+    c: &Ctx,
+    (ev, l, i): (&Events, u32, u32),
+    f: Field,
+    g: Field,
+) -> Option<Option<f64>> {
+    macro_rules! read {
+        ($f:expr, $g:expr) => {
+            match c.event_field_in(ev, l, i, $f) {
                 Value::None => None,
                 w => Some(match path_step(c, w, $g) {
                     Value::Num(x) => Some(x),

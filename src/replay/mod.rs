@@ -48,11 +48,7 @@ impl LocationState {
     /// itself; `NONE` outside any region).
     #[inline]
     pub fn enterptr(&self, i: usize) -> u32 {
-        match self.ptr[i] {
-            NONE => NONE,
-            p if p as usize >= i => i as u32,
-            p => p,
-        }
+        self.view().enterptr(i)
     }
 
     /// `exitptr(i)` for an ENTER: its LEAVE (`NONE` if the stream ended or was repaired
@@ -60,18 +56,27 @@ impl LocationState {
     /// every other event.
     #[inline]
     pub fn exitptr(&self, i: usize) -> u32 {
-        match self.ptr[i] {
-            NONE => NONE,
-            p if p as usize > i => p,
-            _ => NONE,
-        }
+        self.view().exitptr(i)
     }
 
     /// The call path of the region instance enclosing event `i` (for an ENTER the call path
     /// it opens, for a LEAVE the one it closes); `NO_CNODE` outside any region.
     #[inline]
     pub fn cnode(&self, i: usize) -> CnodeIdx {
-        self.cnode.get(i)
+        self.view().cnode(i)
+    }
+
+    /// The pointer and call-path columns as slices, taken once for many reads (a walk over
+    /// the location's events): the same `enterptr`, `exitptr` and `cnode`.
+    #[inline]
+    pub fn view(&self) -> LocView<'_> {
+        LocView {
+            ptr: &self.ptr,
+            cnode: match &self.cnode {
+                CnodeColumn::Narrow(v) => CnodeSlice::Narrow(v),
+                CnodeColumn::Wide(v) => CnodeSlice::Wide(v),
+            },
+        }
     }
 
     /// How many events the columns cover.
@@ -92,6 +97,53 @@ impl LocationState {
 
     pub fn is_empty(&self) -> bool {
         self.ptr.is_empty()
+    }
+}
+
+/// A location's pointer and call-path columns as slices (`LocationState::view`).
+#[derive(Clone, Copy, Debug)]
+pub struct LocView<'a> {
+    ptr: &'a [u32],
+    cnode: CnodeSlice<'a>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum CnodeSlice<'a> {
+    Narrow(&'a [u16]),
+    Wide(&'a [u32]),
+}
+
+impl LocView<'_> {
+    /// `LocationState::enterptr`.
+    #[inline]
+    pub fn enterptr(&self, i: usize) -> u32 {
+        match self.ptr[i] {
+            NONE => NONE,
+            p if p as usize >= i => i as u32,
+            p => p,
+        }
+    }
+
+    /// `LocationState::exitptr`.
+    #[inline]
+    pub fn exitptr(&self, i: usize) -> u32 {
+        match self.ptr[i] {
+            NONE => NONE,
+            p if p as usize > i => p,
+            _ => NONE,
+        }
+    }
+
+    /// `LocationState::cnode`.
+    #[inline]
+    pub fn cnode(&self, i: usize) -> CnodeIdx {
+        match self.cnode {
+            CnodeSlice::Narrow(v) => match v[i] {
+                NARROW_NONE => NO_CNODE,
+                c => c as CnodeIdx,
+            },
+            CnodeSlice::Wide(v) => v[i],
+        }
     }
 }
 
@@ -126,17 +178,6 @@ impl Default for CnodeColumn {
 }
 
 impl CnodeColumn {
-    #[inline]
-    fn get(&self, i: usize) -> CnodeIdx {
-        match self {
-            CnodeColumn::Narrow(v) => match v[i] {
-                NARROW_NONE => NO_CNODE,
-                c => c as CnodeIdx,
-            },
-            CnodeColumn::Wide(v) => v[i],
-        }
-    }
-
     fn spillable(&mut self) -> &mut dyn crate::model::spill::Spillable {
         match self {
             CnodeColumn::Narrow(v) => v,

@@ -9,8 +9,9 @@ use crate::analysis::cube::{CausedWait, Cell, Cells, Contribution, Cube, Found, 
 use crate::analysis::eval;
 use crate::analysis::fire::{Engine, Frame, NO_CALL, UNSEEN};
 use crate::analysis::plan::{KindRule, PassRules};
-use crate::model::EventKind;
+use crate::model::{EventKind, Events};
 use crate::replay::calltree::NO_CNODE;
+use crate::replay::{LocView, NONE};
 use crate::rules::compile::Value;
 use crate::rules::Trigger;
 use rayon::prelude::*;
@@ -313,20 +314,30 @@ fn walk_on<const T: u8>(
     let shared_cells = |p: &PassRules| {
         vec![std::cell::Cell::new(None); *p.shared.iter().max().unwrap_or(&0) as usize]
     };
-    let fr0 = Frame::events(&[], had);
     let cells = shared_cells(pr);
-    let mut ctx0 = eng.frame_ctx(fr0, &none);
-    ctx0.shared = &cells;
-    let rider_had = rider.map_or(had, |r| &r.had[..]);
-    let rfr0 = Frame::events(&[], rider_had);
     let rcells = rider.map_or_else(Vec::new, |r| shared_cells(&r.rules));
-    let mut rctx0 = eng.frame_ctx(rfr0, &none);
-    rctx0.shared = &rcells;
+    let side = |rules, had, cells| {
+        let fr = Frame::events(&[], had);
+        let mut ctx = eng.frame_ctx(fr, &none);
+        ctx.shared = cells;
+        Side {
+            rules,
+            had,
+            fr,
+            ctx,
+            lists: Lists::default(),
+            memo: Memo::default(),
+        }
+    };
+    let mut own = side(pr, had, &cells[..]);
+    let mut riding = rider.map(|r| side(&r.rules, &r.had[..], &rcells[..]));
     let rider_kinds: &[Vec<usize>] = rider.map_or(&[], |r| &r.rules.by_kind);
     let by_kind = &pr.by_kind;
-    let (mut lists, mut rlists) = (Lists::default(), Lists::default());
-    // the memos of the memoised lists (`plan::memo`), the pass's own and the rider's
-    let (mut memo, mut rmemo) = (Memo::default(), Memo::default());
+    let here = Here {
+        l: l as u32,
+        ev,
+        ptrs: eval::ptrs(replay, l as u32),
+    };
     let kind_col: &[EventKind] = &ev.kind[..];
     let kinds = crate::model::spill::bytes_of(kind_col);
     let mut next = 0usize;
@@ -353,17 +364,11 @@ fn walk_on<const T: u8>(
         }
         // slot 0 holds the event itself in every pass: the rules that can fire in its
         // call's region (`PassRules::list_for`), the region looked up once
-        let region = eval::call_region(trace, replay, l as u32, i as u32);
-        if let Some(r) = rider.filter(|_| rides) {
+        let region = here.call_region(i);
+        if let Some(r) = riding.as_mut().filter(|_| rides) {
             // the riding event-pass rules first, on `E` alone
-            let list = rlists.get(&r.rules, kind, region);
-            if !list.1.is_empty() {
-                let mut regions = [region.unwrap_or(NO_CALL), UNSEEN, UNSEEN, UNSEEN];
-                env_buf[0] = event::bind(l, i)[0];
-                let mut at = (&mut env_buf[..], &mut regions, &mut pass, &mut taken);
-                let (fr, ctx) = ((rider_had, &rfr0), (&rctx0, &mut rmemo));
-                try_list(eng, &r.rules, list, &mut at, fr, ctx, (kind, region, l, i));
-            }
+            let mut at = (&mut env_buf[..], &mut pass, &mut taken);
+            ride(eng, r, &here, &mut at, (kind, region, i));
             if by_kind[kind as usize].is_empty() {
                 continue;
             }
@@ -379,7 +384,7 @@ fn walk_on<const T: u8>(
             _ => None,
         };
         let Some(bind) = bind else { continue };
-        let list = lists.get(pr, kind, region);
+        let list = own.lists.get(pr, kind, region);
         if list.1.is_empty() {
             continue;
         }
@@ -399,11 +404,77 @@ fn walk_on<const T: u8>(
             env_buf[3] = bind[3];
         }
         let mut at = (&mut env_buf[..], &mut regions, &mut pass, &mut taken);
-        let (fr, ctx) = ((had, &fr0), (&ctx0, &mut memo));
-        try_list(eng, pr, list, &mut at, fr, ctx, (kind, region, l, i));
+        try_list(eng, &mut own, list, &mut at, &here, (kind, region, i));
     }
     eng.flush_groups(None, &mut pass, Frame::events(&taken, had));
     pass
+}
+
+/// The walk's own location: its events and the replay's pointer columns, taken once
+/// (`eval::ptrs`), what the walk reads of each trigger event.
+#[derive(Clone, Copy)]
+pub(crate) struct Here<'a> {
+    pub(crate) l: u32,
+    pub(crate) ev: &'a Events,
+    pub(crate) ptrs: LocView<'a>,
+}
+
+impl Here<'_> {
+    /// `eval::call_region` of event `i` here.
+    #[inline(always)]
+    fn call_region(&self, i: usize) -> Option<u32> {
+        match self.ptrs.enterptr(i) {
+            NONE => None,
+            e => Some(self.ev.arg[e as usize]),
+        }
+    }
+
+    /// `Engine::at_of` of event `i` here.
+    #[inline(always)]
+    pub(crate) fn at_of(&self, i: u32, pass: &mut LocPass) -> Option<(u32, u64)> {
+        let (cnode, time) = match pass.at {
+            (l, e, c, t) if (l, e) == (self.l, i) => (c, t),
+            _ => {
+                let c = self.ptrs.cnode(i as usize);
+                let t = self.ev.time[i as usize];
+                pass.at = (self.l, i, c, t);
+                (c, t)
+            }
+        };
+        (cnode != NO_CNODE).then_some((cnode, time))
+    }
+}
+
+/// One table of rules on a walk, the pass's own or the riding ones (`Rider`): what its
+/// rules that are no queue consumers read (`had`, `fr`, `ctx`, built once per walk), the
+/// list last asked for and the memo of its memoised lists (`plan::memo`).
+struct Side<'a> {
+    rules: &'a PassRules,
+    had: &'a [Vec<(u32, u32)>],
+    fr: Frame<'a>,
+    ctx: crate::analysis::eval::Ctx<'a>,
+    lists: Lists<'a>,
+    memo: Memo,
+}
+
+/// The riding rules (`side`, the event pass's) on trigger event `i` here (of `kind`, in a
+/// call of `region`), on `E` alone.
+#[inline(always)]
+fn ride(
+    eng: &Engine,
+    side: &mut Side,
+    here: &Here,
+    (env, pass, taken): &mut (&mut [Value], &mut LocPass, &mut Vec<Vec<Value>>),
+    (kind, region, i): (EventKind, Option<u32>, usize),
+) {
+    let list = side.lists.get(side.rules, kind, region);
+    if list.1.is_empty() {
+        return;
+    }
+    let mut regions = [region.unwrap_or(NO_CALL), UNSEEN, UNSEEN, UNSEEN];
+    env[0] = Value::Event(here.l, i as u32);
+    let mut at = (&mut **env, &mut regions, &mut **pass, &mut **taken);
+    try_list(eng, side, list, &mut at, here, (kind, region, i));
 }
 
 /// `PassRules::list_for` of the last (kind, region) asked for, kept: consecutive
@@ -441,33 +512,34 @@ type Trial<'a> = (
     &'a mut Vec<Vec<Value>>,
 );
 
-/// The list `id` of `table` (`rules_here`) tried on event `i` of location `l` (of `kind`, in
-/// a call of `region`) bound in `at`'s environment: from the walk's `memo` when the list
-/// is memoised (`plan::memo`), else rule by rule (`try_rules`, with `had` and `fr`).
+/// The list `id` (`rules_here`) of `side`'s table tried on event `i` here (of `kind`, in a
+/// call of `region`) bound in `at`'s environment: from the side's memo when the list is
+/// memoised (`plan::memo`), else rule by rule (`try_rules`).
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn try_list(
     eng: &Engine,
-    table: &PassRules,
+    side: &mut Side,
     (id, rules_here): (usize, &[usize]),
     at: &mut Trial,
-    (had, fr): (&[Vec<(u32, u32)>], &Frame),
-    (ctx, memo): (&crate::analysis::eval::Ctx, &mut Memo),
-    (kind, region, l, i): (EventKind, Option<u32>, usize, usize),
+    here: &Here,
+    (kind, region, i): (EventKind, Option<u32>, usize),
 ) {
+    let table = side.rules;
     match &table.memo[id] {
         Some(spec) => {
-            let key = (kind as u8, region, l as u32, i as u32);
+            let key = (kind as u8, region, i as u32);
             let env = (&mut *at.0, &mut *at.2);
-            try_memo(eng, &table.folded, spec, rules_here, env, ctx, memo, key);
+            let ctx = (&side.ctx, &mut side.memo);
+            try_memo(eng, &table.folded, spec, rules_here, env, ctx, here, key);
         }
         None => {
             // a new event: its shared values are still to be evaluated (a memoised list's
             // rules start from fresh ones where they are tried)
-            for c in &ctx.shared[..table.shared[kind as usize] as usize] {
+            for c in &side.ctx.shared[..table.shared[kind as usize] as usize] {
                 c.set(None);
             }
-            try_rules(eng, &table.folded, rules_here, at, had, fr, ctx)
+            let (fr, ctx) = (&side.fr, &side.ctx);
+            try_rules(eng, &table.folded, rules_here, at, side.had, fr, ctx)
         }
     }
 }

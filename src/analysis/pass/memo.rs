@@ -92,8 +92,8 @@ impl Memo {
     }
 }
 
-/// The trigger event (location `l`, event `i`, of `kind` in a call of `region`) of the
-/// list `rules_here` (indices into `folded`) with spec `spec`, its bindings in `env`:
+/// The trigger event (event `i` of the walk's location `here`, of `kind` in a call of
+/// `region`) of the list `rules_here` (indices into `folded`) with spec `spec`, its bindings in `env`:
 /// what the list's rules book there, from the memo when the key was met before, else by
 /// trying them (`Engine::plain_sev`, as `fire_plain` does) and kept.
 #[allow(clippy::too_many_arguments)]
@@ -104,12 +104,13 @@ pub(crate) fn try_memo(
     spec: &MemoSpec,
     rules_here: &[usize],
     (env, pass): (&mut [Value], &mut super::location::LocPass),
-    ctx: &Ctx,
-    memo: &mut Memo,
-    (kind, region, l, i): (u8, Option<u32>, u32, u32),
+    (ctx, memo): (&Ctx, &mut Memo),
+    here: &super::location::Here,
+    (kind, region, i): (u8, Option<u32>, u32),
 ) {
     // an event outside any call: every instance at it is dropped
-    let Some((cnode, time)) = eng.at_of(l, i, pass) else {
+    let l = here.l;
+    let Some((cnode, time)) = here.at_of(i, pass) else {
         return;
     };
     let at = (l, i, cnode, time);
@@ -126,7 +127,7 @@ pub(crate) fn try_memo(
     key[0] = kind as u64 | region.map_or(u64::MAX << 8, |r| (r as u64) << 8);
     key[1] = cnode as u64;
     for (n, c) in spec.inputs.iter().enumerate() {
-        let (tag, bits) = c.bits(ctx, env);
+        let (tag, bits) = c.bits_at(ctx, env, (here.ev, l, i));
         key[2] |= tag << (4 * n);
         key[3 + n] = bits;
     }

@@ -8,7 +8,10 @@
 use super::passes::KindRule;
 use super::share::same_expr;
 use super::specialise::is_pure;
-use crate::analysis::eval::{compile, exists_path, if_exists_path, value_bits, Code, Ctx};
+use crate::analysis::eval::{
+    compile, exists_path, exists_path_in, if_exists_path, value_bits, Code, Ctx,
+};
+use crate::model::Events;
 use crate::rules::compile::{Expr, Field, Func, Value};
 use crate::rules::{Let, Rule};
 
@@ -27,8 +30,17 @@ pub(crate) enum Input {
     /// (its code) only where `X.f` is absent — no closure between the walk and the columns
     /// (the receive's bytes, `if exists(E.send) then E.send.bytes else E.bytes`).
     Exists(usize, Field, Field, Code),
+    /// `X.f` of the trigger event (`X` in slot 0) for a field `own_field` takes: read in
+    /// place where the walk has its location's events at hand (`bits_at`).
+    Own(Field, Code),
     /// Any other input.
     Code(Code),
+}
+
+/// The fields an `Input::Own` reads: those `Ctx::event_field_in` gives as `Code::bits`
+/// reads them (a number or nothing).
+fn own_field(f: Field) -> bool {
+    matches!(f, Field::Bytes | Field::Tag)
 }
 
 impl Input {
@@ -38,7 +50,29 @@ impl Input {
                 Some((s, f, g)) => Input::Exists(s, f, g, compile(b)),
                 None => Input::Code(compile(e)),
             },
+            Expr::Path(0, f, None) if own_field(*f) => Input::Own(*f, compile(e)),
             e => Input::Code(compile(e)),
+        }
+    }
+
+    /// `bits` where the trigger event in slot 0 is event `i` of location `l`, whose events
+    /// `ev` the walk has at hand: slot 0's own fields read in place, without the location
+    /// looked up on each trigger.
+    #[inline(always)]
+    pub(crate) fn bits_at(
+        &self,
+        c: &Ctx,
+        env: &mut [Value],
+        (ev, l, i): (&Events, u32, u32),
+    ) -> (u64, u64) {
+        debug_assert!(env[0] == Value::Event(l, i));
+        match self {
+            Input::Exists(0, f, g, y) => match exists_path_in(c, (ev, l, i), *f, *g) {
+                Some(x) => value_bits(x.map_or(Value::None, Value::Num)),
+                None => y.bits(c, env),
+            },
+            Input::Own(f, _) => value_bits(c.event_field_in(ev, l, i, *f)),
+            _ => self.bits(c, env),
         }
     }
 
@@ -52,7 +86,7 @@ impl Input {
                 Some(x) => value_bits(x.map_or(Value::None, Value::Num)),
                 None => y.bits(c, env),
             },
-            Input::Code(code) => code.bits(c, env),
+            Input::Own(_, code) | Input::Code(code) => code.bits(c, env),
         }
     }
 }
@@ -176,8 +210,9 @@ mod tests {
     use crate::rules::RuleSet;
 
     /// An `if exists(X.f) then X.f.g else X.bytes` input read in place (`Input::Exists`)
-    /// gives the key its code gives (`Code::bits`), on every event of the shipped traces:
-    /// the point-to-point fields of the receive and send rules and others.
+    /// and the trigger's own `X.bytes`, `X.tag` (`Input::Own`) give the key their code
+    /// gives (`Code::bits`), on every event of the shipped traces, read either way: the
+    /// point-to-point fields of the receive and send rules and others.
     #[test]
     fn exists_inputs_give_the_keys_of_their_code() {
         let rs = RuleSet::load(&[]).unwrap();
@@ -205,14 +240,33 @@ mod tests {
                 );
                 let input = Input::of(&e);
                 assert!(matches!(input, Input::Exists(..)), "{f:?} {g:?}");
-                let code = compile(&e);
-                for (l, ev) in s.trace.events.iter().enumerate() {
-                    for i in 0..ev.kind.len() {
-                        let mut env = [Value::Event(l as u32, i as u32)];
-                        let a = input.bits(&ctx, &mut env);
-                        assert_eq!(a, code.bits(&ctx, &mut env), "{name} {f:?} {g:?} {l} {i}");
-                    }
-                }
+                same_keys(
+                    &s,
+                    &ctx,
+                    &input,
+                    &compile(&e),
+                    &format!("{name} {f:?} {g:?}"),
+                );
+            }
+            for f in [Field::Bytes, Field::Tag] {
+                let e = Expr::Path(0, f, None);
+                let input = Input::of(&e);
+                assert!(matches!(input, Input::Own(..)), "{f:?}");
+                same_keys(&s, &ctx, &input, &compile(&e), &format!("{name} {f:?}"));
+            }
+        }
+    }
+
+    /// `input` gives the key `code` gives on every event of `s`'s trace, read by `bits`
+    /// and by `bits_at`.
+    fn same_keys(s: &Specialised, ctx: &Ctx, input: &Input, code: &Code, what: &str) {
+        for (l, ev) in s.trace.events.iter().enumerate() {
+            for i in 0..ev.kind.len() {
+                let mut env = [Value::Event(l as u32, i as u32)];
+                let want = code.bits(ctx, &mut env);
+                assert_eq!(input.bits(ctx, &mut env), want, "{what} {l} {i}");
+                let at = (ev, l as u32, i as u32);
+                assert_eq!(input.bits_at(ctx, &mut env, at), want, "{what} {l} {i}");
             }
         }
     }
