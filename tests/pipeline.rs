@@ -132,6 +132,21 @@ fn stages(err: &str) -> Vec<String> {
             s.swap(k, k + 1);
         }
     }
+    // after the rules, the payload readers (the traffic matrix) run beside the root causes,
+    // the scores and the phase summaries: each side keeps its order, the two interleave
+    if let Some(k) = s.iter().position(|x| x == "rules evaluated") {
+        let end = s[k..]
+            .iter()
+            .position(|x| {
+                ["critical path", "wait matrix", "overheads", "written"].contains(&x.as_str())
+            })
+            .map_or(s.len(), |e| k + e);
+        let (payload, rest): (Vec<String>, Vec<String>) = s[k + 1..end]
+            .iter()
+            .cloned()
+            .partition(|x| x == "traffic matrix");
+        s.splice(k + 1..end, rest.into_iter().chain(payload));
+    }
     s
 }
 

@@ -988,13 +988,20 @@ impl<'g> Part<'_, 'g> {
         let deps = &g.deps[l];
         let srcs = &g.src_events[l];
         let me = l - self.first;
+        // this location's values other locations read (one index each, not two a source)
+        let shared = self.shared;
+        let (sdist, shops, reached) = (
+            &shared.sdist[l][..],
+            &shared.shops[l][..],
+            &shared.reached[l],
+        );
         let mut c = self.cur[me];
         while c.pos < n {
             let i = c.pos;
             // the dependency of event i, if its sources are all done
             let mut remote: Option<Remote> = None;
             if c.dpos < deps.len() && deps[c.dpos].event as usize == i {
-                match self.dependency(g, l, i, deps[c.dpos], zero) {
+                match self.dependency(g, t, l, i, deps[c.dpos], zero) {
                     Some(r) => remote = r,
                     None => break,
                 }
@@ -1025,11 +1032,14 @@ impl<'g> Part<'_, 'g> {
                     }
                 }
             }
-            while c.spos < srcs.len() && (srcs[c.spos] as usize) <= i {
-                if srcs[c.spos] as usize == i {
-                    self.shared.set(l, c.spos, (c.dist, c.hops));
+            while let Some(&e) = srcs.get(c.spos).filter(|&&e| e as usize <= i) {
+                if e as usize == i {
+                    if let (Some(d), Some(h)) = (sdist.get(c.spos), shops.get(c.spos)) {
+                        d.store(c.dist, Ordering::Relaxed);
+                        h.store(c.hops, Ordering::Relaxed);
+                    }
                     // the other half may read it now
-                    self.shared.reached[l].store(i + 1, Ordering::Release);
+                    reached.store(i + 1, Ordering::Release);
                 }
                 c.spos += 1;
             }
@@ -1037,15 +1047,10 @@ impl<'g> Part<'_, 'g> {
             if zero.is_none() && c.pos < n {
                 // events up to the next one that matters: their local edges are their
                 // elapsed time
-                let next = [
-                    deps.get(c.dpos).map_or(n, |d| d.event as usize),
-                    srcs.get(c.spos).map_or(n, |&s| s as usize),
-                    self.wcs[me].covered_from(c.pos as u32) as usize,
-                    n,
-                ]
-                .into_iter()
-                .min()
-                .unwrap_or(n);
+                let next = (deps.get(c.dpos).map_or(n, |d| d.event as usize))
+                    .min(srcs.get(c.spos).map_or(n, |&s| s as usize))
+                    .min(self.wcs[me].covered_from(c.pos as u32) as usize)
+                    .min(n);
                 if next > c.pos {
                     c.dist += t[next - 1] - t[c.pos - 1];
                     c.pos = next;
@@ -1053,24 +1058,25 @@ impl<'g> Part<'_, 'g> {
             }
         }
         self.cur[me] = c;
-        self.shared.reached[l].store(c.pos, Ordering::Release);
+        reached.store(c.pos, Ordering::Release);
     }
 
     /// Dependency `d` of event `i` of location `l`: `None` if a source is not reached yet
     /// (`l` then waits for its location), else the best way in from a source, if any.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn dependency(
         &mut self,
         g: &Graph,
+        t: &[u64],
         l: usize,
         i: usize,
         d: Dep,
         zero: Option<&dyn Fn(CnodeIdx) -> bool>,
     ) -> Option<Option<Remote>> {
         if let Source::Msg(s) = d.source {
-            return self.msg_dependency(g, l, i, s, zero);
+            return self.msg_dependency(g, t, l, i, s, zero);
         }
-        let t = &g.time[l];
         let mut remote: Option<Remote> = None;
         g.sources(l, &d, &mut self.sched.src);
         // (sources are on other locations)
@@ -1113,17 +1119,19 @@ impl<'g> Part<'_, 'g> {
     }
 
     /// `dependency` of a receive, whose one source is the ENTER of its send's call `s`
-    /// (the common case, without the list of sources `Graph::sources` makes).
+    /// (the common case, without the list of sources `Graph::sources` makes); `t` is
+    /// location `l`'s times.
     #[inline(always)]
     fn msg_dependency(
         &mut self,
         g: &Graph,
+        t: &[u64],
         l: usize,
         i: usize,
         s: EventRef,
         zero: Option<&dyn Fn(CnodeIdx) -> bool>,
     ) -> Option<Option<Remote>> {
-        let (t, sl): (&[u64], usize) = (&g.time[l], s.loc as usize);
+        let sl = s.loc as usize;
         // a source on the same location or later than its target is no dependency
         if sl == l {
             return Some(None);
@@ -1282,6 +1290,21 @@ impl<'a> Graph<'a> {
             let e = enterptr(replay, l, i as usize);
             (e != NONE).then_some(e)
         };
+        // the same on this location, and an ENTER's LEAVE there (its replay state read once)
+        let st = &replay.locations[l];
+        let own_call = |i: u32| -> Option<u32> {
+            let i = i as usize;
+            let e = if i < st.len() { st.enterptr(i) } else { NONE };
+            (e != NONE).then_some(e)
+        };
+        let own_exit = |i: u32| -> u32 {
+            let i = i as usize;
+            if i < st.len() {
+                st.exitptr(i)
+            } else {
+                NONE
+            }
+        };
         let ev = &trace.events[l];
         let links = &replay.msg_links[l];
         // (LEAVE of the completing call, ENTER of the receive's call)
@@ -1304,14 +1327,14 @@ impl<'a> Graph<'a> {
             if c == NONE {
                 continue;
             }
-            let Some(ce) = call(l, c) else { continue };
+            let Some(ce) = own_call(c) else { continue };
             let region = ev.arg[ce as usize] as usize;
             if ev.kind[ce as usize] != EventKind::Enter
                 || !blocking.get(region).copied().unwrap_or(false)
             {
                 continue;
             }
-            let cl = exitptr(replay, l, ce as usize);
+            let cl = own_exit(ce);
             if cl == NONE {
                 continue;
             }
@@ -1419,6 +1442,7 @@ impl<'a> Graph<'a> {
                 // per enclosing call: the end of the wait already counted (multi-wait calls)
                 let mut counted: (u32, u64) = (NONE, 0);
                 let t: &[u64] = &self.time[l];
+                let st = &self.replay.locations[l];
                 for d in &self.deps[l] {
                     // the latest source and its time (a receive's one source read directly:
                     // `sources`' test)
@@ -1446,7 +1470,10 @@ impl<'a> Graph<'a> {
                             )
                         }
                     };
-                    let e = enterptr(self.replay, l, d.event as usize);
+                    let e = match d.event as usize {
+                        i if i < st.len() => st.enterptr(i),
+                        _ => NONE,
+                    };
                     let e = if e == NONE { d.event } else { e };
                     let te = t[e as usize];
                     let from = if counted.0 == e {

@@ -113,9 +113,11 @@ pub enum Refusal {
 }
 
 /// Analyse `trace` as `opts` asks. `view` is given the whole analysis once it is scored and
-/// returns what the caller keeps of it (a report, a Cube); the extras are computed after it
-/// from the same replay and analysis (the phases are detected beside the replay, and the
-/// rule passes book each wait-state instance in its phase's window as they find it).
+/// returns what the caller keeps of it (a report, a Cube); it runs beside the extras that
+/// read the messages' payloads (the traffic matrix, the views' traffic, the wrong-order
+/// differences), and the critical path after both, from the same replay and analysis (the
+/// phases are detected beside the replay, and the rule passes book each wait-state
+/// instance in its phase's window as they find it).
 ///
 /// ```
 /// use perfexpert::analysis::pipeline::Options;
@@ -136,10 +138,10 @@ pub enum Refusal {
 /// assert!(outcome.extras.critical_path.is_some() && outcome.extras.phases.is_none());
 /// # Ok::<(), perfexpert::Error>(())
 /// ```
-pub fn analyse_trace<V>(
+pub fn analyse_trace<V: Send>(
     trace: Trace,
     opts: Options,
-    view: impl FnOnce(Whole<'_>) -> V,
+    view: impl FnOnce(Whole<'_>) -> V + Send,
 ) -> Result<Outcome<V>, Refusal> {
     let mut extras = Extras::default();
     let mut trace = match opts.phase {
@@ -170,43 +172,69 @@ pub fn analyse_trace<V>(
         s.record("metrics", a.order.len());
         a
     };
-    extras.scalasca_differences = super::rootcause::wrong_order_differences(&trace, &replay);
-    let root_causes = opts.root_causes.then(|| {
-        let s = tracing::info_span!("root causes", metrics = Empty).entered();
-        let rc = super::rootcause::root_causes(&trace, &replay, &analysis);
-        s.record("metrics", rc.metrics.len());
-        rc
-    });
-    let view = {
-        let s = tracing::info_span!("scores and report", findings = Empty).entered();
-        let findings = score(&trace, &replay, &analysis, opts.params);
-        s.record("findings", findings.len());
-        view(Whole {
-            trace: &trace,
-            replay: &replay,
-            analysis: &analysis,
-            findings,
-            params: opts.params,
-            root_causes: root_causes.as_ref(),
-        })
-    };
-    drop(root_causes); // the view kept what it shows
-    if let (true, Some(d)) = (want_phases, &detected) {
-        let _s = tracing::info_span!("phases", found = d.phases.len()).entered();
-        extras.phases = Some(phases::summarise(&trace, d, &replay, &analysis));
-    }
-    // the views' payload readers before the structure frees the payloads; the views'
-    // timeline after, beside the critical path (whose longest path is serial: the timeline's
-    // locations keep the other thread busy meanwhile)
-    let part = opts.views.then(|| {
-        let _s = tracing::info_span!("views of the run, traffic").entered();
-        let found = detected.as_ref().map_or(&[][..], |d| &d.phases[..]);
-        super::views::views_traffic(&trace, &replay, found)
-    });
     let want_structure = opts.structure || !opts.what_if.is_empty();
+    let found = detected.as_ref().map_or(&[][..], |d| &d.phases[..]);
+    let (trace_r, replay_r, analysis_r) = (&trace, &replay, &analysis);
+    // the payload readers (the wrong-order differences, the views' traffic part, the
+    // traffic matrix) beside what reads no payload and does not feed the critical path:
+    // the root causes, the scores and the caller's view, the phase summaries
+    let ((differences, (part, traffic)), (view, phase_entries)) = rayon::join(
+        || {
+            rayon::join(
+                || super::rootcause::wrong_order_differences(trace_r, replay_r),
+                || {
+                    rayon::join(
+                        || {
+                            opts.views.then(|| {
+                                let _s = tracing::info_span!("views of the run, traffic").entered();
+                                super::views::views_traffic(trace_r, replay_r, found)
+                            })
+                        },
+                        || {
+                            want_structure.then(|| {
+                                let _s = tracing::info_span!("traffic matrix").entered();
+                                matrices::traffic_matrix(trace_r, replay_r)
+                            })
+                        },
+                    )
+                },
+            )
+        },
+        || {
+            let root_causes = opts.root_causes.then(|| {
+                let s = tracing::info_span!("root causes", metrics = Empty).entered();
+                let rc = super::rootcause::root_causes(trace_r, replay_r, analysis_r);
+                s.record("metrics", rc.metrics.len());
+                rc
+            });
+            let view = {
+                let s = tracing::info_span!("scores and report", findings = Empty).entered();
+                let findings = score(trace_r, replay_r, analysis_r, opts.params);
+                s.record("findings", findings.len());
+                view(Whole {
+                    trace: trace_r,
+                    replay: replay_r,
+                    analysis: analysis_r,
+                    findings,
+                    params: opts.params,
+                    root_causes: root_causes.as_ref(),
+                })
+            };
+            drop(root_causes); // the view kept what it shows
+            let phase_entries = match (want_phases, &detected) {
+                (true, Some(d)) => {
+                    let _s = tracing::info_span!("phases", found = d.phases.len()).entered();
+                    Some(phases::summarise(trace_r, d, replay_r, analysis_r))
+                }
+                _ => None,
+            };
+            (view, phase_entries)
+        },
+    );
+    extras.scalasca_differences = differences;
+    extras.phases = phase_entries;
+    extras.traffic_matrix = traffic;
     if want_structure {
-        let _s = tracing::info_span!("traffic matrix").entered();
-        extras.traffic_matrix = Some(matrices::traffic_matrix(&trace, &replay));
         // nothing after the traffic matrix and the views' traffic reads the payloads, and
         // the critical path's graph takes their place in memory (the full reports' peak)
         trace.events.iter_mut().for_each(|e| e.free_msg_payloads());
