@@ -1041,9 +1041,9 @@ mod tests {
         for ev in &trace.events {
             let mut stack: Vec<u32> = Vec::new();
             for i in 0..ev.len() {
-                let t = ev.time[i].clamp(t0, t1);
+                let t = ev.time.get(i).clamp(t0, t1);
                 if let (Some(&r), true) = (stack.last(), i > 0) {
-                    let from = ev.time[i - 1].clamp(t0, t1).min(t);
+                    let from = ev.time.get(i - 1).clamp(t0, t1).min(t);
                     spread(&mut v, class(r), from, t, t0, dt);
                 }
                 match ev.kind[i] {

@@ -662,7 +662,7 @@ diagnosis = "test"
                     "{name}"
                 );
                 let times = &trace.events[0].time;
-                let mid = [times[times.len() / 2]];
+                let mid = [times.get(times.len() / 2)];
                 for (acc, bounds) in [(true, &[][..]), (false, &[]), (true, &mid), (false, &mid)] {
                     let memo = analyse_with(&trace, &replay, rs.clone(), acc, bounds);
                     NO_MEMO.with(|c| c.set(true));
