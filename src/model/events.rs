@@ -344,7 +344,7 @@ impl Events {
     /// attributes) stay on the heap.
     pub fn spill(&mut self, spill: &Spill) -> std::io::Result<()> {
         let cols: &mut [&mut dyn Spillable] = &mut [
-            self.time.offsets_mut(),
+            self.time.spillable(),
             &mut self.arg,
             &mut self.msg.peer,
             &mut self.msg.comm,

@@ -10,7 +10,7 @@
 //! predictable branch: `b = base[i >> SHIFT]`, then `b + off[i]` or `wide[b ^ WIDE + i % BLOCK]`.
 //! Every value reads back bit for bit.
 
-use super::spill::Column;
+use super::spill::{Column, Spillable};
 
 /// log2 of the events of a block.
 pub const SHIFT: u32 = 8;
@@ -152,7 +152,17 @@ impl Times {
     /// The time of event `i` (panics when `i` is out of range, as `slice[i]` does).
     #[inline(always)]
     pub fn get(&self, i: usize) -> u64 {
-        self.view().get(i)
+        // the fields read here only (the wide vector where a block is wide)
+        let o = self.off[i];
+        // SAFETY: `i < off.len() <= base.len() * BLOCK` (every block that has an event has
+        // its base word: `encode`, `encode_all`, `map_in_place` keep it so, and nothing else
+        // changes the lengths), so `i >> SHIFT < base.len()`.
+        let b = unsafe { *self.base.get_unchecked(i >> SHIFT) };
+        if b & WIDE == 0 {
+            b + o as u64
+        } else {
+            self.view().wide_at(b, i)
+        }
     }
 
     /// The time of event `i`, `None` when out of range (`slice::get`).
@@ -254,9 +264,9 @@ impl Times {
         self.wide.shrink_to_fit();
     }
 
-    /// The per-event column (the one that goes to the spill file; base words and wide
-    /// blocks stay on the heap).
-    pub fn offsets_mut(&mut self) -> &mut Column<u32> {
+    /// The per-event column as the spill file takes it (base words and wide blocks stay on
+    /// the heap); storing it keeps its length, and with it what `get` relies on.
+    pub fn spillable(&mut self) -> &mut dyn Spillable {
         &mut self.off
     }
 
@@ -359,9 +369,12 @@ impl<'a> TimesRef<'a> {
     /// The time of event `i` (panics when `i` is out of range).
     #[inline(always)]
     pub fn get(self, i: usize) -> u64 {
-        let b = self.base[i >> SHIFT];
+        let o = self.off[i];
+        // SAFETY: `i < off.len() <= base.len() * BLOCK`: a view is a `Times`' (see
+        // `Times::get`) or a prefix of one (`prefix`: fewer offsets, the same base words).
+        let b = unsafe { *self.base.get_unchecked(i >> SHIFT) };
         if b & WIDE == 0 {
-            b + self.off[i] as u64
+            b + o as u64
         } else {
             self.wide_at(b, i)
         }
@@ -461,8 +474,10 @@ impl<'a> TimesRef<'a> {
                     if b < prev {
                         return Some(from - 1);
                     }
-                    if let Some(j) = offs.windows(2).position(|w| w[1] < w[0]) {
-                        return Some(from + j);
+                    if !sorted(offs) {
+                        if let Some(j) = offs.windows(2).position(|w| w[1] < w[0]) {
+                            return Some(from + j);
+                        }
                     }
                     prev = b + *offs.last().unwrap_or(&0) as u64;
                 }
@@ -470,8 +485,10 @@ impl<'a> TimesRef<'a> {
                     if ts[0] < prev {
                         return Some(from - 1);
                     }
-                    if let Some(j) = ts.windows(2).position(|w| w[1] < w[0]) {
-                        return Some(from + j);
+                    if !sorted(ts) {
+                        if let Some(j) = ts.windows(2).position(|w| w[1] < w[0]) {
+                            return Some(from + j);
+                        }
                     }
                     prev = *ts.last().unwrap_or(&prev);
                 }
@@ -479,6 +496,13 @@ impl<'a> TimesRef<'a> {
         }
         None
     }
+}
+
+/// Whether `v` never decreases: neighbours compared without a branch each.
+#[inline]
+fn sorted<T: PartialOrd>(v: &[T]) -> bool {
+    let next = v.get(1..).unwrap_or(&[]);
+    v.iter().zip(next).fold(true, |ok, (x, y)| ok & (x <= y))
 }
 
 /// The times of a range of events, in order.
