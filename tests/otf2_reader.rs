@@ -27,7 +27,7 @@ fn summary(t: &Trace) -> Summary {
                         Some(r) => t.defs.regions[r as usize].name.clone(),
                         None => format!("{:?} {:?}", ev.msg(i), ev.fields(i)),
                     };
-                    (ev.time[i], ev.kind[i], detail)
+                    (ev.time.get(i), ev.kind[i], detail)
                 })
                 .collect();
             (l.id, rows)

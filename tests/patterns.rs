@@ -1971,9 +1971,8 @@ fn worst_instances_are_ordered_bounded_and_inside_the_run_on_every_shipped_trace
                 // the time is that of an event of the location, at the finding's call path
                 let ticks = &trace.events[l].time;
                 assert!(
-                    (0..ticks.len())
-                        .any(|e| sec(ticks[e]) == x.time_s
-                            && replay.locations[l].cnode(e) == f.callpath),
+                    (0..ticks.len()).any(|e| sec(ticks.get(e)) == x.time_s
+                        && replay.locations[l].cnode(e) == f.callpath),
                     "{what}: no event at {} s",
                     x.time_s
                 );

@@ -48,7 +48,7 @@
 //! event's distance is the best over its edges whatever order the locations go in, so the
 //! path is the serial one).
 
-use crate::model::{EventKind, KindsIn, Trace};
+use crate::model::{EventKind, KindsIn, Times, TimesRef, Trace};
 use crate::replay::calltree::{Callee, CnodeIdx, NO_CNODE};
 use crate::replay::matching::EventRef;
 use crate::replay::{LocationState, Replay, NONE};
@@ -143,7 +143,7 @@ pub struct Graph<'a> {
     trace: &'a Trace,
     replay: &'a Replay,
     /// Per location: non-decreasing timestamps (the trace's own unless some went backwards).
-    time: Vec<Cow<'a, [u64]>>,
+    time: Vec<Cow<'a, Times>>,
     deps: Vec<Vec<Dep>>,
     /// Per location: the wait windows, sorted by first event.
     windows: Vec<Vec<Window>>,
@@ -264,11 +264,12 @@ impl<'w> WindowCursor<'w> {
 /// The weight of the local edge into event `i > 0` of a location whose (clamped) times are
 /// `t` (time spent waiting taken out); `wc` is at `i` (called for increasing `i`).
 #[inline(always)]
-fn local_weight_in(t: &[u64], i: usize, wc: &mut WindowCursor) -> u64 {
-    let mut w = t[i] - t[i - 1];
+fn local_weight_in(t: TimesRef<'_>, i: usize, wc: &mut WindowCursor) -> u64 {
+    let (t0, t1) = (t.get(i - 1), t.get(i));
+    let mut w = t1 - t0;
     if let Some(until) = wc.until(i as u32) {
-        if until > t[i - 1] {
-            w -= until.min(t[i]) - t[i - 1];
+        if until > t0 {
+            w -= until.min(t1) - t0;
         }
     }
     w
@@ -302,6 +303,7 @@ fn find_from(v: &[u32], hint: &mut usize, x: u32) -> Option<usize> {
 /// Whether `t` never decreases (`t.windows(2).all(|w| w[0] <= w[1])`): blocks of 256
 /// neighbours compared without a branch each (fewer instructions a time), the answer
 /// checked between blocks.
+#[cfg(test)]
 fn non_decreasing(t: &[u64]) -> bool {
     let Some(next) = t.get(1..) else {
         return true;
@@ -311,20 +313,20 @@ fn non_decreasing(t: &[u64]) -> bool {
 }
 
 /// Per location, non-decreasing timestamps: the trace's own unless some went backwards.
-fn clamped_times(trace: &Trace) -> Vec<Cow<'_, [u64]>> {
+fn clamped_times(trace: &Trace) -> Vec<Cow<'_, Times>> {
     use rayon::prelude::*;
     trace
         .events
         .par_iter()
         .map(|ev| {
-            if non_decreasing(&ev.time) {
-                return Cow::Borrowed(&ev.time[..]);
+            if ev.time.non_decreasing() {
+                return Cow::Borrowed(&ev.time);
             }
-            let mut last = ev.time.first().copied().unwrap_or(0);
+            let mut last = ev.time.first().unwrap_or(0);
             Cow::Owned(
                 ev.time
                     .iter()
-                    .map(|&t| {
+                    .map(|t| {
                         last = last.max(t);
                         last
                     })
@@ -657,7 +659,7 @@ impl<'g> Walk<'g> {
         let mut cur: Vec<Cursor> = vec![Cursor::default(); nloc];
         let t0 = start.unwrap_or_else(|| g.first_time());
         for (c, t) in cur.iter_mut().zip(&g.time) {
-            if let Some(&first) = t.first() {
+            if let Some(first) = t.first() {
                 c.dist = first - t0;
             }
         }
@@ -830,7 +832,7 @@ impl<'g> Walk<'g> {
     pub(crate) fn end(&self, g: &Graph, held: &dyn Fn(usize) -> bool) -> Option<End> {
         let mut end: Option<End> = None;
         for (l, (c, time)) in self.cur.iter().zip(&g.time).enumerate() {
-            if let (Some(&t), true) = (time.last(), held(l)) {
+            if let (Some(t), true) = (time.last(), held(l)) {
                 let e = (c.dist, c.hops, t, l as u32);
                 if end.is_none_or(|b| later_end(e, b)) {
                     end = Some(e);
@@ -983,7 +985,7 @@ impl<'g> Part<'_, 'g> {
         zero: Option<&dyn Fn(CnodeIdx) -> bool>,
         trace_back: bool,
     ) {
-        let t: &[u64] = &g.time[l];
+        let t = g.time[l].view();
         let n = t.len();
         let deps = &g.deps[l];
         let srcs = &g.src_events[l];
@@ -1052,7 +1054,7 @@ impl<'g> Part<'_, 'g> {
                     .min(self.wcs[me].covered_from(c.pos as u32) as usize)
                     .min(n);
                 if next > c.pos {
-                    c.dist += t[next - 1] - t[c.pos - 1];
+                    c.dist += t.get(next - 1) - t.get(c.pos - 1);
                     c.pos = next;
                 }
             }
@@ -1068,7 +1070,7 @@ impl<'g> Part<'_, 'g> {
     fn dependency(
         &mut self,
         g: &Graph,
-        t: &[u64],
+        t: TimesRef<'_>,
         l: usize,
         i: usize,
         d: Dep,
@@ -1096,13 +1098,17 @@ impl<'g> Part<'_, 'g> {
         // the dependency takes from the latest source to the target, whichever source the
         // path comes from
         let ready = (s.src.iter())
-            .map(|s| g.time[s.loc as usize][s.event as usize])
+            .map(|s| g.time[s.loc as usize].get(s.event as usize))
             .max()
-            .unwrap_or(t[i]);
+            .unwrap_or(t.get(i));
         // the part of the target's last edge after it and its sources were ready: the same
         // on the local edge (the wait window) and from any source
-        let after = if i > 0 { ready.max(t[i - 1]) } else { ready };
-        let lat = t[i].saturating_sub(after);
+        let after = if i > 0 {
+            ready.max(t.get(i - 1))
+        } else {
+            ready
+        };
+        let lat = t.get(i).saturating_sub(after);
         let w = if z { 0 } else { lat };
         for src in &s.src {
             let sl = src.loc as usize;
@@ -1125,7 +1131,7 @@ impl<'g> Part<'_, 'g> {
     fn msg_dependency(
         &mut self,
         g: &Graph,
-        t: &[u64],
+        t: TimesRef<'_>,
         l: usize,
         i: usize,
         s: EventRef,
@@ -1136,8 +1142,8 @@ impl<'g> Part<'_, 'g> {
         if sl == l {
             return Some(None);
         }
-        let ready = g.time[sl][s.event as usize];
-        if ready > t[i] {
+        let ready = g.time[sl].get(s.event as usize);
+        if ready > t.get(i) {
             return Some(None);
         }
         if self.shared.reached(sl) <= s.event as usize {
@@ -1148,8 +1154,12 @@ impl<'g> Part<'_, 'g> {
             let cn = cnode(g.replay, l, i);
             cn != NO_CNODE && zero(cn)
         });
-        let after = if i > 0 { ready.max(t[i - 1]) } else { ready };
-        let w = if z { 0 } else { t[i].saturating_sub(after) };
+        let after = if i > 0 {
+            ready.max(t.get(i - 1))
+        } else {
+            ready
+        };
+        let w = if z { 0 } else { t.get(i).saturating_sub(after) };
         let Some(k) = find_from(&g.src_events[sl], &mut self.sched.hint[sl], s.event) else {
             return Some(None);
         };
@@ -1349,8 +1359,8 @@ impl<'a> Graph<'a> {
             let Some(qe) = (q != NONE).then(|| call(rl, q)).flatten() else {
                 continue;
             };
-            let (tc_enter, tc_leave) = (ev.time[ce as usize], ev.time[cl as usize]);
-            let tq = rev.time[qe as usize];
+            let (tc_enter, tc_leave) = (ev.time.get(ce as usize), ev.time.get(cl as usize));
+            let tq = rev.time.get(qe as usize);
             if tc_enter < tq && tq < tc_leave {
                 found.push((
                     cl,
@@ -1387,7 +1397,8 @@ impl<'a> Graph<'a> {
         if let Source::Msg(s) = d.source {
             // the common case, one source: the same test as the `retain` below
             if s.loc != l as u32
-                && self.time[s.loc as usize][s.event as usize] <= self.time[l][d.event as usize]
+                && self.time[s.loc as usize].get(s.event as usize)
+                    <= self.time[l].get(d.event as usize)
             {
                 out.push(s);
             }
@@ -1425,9 +1436,9 @@ impl<'a> Graph<'a> {
             }
         }
         let me = l as u32;
-        let td = self.time[l][d.event as usize];
+        let td = self.time[l].get(d.event as usize);
         // a source on the same location or later than its target is no dependency
-        out.retain(|s| s.loc != me && self.time[s.loc as usize][s.event as usize] <= td);
+        out.retain(|s| s.loc != me && self.time[s.loc as usize].get(s.event as usize) <= td);
     }
 
     fn compute_windows(&mut self) {
@@ -1441,15 +1452,15 @@ impl<'a> Graph<'a> {
                 let mut waits: Vec<(u32, u32, u64)> = Vec::new();
                 // per enclosing call: the end of the wait already counted (multi-wait calls)
                 let mut counted: (u32, u64) = (NONE, 0);
-                let t: &[u64] = &self.time[l];
+                let t = self.time[l].view();
                 let st = &self.replay.locations[l];
                 for d in &self.deps[l] {
                     // the latest source and its time (a receive's one source read directly:
                     // `sources`' test)
                     let (latest, ready) = match d.source {
                         Source::Msg(s) => {
-                            let ts = self.time[s.loc as usize][s.event as usize];
-                            if s.loc == l as u32 || ts > t[d.event as usize] {
+                            let ts = self.time[s.loc as usize].get(s.event as usize);
+                            if s.loc == l as u32 || ts > t.get(d.event as usize) {
                                 continue;
                             }
                             (s, ts)
@@ -1458,7 +1469,7 @@ impl<'a> Graph<'a> {
                             self.sources(l, d, &mut src);
                             let Some(&latest) = src.iter().max_by_key(|s| {
                                 (
-                                    self.time[s.loc as usize][s.event as usize],
+                                    self.time[s.loc as usize].get(s.event as usize),
                                     u32::MAX - s.loc,
                                 )
                             }) else {
@@ -1466,7 +1477,7 @@ impl<'a> Graph<'a> {
                             };
                             (
                                 latest,
-                                self.time[latest.loc as usize][latest.event as usize],
+                                self.time[latest.loc as usize].get(latest.event as usize),
                             )
                         }
                     };
@@ -1475,13 +1486,13 @@ impl<'a> Graph<'a> {
                         _ => NONE,
                     };
                     let e = if e == NONE { d.event } else { e };
-                    let te = t[e as usize];
+                    let te = t.get(e as usize);
                     let from = if counted.0 == e {
                         te.max(counted.1)
                     } else {
                         te
                     };
-                    let until = ready.min(t[d.event as usize]);
+                    let until = ready.min(t.get(d.event as usize));
                     let startup = matches!(d.source, Source::Coll { inst, .. }
                         if self.inst_startup.get(inst as usize) == Some(&true));
                     if until > from {
@@ -1528,7 +1539,6 @@ impl<'a> Graph<'a> {
         (self.time.iter())
             .filter_map(|t| t.first())
             .min()
-            .copied()
             .unwrap_or(0)
     }
 
@@ -1635,12 +1645,12 @@ impl<'a> Graph<'a> {
             if let Some(e) = entry {
                 f(e);
             }
-            let t = &self.time[s.loc as usize];
+            let t = self.time[s.loc as usize].view();
             for (i, w, c) in local {
                 f(Step {
                     loc: s.loc,
-                    from: t[i - 1],
-                    to: t[i],
+                    from: t.get(i - 1),
+                    to: t.get(i),
                     weight: w,
                     cnode: c,
                     via: Via::Local,
@@ -1661,21 +1671,21 @@ impl<'a> Graph<'a> {
         let mut wcs: Vec<Option<WindowCursor>> = (0..self.windows.len()).map(|_| None).collect();
         for s in &path.ends {
             let l = s.loc as usize;
-            let t = &self.time[l];
+            let t = self.time[l].view();
             let entry = match s.entry {
                 // the start-up delay of the location the path begins on
-                None => Some(t[0] - path.t0).filter(|&d| d > 0).map(|d| Step {
+                None => Some(t.get(0) - path.t0).filter(|&d| d > 0).map(|d| Step {
                     loc: s.loc,
-                    from: t[0] - d,
-                    to: t[0],
+                    from: t.get(0) - d,
+                    to: t.get(0),
                     weight: d,
                     cnode: STARTUP,
                     via: Via::Local,
                 }),
                 Some((from, weight, coll)) => Some(Step {
                     loc: s.loc,
-                    from: self.time[from.loc as usize][from.event as usize],
-                    to: t[s.first as usize],
+                    from: self.time[from.loc as usize].get(from.event as usize),
+                    to: t.get(s.first as usize),
                     weight,
                     cnode: cnode(self.replay, l, s.first as usize),
                     via: if coll { Via::Collective } else { Via::Message },
@@ -1712,7 +1722,7 @@ impl<'a> Graph<'a> {
             for &(k, from, to) in pieces {
                 let local = LocalEdges {
                     g: self,
-                    t: &self.time[l],
+                    t: self.time[l].view(),
                     st: &self.replay.locations[l],
                     kind: &self.trace.events[l].kind[..],
                     wc: &mut wc,
@@ -1819,7 +1829,7 @@ type Piece = (usize, usize, usize);
 struct LocalEdges<'g, 'w, Z: ?Sized> {
     g: &'g Graph<'g>,
     /// The location's (clamped) times.
-    t: &'g [u64],
+    t: TimesRef<'g>,
     st: &'g LocationState,
     kind: &'g [EventKind],
     wc: &'w mut WindowCursor<'g>,
@@ -2104,8 +2114,8 @@ pub(crate) fn steps_by_place(
         k += 1;
         if s.last > s.first {
             by_loc[l] += total;
-            let t = &g.time[l];
-            let (from, to) = (t[s.first as usize], t[s.last as usize]);
+            let t = g.time[l].view();
+            let (from, to) = (t.get(s.first as usize), t.get(s.last as usize));
             match &mut cur {
                 Some((c, true)) if c.0 == s.loc => {
                     c.2 = to;
@@ -2115,7 +2125,7 @@ pub(crate) fn steps_by_place(
                     let first = Step {
                         loc: s.loc,
                         from,
-                        to: t[s.first as usize + 1],
+                        to: t.get(s.first as usize + 1),
                         weight: total,
                         cnode: NO_CNODE,
                         via: Via::Local,

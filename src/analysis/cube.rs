@@ -507,7 +507,7 @@ impl<'a> Cube<'a> {
                 }
                 let time = match f {
                     Found::Timed(_, t) => t,
-                    _ => self.trace.events[c.loc as usize].time[c.event as usize],
+                    _ => self.trace.events[c.loc as usize].time.get(c.event as usize),
                 };
                 one = [Instance {
                     loc: c.loc,
@@ -546,7 +546,7 @@ impl<'a> Cube<'a> {
         };
         match f {
             Found::One(c) if c.event != NONE => {
-                let t = self.trace.events[c.loc as usize].time[c.event as usize];
+                let t = self.trace.events[c.loc as usize].time.get(c.event as usize);
                 self.book_window(book.window(t), rule, cnode, loc, c.value);
             }
             Found::Timed(c, t) if c.event != NONE => {

@@ -130,7 +130,7 @@ impl<'a> Ctx<'a> {
 impl Ctx<'_> {
     #[inline(always)]
     pub fn seconds(&self, loc: u32, ev: u32) -> f64 {
-        let t = self.trace.events[loc as usize].time[ev as usize];
+        let t = self.trace.events[loc as usize].time.get(ev as usize);
         (t as f64 - self.clock[0]) / self.clock[1]
     }
 

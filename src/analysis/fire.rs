@@ -340,7 +340,7 @@ impl Engine<'_> {
             (l, i, c, t) if (l, i) == (loc, event) => (c, t),
             _ => {
                 let c = ptr(self.replay, Ptr::Cnode, loc, event);
-                let t = self.trace.events[loc as usize].time[event as usize];
+                let t = self.trace.events[loc as usize].time.get(event as usize);
                 pass.at = (loc, event, c, t);
                 (c, t)
             }

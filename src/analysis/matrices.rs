@@ -176,7 +176,7 @@ pub fn traffic_rows(
             let ev = &trace.events[l];
             let links = &replay.msg_links[l];
             // the columns read per send, each looked up once
-            let (time, arg): (&[u64], &[u32]) = (&ev.time, &ev.arg);
+            let (time, arg) = (ev.time.view(), &ev.arg[..]);
             let (partner, peer, comms) = (&links.partner[..], &ev.msg.peer[..], &ev.msg.comm[..]);
             let mut acc: Vec<((u32, u32), Acc)> = Vec::new();
             let mut index: std::collections::HashMap<(u32, u32), usize> = Default::default();
@@ -196,14 +196,14 @@ pub fn traffic_rows(
                 };
                 // send call entered → receive call left
                 let start = match enterptr(replay, l, i) {
-                    NONE => time[i],
-                    e => time[e as usize],
+                    NONE => time.get(i),
+                    e => time.get(e as usize),
                 };
                 let (rl, rev) = (p.loc as usize, &trace.events[p.loc as usize]);
                 let re = enterptr(replay, rl, p.event as usize);
                 let end = match (re != NONE).then(|| exitptr(replay, rl, re as usize)) {
-                    Some(x) if x != NONE => rev.time[x as usize],
-                    _ => rev.time[p.event as usize],
+                    Some(x) if x != NONE => rev.time.get(x as usize),
+                    _ => rev.time.get(p.event as usize),
                 };
                 let key = (comm, b);
                 if acc.get(last).is_none_or(|x| x.0 != key) {

@@ -258,7 +258,7 @@ fn curve_walk<const SIGNED: bool>(
     // the run), and the bin last found with the times inside it (`Inner`)
     let (mut top, mut prev, mut prev_f) = (NO_CLASS, 0u64, 0.0f64);
     let (mut k, mut lo, mut hi) = (0usize, inner.lo[0], inner.hi[0]);
-    let time = &ev.time[..];
+    let time = ev.time.view();
     let n = time.len();
     let (kind, arg) = (&ev.kind[..n], &ev.arg[..n]);
     // by index over columns of one length (no bounds checks), the kinds tested as `if`s,
@@ -266,7 +266,7 @@ fn curve_walk<const SIGNED: bool>(
     // event than a zip and a `match` (issue 26)
     for i in 0..n {
         // `clamp` (t0 < t1) without its check of the bounds' order
-        let x = time[i].max(t0).min(t1) - t0;
+        let x = time.get(i).max(t0).min(t1) - t0;
         let xf = exact_f64(x, SIGNED);
         if prev < x {
             if lo <= prev && x < hi {
@@ -490,8 +490,8 @@ impl BinWalk<'_> {
     /// are taken as the previous one) goes to the region on top of the stack, split at
     /// the bin edges it crosses.
     fn walk(&mut self, ev: &Events) {
-        let (time, kind, arg) = (&ev.time[..], &ev.kind[..], &ev.arg[..]);
-        let Some(&first) = time.first() else { return };
+        let (time, kind, arg) = (ev.time.view(), &ev.kind[..], &ev.arg[..]);
+        let Some(first) = time.first() else { return };
         let mut stack: Vec<u32> = Vec::new();
         let mut bin = 0usize;
         let end_of = |bin: usize| {
@@ -508,7 +508,7 @@ impl BinWalk<'_> {
             hi = end_of(bin);
         }
         for i in 0..time.len() {
-            let t = time[i].max(last);
+            let t = time.get(i).max(last);
             let top = stack
                 .last()
                 .copied()
@@ -697,7 +697,7 @@ fn with_events(trace: &Trace, defs: crate::model::Definitions, events: Vec<Event
 /// One location's events cut to the phase (see `slice`).
 fn slice_events(ev: &Events, ph: &Phase, last: bool) -> Events {
     let inside = |t: u64| t >= ph.start && (t < ph.end || last);
-    let n_in = ev.time.iter().filter(|&&t| inside(t)).count();
+    let n_in = ev.time.iter().filter(|&t| inside(t)).count();
     let mut out = Events::with_capacity(0);
     if n_in > 0 {
         out = Events::with_capacity(n_in + 16);
@@ -706,7 +706,7 @@ fn slice_events(ev: &Events, ph: &Phase, last: bool) -> Events {
     let mut opened = false;
     let has_attributes = !ev.attribute_index.is_empty();
     for i in 0..ev.len() {
-        let t = ev.time[i];
+        let t = ev.time.get(i);
         if !inside(t) {
             if t < ph.start {
                 match ev.kind[i] {
@@ -753,7 +753,7 @@ fn slice_events(ev: &Events, ph: &Phase, last: bool) -> Events {
         }
     }
     if opened && !last {
-        let t = out.time.last().copied().unwrap_or(ph.start).max(ph.start);
+        let t = out.time.last().unwrap_or(ph.start).max(ph.start);
         let t = t.max(ph.end.saturating_sub(1)).min(ph.end);
         while let Some(r) = stack.pop() {
             out.push_region(t, EventKind::Leave, r);
@@ -1041,9 +1041,9 @@ mod tests {
         for ev in &trace.events {
             let mut stack: Vec<u32> = Vec::new();
             for i in 0..ev.len() {
-                let t = ev.time[i].clamp(t0, t1);
+                let t = ev.time.get(i).clamp(t0, t1);
                 if let (Some(&r), true) = (stack.last(), i > 0) {
-                    let from = ev.time[i - 1].clamp(t0, t1).min(t);
+                    let from = ev.time.get(i - 1).clamp(t0, t1).min(t);
                     spread(&mut v, class(r), from, t, t0, dt);
                 }
                 match ev.kind[i] {

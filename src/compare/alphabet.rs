@@ -172,7 +172,7 @@ fn location(
     let mut region_of = Vec::with_capacity(enters);
     let mut msg: Vec<Option<(u32, u32)>> = Vec::with_capacity(enters);
     let mut open: Vec<usize> = Vec::new(); // symbols whose call is open
-    let last = ev.time.last().copied().unwrap_or(0);
+    let last = ev.time.last().unwrap_or(0);
     for i in 0..ev.len() {
         match ev.kind[i] {
             EventKind::Enter => {
@@ -180,12 +180,12 @@ fn location(
                 let leave = if exit == crate::replay::NONE {
                     last
                 } else {
-                    ev.time[exit as usize]
+                    ev.time.get(exit as usize)
                 };
                 region_of.push(ev.arg[i]);
                 msg.push(None);
                 seq.cnode.push(st.cnode(i));
-                seq.enter_s.push(trace.seconds(ev.time[i]));
+                seq.enter_s.push(trace.seconds(ev.time.get(i)));
                 seq.leave_s.push(trace.seconds(leave));
                 if alphabet == Alphabet::CallsMessages {
                     open.push(region_of.len() - 1);

@@ -599,7 +599,7 @@ fn write(
     let mut heap: BinaryHeap<std::cmp::Reverse<(u64, u32, u32)>> = BinaryHeap::new();
     for (l, ev) in trace.events.iter().enumerate() {
         if !ev.is_empty() {
-            heap.push(std::cmp::Reverse((ev.time[0], l as u32, 0)));
+            heap.push(std::cmp::Reverse((ev.time.get(0), l as u32, 0)));
         }
     }
     let (mut dropped_kinds, mut unopened, mut attributes) = (0u64, 0u64, 0u64);
@@ -608,7 +608,7 @@ fn write(
     let mut rec = pe::Rec::new();
     while let Some(std::cmp::Reverse((t, l, i))) = heap.pop() {
         let ev = &trace.events[l as usize];
-        if let Some(&nt) = ev.time.get(i as usize + 1) {
+        if let Some(nt) = ev.time.try_get(i as usize + 1) {
             heap.push(std::cmp::Reverse((nt, l, i + 1)));
         }
         end = end.max(t);

@@ -335,8 +335,8 @@ fn put_facts(w: &mut Writer, g: &Ghosted, keep: &[bool]) {
     put_list(w, &held, |w, &l| {
         let (ev, st) = (&g.trace.events[l], &g.replay.locations[l]);
         w.u32(l as u32);
-        let first = ev.time.first().copied().unwrap_or(0);
-        let last = ev.time.last().copied().unwrap_or(0);
+        let first = ev.time.first().unwrap_or(0);
+        let last = ev.time.last().unwrap_or(0);
         for x in [ev.len() as u64, first, last, st.clamped, st.gaps] {
             w.u64(x);
         }

@@ -88,7 +88,7 @@ pub fn critical_path(
 fn job_span(trace: &Trace, held: &[bool], t: &dyn Transport) -> Result<Option<(u64, u64)>, String> {
     let mut w = Writer::default();
     for (ev, _) in trace.events.iter().zip(held).filter(|x| *x.1) {
-        if let (Some(&a), Some(&b)) = (ev.time.first(), ev.time.last()) {
+        if let (Some(a), Some(b)) = (ev.time.first(), ev.time.last()) {
             w.u64(a);
             w.u64(b);
         }

@@ -525,7 +525,7 @@ fn put_event(w: &mut Writer, ev: &Events, st: &LocationState, ln: Option<&MsgLin
     let i = x as usize;
     let k = ev.kind[i];
     w.u32(x);
-    w.u64(ev.time[i]);
+    w.u64(ev.time.get(i));
     w.u32(k as u32);
     // the pointer column as the owner has it: an ENTER's LEAVE (itself without one), the
     // ENTER of any other event

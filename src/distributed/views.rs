@@ -157,8 +157,8 @@ fn job(g: &Ghosted, held: &[usize], mine: (u64, u64), t: &dyn Transport) -> Resu
     let last = evs().filter_map(|e| e.time.last()).max();
     let mut w = Writer::default();
     w.u32(first.is_some() as u32);
-    w.u64(first.copied().unwrap_or(0));
-    w.u64(last.copied().unwrap_or(0));
+    w.u64(first.unwrap_or(0));
+    w.u64(last.unwrap_or(0));
     for x in [evs().map(|e| e.len() as u64).sum(), mine.0, mine.1] {
         w.u64(x);
     }

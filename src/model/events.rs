@@ -1,14 +1,15 @@
 //! Per-location event columns (struct of arrays).
 //!
-//! Every event costs 13 bytes in the three core columns (`time` u64, `kind` u8, `arg` u32).
-//! Enter/Leave keep their region in `arg`; point-to-point and collective events keep a
-//! 16/17-byte payload in their own columns, so no Enter/Leave/Send/Recv/collective event
-//! takes more than 30 bytes. Every other kind keeps its fields, in record order, as u64
+//! Every event costs about 9 bytes in the three core columns (`time`, `Times`: a u32 offset
+//! from a u64 base word per block of 256 events; `kind` u8, `arg` u32). Enter/Leave keep
+//! their region in `arg`; point-to-point and collective events keep a 16/17-byte payload in
+//! their own columns, so no Enter/Leave/Send/Recv/collective event takes more than 26 bytes. Every other kind keeps its fields, in record order, as u64
 //! words in `extra` (`arg` is the offset of a length word followed by the fields).
 
 use super::defs::{CommIdx, RegionIdx};
 use super::event_kind::EventKind;
 use super::spill::{Column, Spill, Spillable};
+pub use super::times::{Block, Times, TimesFiller, TimesRef};
 
 /// A column of byte counts: u32 each, with the rare larger value kept aside.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -124,7 +125,7 @@ pub struct Coll {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Events {
     /// Clock-corrected timestamps in ticks (non-decreasing in a well-formed trace).
-    pub time: Column<u64>,
+    pub time: Times,
     pub kind: Column<EventKind>,
     /// Region (Enter/Leave), payload index (messages, collectives), `extra` offset (others),
     /// or the raw record type (Unknown).
@@ -140,7 +141,7 @@ pub struct Events {
 impl Events {
     pub fn with_capacity(n: usize) -> Events {
         Events {
-            time: Column::with_capacity(n),
+            time: Times::with_capacity(n),
             kind: Column::with_capacity(n),
             arg: Column::with_capacity(n),
             ..Events::default()
@@ -323,7 +324,7 @@ impl Events {
 
     /// Bytes of heap memory these columns hold.
     pub fn heap_bytes(&self) -> usize {
-        self.time.capacity() * 8
+        self.time.heap_bytes()
             + self.kind.capacity()
             + self.arg.capacity() * 4
             + self.msg.peer.capacity() * 12
@@ -343,7 +344,7 @@ impl Events {
     /// attributes) stay on the heap.
     pub fn spill(&mut self, spill: &Spill) -> std::io::Result<()> {
         let cols: &mut [&mut dyn Spillable] = &mut [
-            &mut self.time,
+            self.time.spillable(),
             &mut self.arg,
             &mut self.msg.peer,
             &mut self.msg.comm,
@@ -364,18 +365,18 @@ impl Events {
     /// location (`Column::release_resident`; they were stored as one region).
     #[inline(never)]
     pub fn release_resident(&self) {
-        self.time.release_resident();
+        self.time.offsets().release_resident();
     }
 
     /// Spilled columns: store `cols` (the replay's columns of this location) in the same spill
     /// file, released with these (`Column::spill_beside`); nothing when they are on the heap.
     pub fn spill_beside(&self, cols: &mut [&mut dyn Spillable]) {
-        self.time.spill_beside(cols);
+        self.time.offsets().spill_beside(cols);
     }
 
     /// Are the core columns in the spill file?
     pub fn is_spilled(&self) -> bool {
-        self.time.is_spilled()
+        self.time.offsets().is_spilled()
     }
 
     pub fn shrink_to_fit(&mut self) {
@@ -403,7 +404,7 @@ impl Events {
 /// what `Events`' own pushes in the same order give.
 #[derive(Default)]
 pub struct EventsFiller {
-    time: Vec<u64>,
+    time: TimesFiller,
     kind: Vec<EventKind>,
     arg: Vec<u32>,
     peer: Vec<u32>,
@@ -559,18 +560,19 @@ impl EventsFiller {
     /// Room for `n` events (the message columns grow as messages come).
     pub fn with_capacity(n: usize) -> EventsFiller {
         let mut f = EventsFiller {
-            time: with_room(n),
+            time: TimesFiller::with_capacity(0),
             kind: with_room(n),
             arg: with_room(n),
             ..EventsFiller::default()
         };
+        *f.time.off_mut() = with_room(n);
         f.sync_caps();
         f
     }
 
     /// `cap`, `msg_cap` and `coll_cap` from the columns' capacities.
     fn sync_caps(&mut self) {
-        self.cap = self.time.capacity();
+        self.cap = self.time.off.capacity();
         self.cap = self.cap.min(self.kind.capacity()).min(self.arg.capacity());
         self.msg_cap = self.peer.capacity().min(self.comm.capacity());
         self.msg_cap = self
@@ -587,7 +589,7 @@ impl EventsFiller {
     #[cold]
     #[inline(never)]
     fn grow_core(&mut self) {
-        grow_full(&mut self.time);
+        grow_full(self.time.off_mut());
         grow_full(&mut self.kind);
         grow_full(&mut self.arg);
         self.sync_caps();
@@ -622,11 +624,14 @@ impl EventsFiller {
         if n >= self.cap {
             self.grow_core();
         }
-        // SAFETY: the three core columns all have length `n` (they grow only here and in
-        // `extend_events`, by as many values each) and `cap` > `n` is at most the capacity
-        // of each (`sync_caps`; capacities never shrink).
+        // the time's offset word (base and wide words updated: those vectors grow by
+        // themselves)
+        let w = self.time.word(time);
+        // SAFETY: the three core columns (the time's offsets, kind, arg) all have length `n`
+        // (they grow only here and in `extend_events`, by as many values each) and `cap` >
+        // `n` is at most the capacity of each (`sync_caps`; capacities never shrink).
         unsafe {
-            append(&mut self.time, n, time);
+            append(self.time.off_mut(), n, w);
             append(&mut self.kind, n, kind);
             append(&mut self.arg, n, arg);
         }
@@ -737,7 +742,11 @@ impl EventsFiller {
     /// cut to the shortest).
     pub fn extend_events(&mut self, time: &[u64], kind: &[EventKind], arg: &[u32]) {
         let n = time.len().min(kind.len()).min(arg.len());
-        put_all(&mut self.time, &time[..n]);
+        let off = self.time.off_mut();
+        if off.capacity() - off.len() < n {
+            grow_by(off, n);
+        }
+        self.time.extend(&time[..n]);
         put_all(&mut self.kind, &kind[..n]);
         put_all(&mut self.arg, &arg[..n]);
         self.sync_caps();
@@ -758,23 +767,20 @@ impl EventsFiller {
             self.extend_events(time, kind, arg);
             return;
         }
-        // SAFETY: the three core columns all have length `n` (they grow together) and
-        // `cap` ≥ `n + N` (`room`) is at most the capacity of each (`sync_caps`): the `N`
-        // slots after `n` lie inside each allocation, hold no value yet and are aligned for
-        // an array of the column's type; the lengths then cover exactly the values written.
+        // the times through their encoder (within the offsets' capacity: no growth)
+        self.time.extend(time);
+        // SAFETY: the kind and arg columns both have length `n` (the core columns grow
+        // together) and `cap` ≥ `n + N` (`room`) is at most the capacity of each
+        // (`sync_caps`): the `N` slots after `n` lie inside each allocation, hold no value yet
+        // and are aligned for an array of the column's type; the lengths then cover exactly
+        // the values written.
         unsafe {
-            self.time
-                .as_mut_ptr()
-                .add(n)
-                .cast::<[u64; N]>()
-                .write(*time);
             self.kind
                 .as_mut_ptr()
                 .add(n)
                 .cast::<[EventKind; N]>()
                 .write(*kind);
             self.arg.as_mut_ptr().add(n).cast::<[u32; N]>().write(*arg);
-            self.time.set_len(n + N);
             self.kind.set_len(n + N);
             self.arg.set_len(n + N);
         }
@@ -865,7 +871,7 @@ impl EventsFiller {
             v.reserve_exact(n);
             super::spill::advise_huge_full(v);
         }
-        more(&mut self.time, events);
+        more(self.time.off_mut(), events);
         more(&mut self.kind, events);
         more(&mut self.arg, events);
         more(&mut self.peer, msgs);
@@ -891,7 +897,7 @@ impl EventsFiller {
                 (v.capacity() - v.len()) * z,
             )
         }
-        let (a, b, c) = (s(&self.time), s(&self.kind), s(&self.arg));
+        let (a, b, c) = (s(&self.time.off), s(&self.kind), s(&self.arg));
         [
             a,
             b,
@@ -938,7 +944,7 @@ impl EventsFiller {
     /// The columns as `Events`.
     pub fn finish(self) -> Events {
         let mut e = self.rest;
-        e.time = self.time.into();
+        e.time = self.time.finish();
         e.kind = self.kind.into();
         e.arg = self.arg.into();
         e.msg = MsgColumns {
@@ -1110,13 +1116,45 @@ mod tests {
         assert_eq!(f.finish(), e);
     }
 
+    /// The time's offset, kind and arg: 9 bytes an event, and a base word a block.
     #[test]
-    fn core_columns_are_thirteen_bytes_per_event() {
+    fn core_columns_are_nine_bytes_per_event() {
         assert_eq!(
-            std::mem::size_of::<u64>()
+            std::mem::size_of::<u32>()
                 + std::mem::size_of::<EventKind>()
                 + std::mem::size_of::<u32>(),
-            13
+            9
         );
+        let mut e = Events::with_capacity(4096);
+        for i in 0..4096u64 {
+            e.push_region(i << 20, EventKind::Enter, 0);
+        }
+        e.shrink_to_fit();
+        assert_eq!(e.heap_bytes(), 4096 * 9 + 16 * 8);
+    }
+
+    /// A location's times survive the spill file: the offsets mapped, base words and wide
+    /// blocks on the heap.
+    #[test]
+    fn times_read_back_after_spilling() {
+        let dir = std::env::temp_dir();
+        let Ok(spill) = Spill::new(&dir, None) else {
+            return; // no writable temporary directory: nothing to check here
+        };
+        let mut e = Events::default();
+        let times: Vec<u64> = (0..1000u64)
+            .map(|i| match i {
+                300..=320 => u64::MAX - i,
+                _ => i * 1_000_000_007,
+            })
+            .collect();
+        for &t in &times {
+            e.push_region(t, EventKind::Enter, 1);
+        }
+        let before = e.clone();
+        e.spill(&spill).expect("spill");
+        assert!(e.is_spilled());
+        assert_eq!(e.time, times);
+        assert_eq!(e, before);
     }
 }

@@ -5,10 +5,12 @@ pub mod defs;
 pub mod event_kind;
 pub mod events;
 pub mod spill;
+pub mod times;
 
 pub use defs::*;
 pub use event_kind::EventKind;
 pub use events::{Attribute, Coll, Events, KindsIn, Msg};
+pub use times::{Times, TimesRef};
 
 use crate::error::Warning;
 use serde::Serialize;
@@ -77,7 +79,7 @@ impl Trace {
     pub fn time_span(&self) -> Option<(u64, u64)> {
         let first = self.events.iter().filter_map(|e| e.time.first()).min()?;
         let last = self.events.iter().filter_map(|e| e.time.last()).max()?;
-        Some((*first, *last))
+        Some((first, last))
     }
 
     /// Seconds since the start of the trace for a tick value.

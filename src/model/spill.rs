@@ -367,10 +367,12 @@ impl<T: Pod + std::fmt::Debug> std::fmt::Debug for Column<T> {
 }
 
 /// Resident bytes per event of a whole `perfexpert run` (trace model, replay and rule
-/// state), measured with `bench/run.sh` (25 for the text report and 28 for JSON on the
-/// ping-pong traces, 25 at 100 M events); with `--memory-limit`, the columns spill when
+/// state): 21.2 for the text report and for JSON on the 12 M-event ping-pong traces with
+/// the 4-byte time column (`Times`; peak resident set with `/usr/bin/time`), 4 less than
+/// with 8-byte times (25 text, 28 JSON measured then with `bench/run.sh`, 25 at 100 M
+/// events), kept with the JSON margin; with `--memory-limit`, the columns spill when
 /// `events × this` exceeds the limit.
-pub const RESIDENT_BYTES_PER_EVENT: u64 = 28;
+pub const RESIDENT_BYTES_PER_EVENT: u64 = 24;
 
 /// What is known of a run before it starts: the events the trace declares per unit its
 /// reader decodes at once (OTF2: per location; OTF 1 and Paje: the whole trace), the

@@ -2,7 +2,7 @@
 //! operations (§5.2): `sendptr`/`recvptr`, `completion(S)` and `request(R)`.
 
 use super::{LocationState, NONE};
-use crate::model::{CommIdx, EventKind, Events, KindsIn, LocIdx, Trace};
+use crate::model::{CommIdx, EventKind, Events, KindsIn, LocIdx, TimesRef, Trace};
 use rayon::prelude::*;
 use std::collections::{BTreeSet, HashMap};
 
@@ -204,7 +204,7 @@ impl Sides {
     #[inline(always)]
     fn time(&self, trace: &Trace, s: Side) -> u64 {
         if self.time.is_empty() {
-            trace.events[s.0 as usize].time[s.1 as usize]
+            trace.events[s.0 as usize].time.get(s.1 as usize)
         } else {
             self.time[s.2]
         }
@@ -231,7 +231,7 @@ struct One<'a> {
     l: LocIdx,
     arg: &'a [u32],
     tag: &'a [u32],
-    time: &'a [u64],
+    time: TimesRef<'a>,
 }
 
 /// Any sides: of a process of threads (a location per side), or shipped from another
@@ -250,7 +250,7 @@ fn one<'a>(trace: &'a Trace, s: &'a Sides) -> Option<One<'a>> {
         l: s.only,
         arg: &ev.arg[..],
         tag: &ev.msg.tag[..],
-        time: &ev.time[..],
+        time: ev.time.view(),
     })
 }
 
@@ -267,7 +267,7 @@ impl Read for One<'_> {
 
     #[inline(always)]
     fn time(&self, s: Side) -> u64 {
-        self.time[s.1 as usize]
+        self.time.get(s.1 as usize)
     }
 
     #[inline(always)]
@@ -629,7 +629,11 @@ fn collect_in<K: SortKey>(
                     i as u32
                 };
                 // one location: no time, the location the same for all sides (`OneKey`)
-                let at = if threaded { ev.time[order as usize] } else { 0 };
+                let at = if threaded {
+                    ev.time.get(order as usize)
+                } else {
+                    0
+                };
                 let key = K::new(comm, peer, tag, at, order, l);
                 if send {
                     p.sends.push(&mut send_b, key, i, l);
@@ -754,7 +758,7 @@ fn keyed<K: SortKey>(
 ) -> u64 {
     let ev = &trace.events[l as usize];
     let (peers, comms, tags) = payload_columns(ev);
-    let (arg, time) = (&ev.arg[..], &ev.time[..]);
+    let (arg, time) = (&ev.arg[..], ev.time.view());
     let mut peer_of = PeerOf::default();
     let (mut kept, mut unresolved) = (first, 0);
     for j in first..s.event.len() {
@@ -765,7 +769,7 @@ fn keyed<K: SortKey>(
             unresolved += 1;
             continue;
         };
-        let at = if K::THREADED { time[i as usize] } else { 0 };
+        let at = if K::THREADED { time.get(i as usize) } else { 0 };
         b.note(kept, K::new(comm, peer, tag, at, i, l));
         s.event[kept] = i;
         kept += 1;
@@ -903,7 +907,11 @@ fn sort_sides(trace: &Trace, p: &mut Proc, recv: bool, threaded: bool) {
                 order = q; // posting order (§5.3.2)
             }
         }
-        let at = if threaded { ev.time[order as usize] } else { 0 };
+        let at = if threaded {
+            ev.time.get(order as usize)
+        } else {
+            0
+        };
         Key::new(comm, peer, tag, at, order, l)
     };
     let s = if recv { &mut p.recvs } else { &mut p.sends };

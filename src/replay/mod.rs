@@ -8,7 +8,7 @@ pub mod matching;
 pub mod omp;
 
 use crate::model::spill::Column;
-use crate::model::{EventKind, Events, RegionIdx, Trace};
+use crate::model::{EventKind, Events, RegionIdx, TimesRef, Trace};
 use calltree::{CallTree, CnodeIdx, LocalTree, NO_CNODE};
 use rayon::prelude::*;
 
@@ -407,8 +407,8 @@ enum Leaf {
 /// Whether ENTER `i` opens a leaf instance: its LEAVE next, or after one point-to-point
 /// record (MPI_SEND ..= MPI_REQUEST_CANCELLED), its events' times in order.
 #[inline(always)]
-fn leaf((times, kinds, args): (&[u64], &[EventKind], &[u32]), i: usize) -> Leaf {
-    let at = |j: usize| Some((*kinds.get(j)?, *args.get(j)?, *times.get(j)?));
+fn leaf((times, kinds, args): (TimesRef<'_>, &[EventKind], &[u32]), i: usize) -> Leaf {
+    let at = |j: usize| Some((*kinds.get(j)?, *args.get(j)?, times.try_get(j)?));
     let (Some((_, arg, t)), Some((k1, a1, t1))) = (at(i), at(i + 1)) else {
         return Leaf::No;
     };
@@ -432,7 +432,7 @@ fn leaf((times, kinds, args): (&[u64], &[EventKind], &[u32]), i: usize) -> Leaf 
 fn pass_a<'w>(ev: &Events, worker: Option<Worker<'w>>, mpi: &'w [bool]) -> PassA {
     let mut w = Walk::new(ev, worker, mpi);
     // the three columns side by side
-    let cols = (&ev.time[..], &ev.kind[..], &ev.arg[..]);
+    let cols = (ev.time.view(), &ev.kind[..], &ev.arg[..]);
     let n = cols.0.len().min(cols.1.len()).min(cols.2.len());
     let mut i = 0;
     while i < n {
@@ -442,7 +442,7 @@ fn pass_a<'w>(ev: &Events, worker: Option<Worker<'w>>, mpi: &'w [bool]) -> PassA
                 break;
             }
         }
-        let (t, kind, arg) = (w.clock(cols.0[i]), cols.1[i], cols.2[i]);
+        let (t, kind, arg) = (w.clock(cols.0.get(i)), cols.1[i], cols.2[i]);
         let (p, c) = match kind {
             EventKind::ThreadTeamBegin if w.worker.is_some() && w.stack.is_empty() => {
                 w.team_begin(t)
@@ -472,7 +472,7 @@ impl<'w> Walk<'w> {
             repairs: Vec::new(),
             stack: Vec::new(),
             tasks: Default::default(),
-            last_t: ev.time.first().copied().unwrap_or(0),
+            last_t: ev.time.first().unwrap_or(0),
             clamped: 0,
             paused: false,
             gaps: 0,
@@ -509,7 +509,7 @@ impl<'w> Walk<'w> {
     #[inline(never)]
     fn plain(
         &mut self,
-        (times, kinds, args): (&[u64], &[EventKind], &[u32]),
+        (times, kinds, args): (TimesRef<'_>, &[EventKind], &[u32]),
         mut i: usize,
     ) -> usize {
         let Cnodes::Narrow(cn) = &mut self.cnode else {
@@ -521,7 +521,7 @@ impl<'w> Walk<'w> {
         let n = (times.len().min(kinds.len()).min(args.len()))
             .min(self.ptr.len())
             .min(cn.len());
-        let (times, kinds, args) = (&times[..n], &kinds[..n], &args[..n]);
+        let (times, kinds, args) = (times.prefix(n), &kinds[..n], &args[..n]);
         let (cn, ptr) = (&mut cn[..n], &mut self.ptr[..n]);
         // the counts of every local call path (the recent lookups give no other)
         let nodes = self.time.len().min(self.visits.len());
@@ -532,7 +532,7 @@ impl<'w> Walk<'w> {
         let (mut top, mut c_top) = self.stack.last().map_or((NONE, NO_CNODE), |f| (f.2, f.1));
         let mut last_t = self.last_t;
         while i < n {
-            let (t, kind, arg) = (times[i], kinds[i], args[i]);
+            let (t, kind, arg) = (times.get(i), kinds[i], args[i]);
             if t < last_t {
                 break;
             }

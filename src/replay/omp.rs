@@ -100,7 +100,7 @@ pub fn fork_stacks(ev: &Events, kinds: &[OmpRegion]) -> Vec<ForkStack> {
                 if kinds.get(r as usize) == Some(&OmpRegion::Parallel) {
                     if in_parallel == 0 {
                         by_enter.push(ForkStack {
-                            time: ev.time[i],
+                            time: ev.time.get(i),
                             stack: stack.clone(),
                         });
                     }
@@ -119,7 +119,7 @@ pub fn fork_stacks(ev: &Events, kinds: &[OmpRegion]) -> Vec<ForkStack> {
                 }
             }
             k if is_fork(k) => by_record.push(ForkStack {
-                time: ev.time[i],
+                time: ev.time.get(i),
                 stack: stack.clone(),
             }),
             _ => {}
@@ -298,11 +298,11 @@ pub fn build(
             if pc == NO_CNODE {
                 continue;
             }
-            let te = ev.time[mb.enter as usize];
+            let te = ev.time.get(mb.enter as usize);
             let fork = te.saturating_sub(team.fork);
             let join = match mb.leave {
                 NONE => 0,
-                x => team.join.saturating_sub(ev.time[x as usize]),
+                x => team.join.saturating_sub(ev.time.get(x as usize)),
             };
             let moved = fork + join;
             if moved == 0 {
@@ -343,17 +343,17 @@ fn build_teams(
         if is_fork(k) {
             if let Some(f) = open.take() {
                 // a fork without a join: ends where the next one starts
-                forks.push((f, mev.time[i]));
+                forks.push((f, mev.time.get(i)));
             }
-            open = Some(mev.time[i]);
+            open = Some(mev.time.get(i));
         } else if is_join(k) {
             if let Some(f) = open.take() {
-                forks.push((f, mev.time[i]));
+                forks.push((f, mev.time.get(i)));
             }
         }
     }
     if let Some(f) = open {
-        forks.push((f, mev.time.last().copied().unwrap_or(f)));
+        forks.push((f, mev.time.last().unwrap_or(f)));
     }
     // outermost parallel-region instances per thread, in event order
     let outer = |l: u32| -> Vec<(u32, u32)> {
@@ -382,8 +382,12 @@ fn build_teams(
         forks = outer(m)
             .into_iter()
             .map(|(e, x)| {
-                let t = mev.time[e as usize];
-                let j = if x == NONE { t } else { mev.time[x as usize] };
+                let t = mev.time.get(e as usize);
+                let j = if x == NONE {
+                    t
+                } else {
+                    mev.time.get(x as usize)
+                };
                 (t, j)
             })
             .collect();
@@ -411,7 +415,7 @@ fn build_teams(
             st.stats.worker_forks += ev.kind.iter().filter(|&&k| is_fork(k)).count() as u64;
         }
         for (enter, leave) in outermost {
-            let t = ev.time[enter as usize];
+            let t = ev.time.get(enter as usize);
             // the latest fork at or before the ENTER
             let k = forks.partition_point(|f| f.0 <= t);
             if k == 0 {
@@ -485,7 +489,7 @@ fn task_ticks(ev: &Events, ls: &LocationState, kinds: &[OmpRegion], enter: usize
         let mut stack = Vec::new();
         for i in enter + 1..end.min(ev.len() - 1) + 1 {
             if tasks.explicit() {
-                total += ev.time[i].saturating_sub(ev.time[i - 1]);
+                total += ev.time.get(i).saturating_sub(ev.time.get(i - 1));
             }
             match task_event(ev, i) {
                 Some(TaskEvent::Switch(k)) => tasks.switch(k, &mut stack),
@@ -503,7 +507,7 @@ fn task_ticks(ev: &Events, ls: &LocationState, kinds: &[OmpRegion], enter: usize
         {
             let x = ls.exitptr(i);
             let stop = if x == NONE { end - 1 } else { x as usize };
-            total += ev.time[stop].saturating_sub(ev.time[i]);
+            total += ev.time.get(stop).saturating_sub(ev.time.get(i));
             i = stop + 1;
         } else {
             i += 1;
@@ -537,10 +541,13 @@ fn build_locks(trace: &Trace, threads: &[u32], st: &mut OmpState) {
                 (_, [id, o, ..]) => (Paradigm::OPENMP.0 as u64, *id, *o),
                 _ => continue,
             };
-            locks
-                .entry((model, lock))
-                .or_default()
-                .push((ord, release, ev.time[i], l, i as u32));
+            locks.entry((model, lock)).or_default().push((
+                ord,
+                release,
+                ev.time.get(i),
+                l,
+                i as u32,
+            ));
         }
     }
     let mut keys: Vec<(u64, u64)> = locks.keys().copied().collect();

@@ -251,8 +251,8 @@ fn thread_member(
     Member {
         loc,
         event: enter,
-        begin: secs(trace, ev.time[enter as usize]),
-        end: secs(trace, ev.time[end as usize]),
+        begin: secs(trace, ev.time.get(enter as usize)),
+        end: secs(trace, ev.time.get(end as usize)),
         sent: 0.0,
         recv: 0.0,
         rank: thread,

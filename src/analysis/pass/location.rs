@@ -436,7 +436,7 @@ impl Here<'_> {
             (l, e, c, t) if (l, e) == (self.l, i) => (c, t),
             _ => {
                 let c = self.ptrs.cnode(i as usize);
-                let t = self.ev.time[i as usize];
+                let t = self.ev.time.get(i as usize);
                 pass.at = (self.l, i, c, t);
                 (c, t)
             }
@@ -734,7 +734,7 @@ diagnosis = "test"
                     "{name}"
                 );
                 let times = &trace.events[0].time;
-                let mid = [times[times.len() / 2]];
+                let mid = [times.get(times.len() / 2)];
                 for (acc, bounds) in [(true, &[][..]), (false, &[]), (true, &mid), (false, &mid)] {
                     let memo = analyse_with(&trace, &replay, rs.clone(), acc, bounds);
                     NO_MEMO.with(|c| c.set(true));

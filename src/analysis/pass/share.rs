@@ -155,7 +155,7 @@ pub fn share_passes(
                         NONE
                     },
                     time: if held {
-                        trace.events[c.loc as usize].time[c.event as usize]
+                        trace.events[c.loc as usize].time.get(c.event as usize)
                     } else {
                         0
                     },

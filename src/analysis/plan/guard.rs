@@ -186,7 +186,7 @@ fn tick(c: &Ctx, env: &[Value], (s, at): (u16, At)) -> Option<u64> {
             },
         },
     };
-    Some(c.trace.events[l as usize].time[e as usize])
+    Some(c.trace.events[l as usize].time.get(e as usize))
 }
 
 /// Rule `r`'s severity guard, when its severity has a form that gives one and no group

@@ -343,7 +343,7 @@ pub(crate) fn passed(all: &[Vec<Pending>], next: &[usize], l: usize, j: usize) -
 /// The time of location `l`'s next task's point (a blocked pass goes on with the latest).
 pub(crate) fn next_time(p: &Pass, all: &[Vec<Pending>], next: &[usize], l: usize) -> u64 {
     (all[l].get(next[l]).and_then(|x| p.sync.sps[l].get(x.0)))
-        .map_or(u64::MAX, |sp| p.trace.events[l].time[sp.event as usize])
+        .map_or(u64::MAX, |sp| p.trace.events[l].time.get(sp.event as usize))
 }
 
 /// Whether task `task` of location `l` may run: every location it waits for has passed the

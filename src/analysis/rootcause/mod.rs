@@ -182,7 +182,7 @@ fn each_runtime(
             },
         };
         if c != NO_CNODE {
-            add(c, ev.time[i].saturating_sub(ev.time[a]));
+            add(c, ev.time.get(i).saturating_sub(ev.time.get(a)));
         }
         a = i;
     }
@@ -192,7 +192,7 @@ fn each_runtime(
 /// among equals) and its MPI_Finalize LEAVE.
 pub(crate) fn path_start(trace: &Trace, fin: &[Option<(u32, u32)>]) -> Option<(usize, u32)> {
     (0..fin.len())
-        .filter_map(|l| fin[l].map(|(e, x)| (trace.events[l].time[e as usize], l, x)))
+        .filter_map(|l| fin[l].map(|(e, x)| (trace.events[l].time.get(e as usize), l, x)))
         .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
         .map(|(_, l, x)| (l, x))
 }

@@ -33,7 +33,7 @@ pub(crate) fn points(
     bar_kinds: &[Vec<u16>],
     out: &mut Vec<Cand>,
 ) {
-    let t = |l: u32, i: u32| trace.events[l as usize].time[i as usize];
+    let t = |l: u32, i: u32| trace.events[l as usize].time.get(i as usize);
     let point = |kind, wait, total, completion| Sp {
         event: 0,
         kind,
@@ -162,7 +162,7 @@ pub(crate) fn info_of(
 ) -> OmpInfo {
     let omp = &replay.omp;
     let nloc = trace.events.len();
-    let t = |l: u32, i: u32| trace.events[l as usize].time[i as usize];
+    let t = |l: u32, i: u32| trace.events[l as usize].time.get(i as usize);
     // per location: (parallel ENTER, fork interval), (parallel LEAVE, join interval), ticks
     let mut fork_at: Vec<Vec<Moved>> = vec![Vec::new(); nloc];
     let mut join_at: Vec<Vec<Moved>> = vec![Vec::new(); nloc];
@@ -287,7 +287,7 @@ fn pieces(
         if sp_here.is_some_and(|s| s.kind != Kind::OmpFork) {
             flush(&mut tmap, &mut out, i);
         }
-        let time = ev.time[i];
+        let time = ev.time.get(i);
         let c = st.cnode(i);
         match ev.kind[i] {
             EventKind::Enter => {

@@ -113,11 +113,11 @@ pub(crate) fn call_span(trace: &Trace, replay: &Replay, l: usize, i: u32) -> Opt
     let x = st.exitptr(e as usize);
     let t = &trace.events[l].time;
     Some((
-        t[e as usize],
+        t.get(e as usize),
         if x == NONE {
-            t[i as usize]
+            t.get(i as usize)
         } else {
-            t[x as usize]
+            t.get(x as usize)
         },
     ))
 }
@@ -341,7 +341,7 @@ fn collective_points(
             return;
         };
         root.get_or_insert(c.root);
-        let t_end = trace.events[m.loc as usize].time[m.event as usize];
+        let t_end = trace.events[m.loc as usize].time.get(m.event as usize);
         let (begin, leave) =
             call_span(trace, replay, m.loc as usize, m.event).unwrap_or((t_end, t_end));
         ms.push((m.loc, m.event, begin, t_end, c.sent, c.received, leave));
@@ -438,7 +438,7 @@ pub(crate) fn world_points(
     res: f64,
     out: &mut Vec<Cand>,
 ) {
-    let t = |l: usize, i: u32| trace.events[l].time[i as usize];
+    let t = |l: usize, i: u32| trace.events[l].time.get(i as usize);
     let lt = (0..calls.len())
         .filter_map(|l| calls[l].map(|(e, _)| t(l, e)))
         .max();

@@ -84,7 +84,7 @@ fn entered(trace: &Trace, replay: &Replay, l: usize, i: usize) -> Option<(u32, u
         return None;
     }
     let e = st.enterptr(i);
-    (e != NONE).then(|| (e, trace.events[l].time[e as usize]))
+    (e != NONE).then(|| (e, trace.events[l].time.get(e as usize)))
 }
 
 /// The time receive `i` of location `l` waited for its send `p` (`call_span` of both sides,
@@ -101,7 +101,11 @@ fn idle(trace: &Trace, replay: &Replay, l: usize, i: usize, p: EventRef) -> u64 
     };
     let x = replay.locations[l].exitptr(e as usize);
     let t = &trace.events[l].time;
-    let rx = if x == NONE { t[i] } else { t[x as usize] };
+    let rx = if x == NONE {
+        t.get(i)
+    } else {
+        t.get(x as usize)
+    };
     se.min(rx).saturating_sub(re)
 }
 
@@ -147,7 +151,7 @@ fn location(trace: &Trace, replay: &Replay, classes: &[&'static str], l: usize) 
         if !p.is_some() {
             continue;
         }
-        let ts = trace.events[p.loc as usize].time[p.event as usize];
+        let ts = trace.events[p.loc as usize].time.get(p.event as usize);
         let instance = || -> Buffered {
             let (comm, bytes) = (ev.msg.comm[k], ev.msg.bytes.get(k));
             (ts, proc(p.loc), peer, comm, st.cnode(i), bytes == 0)

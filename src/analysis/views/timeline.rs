@@ -266,12 +266,12 @@ impl<'a> Timeline<'a> {
                 if pc == NO_CNODE {
                     continue;
                 }
-                let te = ev.time[mb.enter as usize];
+                let te = ev.time.get(mb.enter as usize);
                 if te > team.fork {
                     out.push((team.fork, te, pc));
                 }
                 if mb.leave != crate::replay::NONE {
-                    let tl = ev.time[mb.leave as usize];
+                    let tl = ev.time.get(mb.leave as usize);
                     if team.join > tl {
                         out.push((tl, team.join, pc));
                     }
@@ -287,7 +287,7 @@ impl<'a> Timeline<'a> {
     /// given as stretches of their own at the end.
     fn stretches(&self, l: usize, f: &mut impl OnStretch) {
         let ev = &self.trace.events[l];
-        let (time, kind): (&[u64], &[EventKind]) = (&ev.time, &ev.kind);
+        let (time, kind) = (ev.time.view(), &ev.kind[..]);
         let ls = &self.replay.locations[l];
         let nodes = &self.replay.tree.nodes;
         // the call path active from event `i` to the next one (`Timeline::active`, its columns
@@ -303,7 +303,7 @@ impl<'a> Timeline<'a> {
         if fj.is_empty() {
             // no team: every stretch is the active call path's (the common case, walked
             // without the fork and join bookkeeping)
-            for (i, w) in time.windows(2).enumerate() {
+            for (i, w) in time.pairs().enumerate() {
                 let (a, b) = (w[0], w[1]);
                 if b > a {
                     let c = active(i);
@@ -321,7 +321,7 @@ impl<'a> Timeline<'a> {
         };
         let mut cur = 0;
         for i in 0..time.len().saturating_sub(1) {
-            let (mut a, b) = (time[i], time[i + 1]);
+            let (mut a, b) = (time.get(i), time.get(i + 1));
             if b <= a {
                 continue;
             }
@@ -465,7 +465,7 @@ impl Timeline<'_> {
         }
         let (ncls, t0) = (self.ncls, self.t0);
         let ev = &self.trace.events[l];
-        let (time, kind): (&[u64], &[EventKind]) = (&ev.time, &ev.kind);
+        let (time, kind) = (ev.time.view(), &ev.kind[..]);
         let ls = &self.replay.locations[l];
         let act = &self.act[..];
         let mut ticks = Ticks::new(self.windows, t0);
@@ -479,7 +479,7 @@ impl Timeline<'_> {
         // the column the last stretch ended in (`Col`)
         let mut col = Col::NONE;
         let (inv, width, nf) = (acc.inv, acc.width, col_f64(acc.fine.len()));
-        for ((i, w), &kd) in time.windows(2).enumerate().zip(kind) {
+        for ((i, w), &kd) in time.pairs().enumerate().zip(kind) {
             let (a0, b0) = (w[0], w[1]);
             if b0 <= a0 {
                 continue;

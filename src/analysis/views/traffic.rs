@@ -301,8 +301,8 @@ impl<'a> Traffic<'a> {
     #[inline]
     fn entered(&self, l: usize, i: usize) -> u64 {
         match enterptr(self.replay, l, i) {
-            NONE => self.trace.events[l].time[i],
-            e => self.trace.events[l].time[e as usize],
+            NONE => self.trace.events[l].time.get(i),
+            e => self.trace.events[l].time.get(e as usize),
         }
     }
 
@@ -325,12 +325,18 @@ impl<'a> Traffic<'a> {
         // messages come in time order)
         let (mut nth, mut hint_s, mut hint_r) = (0u64, 0usize, 0usize);
         // `entered` of this location's events, its columns looked up once
-        let (time, st) = (&ev.time[..], &self.replay.locations[l]);
+        let (time, st) = (ev.time.view(), &self.replay.locations[l]);
         let entered = |i: usize| match st.enterptr(i) {
-            NONE => time[i],
-            e => time[e as usize],
+            NONE => time.get(i),
+            e => time.get(e as usize),
         };
-        let own = |i: usize| if i < st.len() { entered(i) } else { time[i] };
+        let own = |i: usize| {
+            if i < st.len() {
+                entered(i)
+            } else {
+                time.get(i)
+            }
+        };
         // `partner` and `rank`, their columns looked up once
         let (arg, links) = (&ev.arg[..], &self.replay.msg_links[l].partner[..]);
         let partner = |i: usize| (links.get(arg[i] as usize).copied()).filter(|p| p.is_some());
@@ -360,7 +366,7 @@ impl<'a> Traffic<'a> {
                         from: l as u32,
                         to: p.loc,
                         send_s: self.sec(t),
-                        recv_s: self.sec(self.trace.events[pl].time[pe]),
+                        recv_s: self.sec(self.trace.events[pl].time.get(pe)),
                         bytes,
                     });
                 }
@@ -368,7 +374,7 @@ impl<'a> Traffic<'a> {
             } else {
                 // late sender: the receive call waited from its start until the send began
                 let r = own(i);
-                let s = self.entered(pl, pe).min(time[i]);
+                let s = self.entered(pl, pe).min(time.get(i));
                 self.spread(&mut waits, (r, s), (me, other), &mut hint_r);
             }
         }

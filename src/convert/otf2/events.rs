@@ -206,7 +206,7 @@ pub fn write_location(
                 }
             }
         }
-        s.event(ev.time[i], rec.len(), &rec)?;
+        s.event(ev.time.get(i), rec.len(), &rec)?;
         if i & 0xffff == 0xffff {
             progress(0x10000);
         }

@@ -117,7 +117,7 @@ fn trace_id(trace: &Trace) -> u64 {
     mix(trace.event_count());
     mix(trace.defs.locations.len() as u64);
     for ev in &trace.events {
-        mix(ev.time.first().copied().unwrap_or(0));
+        mix(ev.time.first().unwrap_or(0));
     }
     h
 }

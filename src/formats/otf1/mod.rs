@@ -633,7 +633,7 @@ fn remap(
 /// Append the events of `b` to `a` (a process split over two streams).
 fn append(a: &mut Events, b: Events) {
     for i in 0..b.len() {
-        let t = b.time[i];
+        let t = b.time.get(i);
         let k = b.kind[i];
         a.attach_attributes(b.attributes_of(i));
         if let Some(m) = b.msg(i) {

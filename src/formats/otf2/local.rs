@@ -2,6 +2,7 @@
 
 use super::records::{decode_definition, local_definition_spec, IdMapValue, Value};
 use super::wire::{derr, for_each_def_record, DResult, MappingType};
+use crate::model::Times;
 use std::collections::HashMap;
 
 /// One local-to-global id table.
@@ -87,47 +88,73 @@ pub fn read_local_defs(data: &[u8], chunk_size: usize) -> DResult<LocalDefs> {
     Ok(out)
 }
 
-/// Apply the clock-offset correction of A.8 to a location's (non-decreasing) timestamps.
-pub fn correct_clock(offsets: &[(u64, i64)], times: &mut [u64]) {
+/// Apply the clock-offset correction of A.8 to a location's (non-decreasing) timestamps
+/// (each block of the column encoded again, `Times::map_in_place`).
+pub fn correct_clock(offsets: &[(u64, i64)], times: &mut Times) {
     if offsets.len() < 2 {
         return; // one offset alone is never applied (A.8)
     }
-    let slopes: Vec<f64> = offsets
-        .windows(2)
-        .map(|w| {
-            let dt = w[1].0 as i128 - w[0].0 as i128;
-            let doff = w[1].1 as i128 - w[0].1 as i128;
-            doff as f64 / dt as f64
-        })
-        .collect();
-    let last = slopes.len() - 1;
-    let mut i = 0usize;
-    let mut j = 0usize;
-    while j < times.len() {
-        // timestamps are monotone, so the interval only moves forward; a decreasing
-        // timestamp (a corrupt trace) restarts the search
-        let t = times[j];
-        if t < offsets[i].0 {
-            i = 0;
+    let mut c = Clock::new(offsets);
+    times.map_in_place(|t| c.correct(t));
+}
+
+/// The correction of A.8 applied to timestamps in order: the interval of the last one kept,
+/// searched again only for a timestamp outside it.
+struct Clock<'a> {
+    offsets: &'a [(u64, i64)],
+    slopes: Vec<f64>,
+    /// The interval: `offsets[i]`, the timestamps `lo..=hi` it corrects.
+    i: usize,
+    lo: u64,
+    hi: u64,
+}
+
+impl Clock<'_> {
+    /// At least two offsets.
+    fn new(offsets: &[(u64, i64)]) -> Clock<'_> {
+        let slopes: Vec<f64> = offsets
+            .windows(2)
+            .map(|w| {
+                let dt = w[1].0 as i128 - w[0].0 as i128;
+                let doff = w[1].1 as i128 - w[0].1 as i128;
+                doff as f64 / dt as f64
+            })
+            .collect();
+        // no timestamp is in `1..=0`: the first one searches
+        Clock {
+            offsets,
+            slopes,
+            i: 0,
+            lo: 1,
+            hi: 0,
         }
-        while i < last && t > offsets[i + 1].0 {
-            i += 1;
+    }
+
+    #[inline(always)]
+    fn correct(&mut self, t: u64) -> u64 {
+        if t < self.lo || t > self.hi {
+            self.find(t);
         }
-        // the run of timestamps in this interval (the first is), corrected in one loop
-        let lo = if i == 0 { 0 } else { offsets[i].0 };
-        let hi = if i == last {
+        t.wrapping_add(correction(self.offsets[self.i], self.slopes[self.i], t))
+    }
+
+    /// The interval of `t`: timestamps are monotone, so the interval only moves forward; a
+    /// decreasing timestamp (a corrupt trace) restarts the search.
+    #[inline(never)]
+    fn find(&mut self, t: u64) {
+        let (offsets, last) = (self.offsets, self.slopes.len() - 1);
+        if t < offsets[self.i].0 {
+            self.i = 0;
+        }
+        while self.i < last && t > offsets[self.i + 1].0 {
+            self.i += 1;
+        }
+        self.lo = if self.i == 0 { 0 } else { offsets[self.i].0 };
+        self.hi = if self.i == last {
             u64::MAX
         } else {
-            offsets[i + 1].0
+            offsets[self.i + 1].0
         };
-        let (offset, slope) = (offsets[i], slopes[i]);
-        for t in &mut times[j..] {
-            if *t < lo || *t > hi {
-                break;
-            }
-            *t = t.wrapping_add(correction(offset, slope, *t));
-            j += 1;
-        }
     }
 }
 
@@ -162,11 +189,20 @@ fn slow_correction(offset: i64, slope: f64, d: i128) -> u64 {
 mod tests {
     use super::*;
 
+    /// `correct_clock` of the times in `t`.
+    fn correct_clock_of<const N: usize>(offsets: &[(u64, i64)], t: &mut [u64; N]) {
+        let mut times = Times::from(&t[..]);
+        correct_clock(offsets, &mut times);
+        for (x, y) in t.iter_mut().zip(times.iter()) {
+            *x = y;
+        }
+    }
+
     #[test]
     fn interpolates_and_extrapolates() {
         let offs = [(100, 0), (200, 10)];
         let mut t = [50, 100, 150, 155, 200, 300];
-        correct_clock(&offs, &mut t);
+        correct_clock_of(&offs, &mut t);
         // slope 0.1: 50 → -5, 150 → +5, 155 → 5.5 rounds to even 6, 300 → 20
         assert_eq!(t, [45, 100, 155, 161, 210, 320]);
     }
@@ -255,7 +291,7 @@ mod tests {
                     t
                 })
                 .collect();
-            let (mut a, mut b) = (times.clone(), times);
+            let (mut a, mut b) = (Times::from(&times[..]), times);
             correct_clock(&offsets, &mut a);
             correct_each(&offsets, &mut b);
             assert_eq!(a, b, "{offsets:?}");
@@ -265,20 +301,20 @@ mod tests {
     #[test]
     fn single_offset_is_not_applied() {
         let mut t = [5, 6];
-        correct_clock(&[(0, 100)], &mut t);
+        correct_clock_of(&[(0, 100)], &mut t);
         assert_eq!(t, [5, 6]);
     }
 
     #[test]
     fn extreme_offsets_do_not_overflow() {
         let mut t = [0];
-        correct_clock(&[(u64::MAX - 1, i64::MAX), (u64::MAX, i64::MIN)], &mut t);
+        correct_clock_of(&[(u64::MAX - 1, i64::MAX), (u64::MAX, i64::MIN)], &mut t);
     }
 
     #[test]
     fn negative_offsets_wrap() {
         let mut t = [1000];
-        correct_clock(&[(0, -30), (2000, -30)], &mut t);
+        correct_clock_of(&[(0, -30), (2000, -30)], &mut t);
         assert_eq!(t, [970]);
     }
 }

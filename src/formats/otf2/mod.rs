@@ -385,14 +385,14 @@ fn read_location(
     drop(m);
     let mut events = filler.finish();
     let name = evt_path.display().to_string();
-    if let Some(i) = events.time.windows(2).position(|w| w[1] < w[0]) {
+    if let Some(i) = events.time.first_decrease() {
         warnings.push(Warning {
             file: name.clone(),
             message: format!(
                 "timestamps decrease at event {} (from {} to {}); OTF2 requires them non-decreasing",
                 i + 1,
-                events.time[i],
-                events.time[i + 1]
+                events.time.get(i),
+                events.time.get(i + 1)
             ),
         });
     }

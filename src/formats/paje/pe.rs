@@ -198,7 +198,7 @@ pub fn definitions(t: &Trace) -> Vec<(&'static str, Vec<u8>)> {
 pub fn event(ev: &Events, i: usize, r: &mut Rec) {
     r.clear();
     let kind = ev.kind[i];
-    r.num(kind as u64).num(ev.time[i]);
+    r.num(kind as u64).num(ev.time.get(i));
     if let Some(x) = ev.region(i) {
         r.num(x as u64);
     } else if let Some(m) = ev.msg(i) {
