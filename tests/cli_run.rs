@@ -205,17 +205,12 @@ fn timings_name_every_stage_on_stderr_and_leave_the_report_alone() {
     assert_eq!(code, 0);
     let (code, out, err) = perfexpert(&["run", "-q", "--timings", "--format", "json", t]);
     assert_eq!(code, 0, "{err}");
-    let mut stages: Vec<&str> = err
-        .lines()
-        .filter_map(|l| l.strip_prefix("timings: "))
-        .map(|l| l.split("  ").next().unwrap_or("").trim())
-        .collect();
-    // the replay and the phase detection run side by side: either ends first
-    if let Some(k) = stages.iter().position(|&s| s == "phase detection") {
-        if stages.get(k + 1) == Some(&"replay") {
-            stages.swap(k, k + 1);
-        }
-    }
+    let stages = common::stages_in_order(
+        err.lines()
+            .filter_map(|l| l.strip_prefix("timings: "))
+            .map(|l| l.split("  ").next().unwrap_or("").trim().to_string())
+            .collect(),
+    );
     assert_eq!(
         stages,
         [

@@ -120,34 +120,13 @@ fn run_with_log(args: &[&str], rust_log: Option<&str>) -> (String, String) {
 
 /// The stage names of the `perfexpert: NAME  SECS s  FIELDS` lines of `-v`.
 fn stages(err: &str) -> Vec<String> {
-    let mut s: Vec<String> = err
-        .lines()
-        .filter_map(|l| l.strip_prefix("perfexpert: "))
-        .filter(|l| l.contains(" s"))
-        .map(|l| l.split("  ").next().unwrap().trim().to_string())
-        .collect();
-    // the replay and the phase detection run side by side: either ends first
-    if let Some(k) = s.iter().position(|x| x == "phase detection") {
-        if s.get(k + 1).is_some_and(|x| x == "replay") {
-            s.swap(k, k + 1);
-        }
-    }
-    // after the rules, the payload readers (the traffic matrix) run beside the root causes,
-    // the scores and the phase summaries: each side keeps its order, the two interleave
-    if let Some(k) = s.iter().position(|x| x == "rules evaluated") {
-        let end = s[k..]
-            .iter()
-            .position(|x| {
-                ["critical path", "wait matrix", "overheads", "written"].contains(&x.as_str())
-            })
-            .map_or(s.len(), |e| k + e);
-        let (payload, rest): (Vec<String>, Vec<String>) = s[k + 1..end]
-            .iter()
-            .cloned()
-            .partition(|x| x == "traffic matrix");
-        s.splice(k + 1..end, rest.into_iter().chain(payload));
-    }
-    s
+    common::stages_in_order(
+        err.lines()
+            .filter_map(|l| l.strip_prefix("perfexpert: "))
+            .filter(|l| l.contains(" s"))
+            .map(|l| l.split("  ").next().unwrap().trim().to_string())
+            .collect(),
+    )
 }
 
 #[test]

@@ -305,3 +305,30 @@ pub fn converted_reports(
     want["diagnostics"]["warnings"] = none;
     (want, got)
 }
+
+/// The stage names of a run's `-v` or `--timings` lines in their one documented order:
+/// stages that run side by side end in either order, so each pair or group is put back in
+/// that order here (each side keeps its own order):
+/// - the replay and the phase detection;
+/// - after the rules, the payload readers (the traffic matrix) and the root causes, the
+///   scores and the phase summaries.
+pub fn stages_in_order(mut s: Vec<String>) -> Vec<String> {
+    if let Some(k) = s.iter().position(|x| x == "phase detection") {
+        if s.get(k + 1).is_some_and(|x| x == "replay") {
+            s.swap(k, k + 1);
+        }
+    }
+    if let Some(k) = s.iter().position(|x| x == "rules evaluated") {
+        let after = ["critical path", "wait matrix", "overheads", "written"];
+        let end = s[k..]
+            .iter()
+            .position(|x| after.contains(&x.as_str()))
+            .map_or(s.len(), |e| k + e);
+        let (payload, rest): (Vec<String>, Vec<String>) = s[k + 1..end]
+            .iter()
+            .cloned()
+            .partition(|x| x == "traffic matrix");
+        s.splice(k + 1..end, rest.into_iter().chain(payload));
+    }
+    s
+}
