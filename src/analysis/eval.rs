@@ -727,10 +727,7 @@ pub(crate) fn exists_path(c: &Ctx, v: Value, f: Field, g: Field) -> Option<Optio
         ($f:expr, $g:expr) => {
             match path_step(c, v, $f) {
                 Value::None => None,
-                w => Some(match path_step(c, w, $g) {
-                    Value::Num(x) => Some(x),
-                    _ => None,
-                }),
+                w => Some(num_step(c, w, $g)),
             }
         };
     }
@@ -738,6 +735,15 @@ pub(crate) fn exists_path(c: &Ctx, v: Value, f: Field, g: Field) -> Option<Optio
         (Field::Send, Field::Bytes) => read!(Field::Send, Field::Bytes),
         (Field::Recv, Field::Bytes) => read!(Field::Recv, Field::Bytes),
         _ => read!(f, g),
+    }
+}
+
+/// The second step of `exists_path` and `exists_path_in`: field `g` of `w` as a number.
+#[inline(always)]
+fn num_step(c: &Ctx, w: Value, g: Field) -> Option<f64> {
+    match path_step(c, w, g) {
+        Value::Num(x) => Some(x),
+        _ => None,
     }
 }
 
@@ -754,10 +760,7 @@ pub(crate) fn exists_path_in(
         ($f:expr, $g:expr) => {
             match c.event_field_in(ev, l, i, $f) {
                 Value::None => None,
-                w => Some(match path_step(c, w, $g) {
-                    Value::Num(x) => Some(x),
-                    _ => None,
-                }),
+                w => Some(num_step(c, w, $g)),
             }
         };
     }
