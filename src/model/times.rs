@@ -297,10 +297,21 @@ impl From<&[u64]> for Times {
 
 impl FromIterator<u64> for Times {
     fn from_iter<I: IntoIterator<Item = u64>>(it: I) -> Times {
-        let mut f = TimesFiller::default();
+        let it = it.into_iter();
+        let mut f = TimesFiller::with_capacity(it.size_hint().0);
+        // a block's worth at a time through `encode_all` (fewer instructions a time than
+        // `push`)
+        let mut buf = [0u64; BLOCK];
+        let mut k = 0;
         for t in it {
-            f.push(t);
+            buf[k] = t;
+            k += 1;
+            if k == BLOCK {
+                f.extend(&buf);
+                k = 0;
+            }
         }
+        f.extend(&buf[..k]);
         f.finish()
     }
 }
@@ -403,21 +414,51 @@ impl<'a> TimesRef<'a> {
 
     #[inline]
     pub fn iter(self) -> Iter<'a> {
-        Iter {
-            t: self,
-            i: 0,
-            end: self.len(),
-        }
+        Iter::new(self, 0, self.len())
     }
 
     /// The times of events `from..to`, in order.
     #[inline]
     pub fn range(self, from: usize, to: usize) -> Iter<'a> {
         let end = to.min(self.len());
-        Iter {
+        Iter::new(self, from.min(end), end)
+    }
+
+    /// A reader for reads in order or near each other (see `Cursor`).
+    #[inline]
+    pub fn cursor(self) -> Cursor<'a> {
+        Cursor {
             t: self,
-            i: from.min(end),
-            end,
+            base: 0,
+            start: 0,
+            offs: &[],
+        }
+    }
+
+    /// `f(i, time[i])` for every event `i` in order, a run at a time (`run`: a narrow
+    /// block's base held, its offsets read in a tight loop; `f` inlined once).
+    #[inline(always)]
+    pub fn for_each(self, mut f: impl FnMut(usize, u64)) {
+        let (n, mut i) = (self.len(), 0);
+        while i < n {
+            let (b, to) = self.run(i, n);
+            for (j, &o) in self.off[i..to].iter().enumerate() {
+                f(i + j, b.wrapping_add(o as u64));
+            }
+            i = to;
+        }
+    }
+
+    /// The run of events from `i` (below `end <= len`) read as `base + offset` (wrapping):
+    /// its base and end — `i`'s narrow block to its end or `end`, or `i` alone in a wide
+    /// block (the base its time minus its offset).
+    #[inline]
+    fn run(self, i: usize, end: usize) -> (u64, usize) {
+        let b = self.base[i >> SHIFT];
+        if b & WIDE == 0 {
+            (b, ((i | MASK) + 1).min(end))
+        } else {
+            (self.wide_at(b, i).wrapping_sub(self.off[i] as u64), i + 1)
         }
     }
 
@@ -505,31 +546,65 @@ fn sorted<T: PartialOrd>(v: &[T]) -> bool {
     v.iter().zip(next).fold(true, |ok, (x, y)| ok & (x <= y))
 }
 
-/// The times of a range of events, in order.
+/// The times of a range of events, in order, read a run at a time: a narrow block's offsets
+/// from the next event to the block's (or the range's) end are read as `base + offset`, the
+/// base held (`TimesRef::run`), so a time is a load and an add; a wide block's times one by
+/// one (each its own run).
 #[derive(Clone)]
 pub struct Iter<'a> {
     t: TimesRef<'a>,
-    i: usize,
+    /// The front run's base: `base + offs[j]` (wrapping) is its `j`-th time.
+    base: u64,
+    /// The front run's offsets not yet read: events `next - offs.len()..next`.
+    offs: std::slice::Iter<'a, u32>,
+    /// The first event after the front run.
+    next: usize,
+    /// The end of the range.
     end: usize,
+}
+
+impl<'a> Iter<'a> {
+    #[inline]
+    fn new(t: TimesRef<'a>, from: usize, end: usize) -> Iter<'a> {
+        Iter {
+            t,
+            base: 0,
+            offs: [].iter(),
+            next: from,
+            end,
+        }
+    }
+
+    /// The next run (the front run read to its end), its first time.
+    #[inline(never)]
+    fn refill(&mut self) -> Option<u64> {
+        let i = self.next;
+        if i >= self.end {
+            return None;
+        }
+        let (base, to) = self.t.run(i, self.end);
+        let offs = self.t.off.get(i..to)?;
+        self.base = base;
+        self.next = to;
+        self.offs = offs.iter();
+        self.offs.next().map(|&o| base.wrapping_add(o as u64))
+    }
 }
 
 impl Iterator for Iter<'_> {
     type Item = u64;
 
-    #[inline]
+    #[inline(always)]
     fn next(&mut self) -> Option<u64> {
-        if self.i < self.end {
-            let t = self.t.get(self.i);
-            self.i += 1;
-            Some(t)
-        } else {
-            None
+        match self.offs.next() {
+            Some(&o) => Some(self.base.wrapping_add(o as u64)),
+            None => self.refill(),
         }
     }
 
     #[inline]
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = self.end - self.i;
+        let n = self.offs.len() + (self.end - self.next);
         (n, Some(n))
     }
 }
@@ -537,16 +612,77 @@ impl Iterator for Iter<'_> {
 impl DoubleEndedIterator for Iter<'_> {
     #[inline]
     fn next_back(&mut self) -> Option<u64> {
-        if self.i < self.end {
+        if self.next < self.end {
             self.end -= 1;
             Some(self.t.get(self.end))
         } else {
-            None
+            // the rest is the front run's
+            let o = self.offs.next_back()?;
+            self.next -= 1;
+            self.end -= 1;
+            Some(self.base.wrapping_add(*o as u64))
         }
     }
 }
 
 impl ExactSizeIterator for Iter<'_> {}
+
+/// A reader of `TimesRef` for reads in order or near each other (`TimesRef::cursor`): it
+/// holds the run of the last read (`TimesRef::run`: a narrow block, or one time of a wide
+/// one), so a read inside it is a compare, a load and an add; any other read loads its run.
+#[derive(Clone, Copy)]
+pub struct Cursor<'a> {
+    t: TimesRef<'a>,
+    /// The run's base: `base + offs[j]` (wrapping) is event `start + j`'s time.
+    base: u64,
+    start: usize,
+    offs: &'a [u32],
+}
+
+impl<'a> Cursor<'a> {
+    /// The time of event `i` (panics when `i` is out of range, as `TimesRef::get`).
+    #[inline(always)]
+    pub fn get(&mut self, i: usize) -> u64 {
+        match self.offs.get(i.wrapping_sub(self.start)) {
+            Some(&o) => self.base.wrapping_add(o as u64),
+            None => self.seek(i),
+        }
+    }
+
+    /// The time of event `i`, `None` when out of range.
+    #[inline(always)]
+    pub fn try_get(&mut self, i: usize) -> Option<u64> {
+        match self.offs.get(i.wrapping_sub(self.start)) {
+            Some(&o) => Some(self.base.wrapping_add(o as u64)),
+            None => (i < self.t.len()).then(|| self.seek(i)),
+        }
+    }
+
+    /// Event `i`'s run loaded (a narrow block whole, reads going back find it too), its
+    /// time (panics when `i` is out of range).
+    #[inline(never)]
+    fn seek(&mut self, i: usize) -> u64 {
+        let o = self.t.off[i];
+        // SAFETY: `i < off.len()`, just read (see `TimesRef::get`)
+        let b = unsafe { *self.t.base.get_unchecked(i >> SHIFT) };
+        let (base, from, to) = if b & WIDE == 0 {
+            let from = i & !MASK;
+            (b, from, (from + BLOCK).min(self.t.len()))
+        } else {
+            (self.t.wide_at(b, i).wrapping_sub(o as u64), i, i + 1)
+        };
+        self.base = base;
+        self.start = from;
+        self.offs = &self.t.off[from..to];
+        base.wrapping_add(o as u64)
+    }
+
+    /// The view read.
+    #[inline]
+    pub fn times(&self) -> TimesRef<'a> {
+        self.t
+    }
+}
 
 /// `Times` while a reader fills it: plain vectors (`EventsFiller`).
 #[derive(Default)]
@@ -624,7 +760,8 @@ mod tests {
             }
             f.finish()
         };
-        for t in [&by_push, &by_extend, &by_pieces] {
+        let by_collect: Times = v.iter().copied().collect();
+        for t in [&by_push, &by_extend, &by_pieces, &by_collect] {
             assert_eq!(t.len(), v.len());
             assert_eq!(t.to_vec(), v);
             for (i, &x) in v.iter().enumerate() {
@@ -639,6 +776,7 @@ mod tests {
                 v.iter().rev().copied().collect::<Vec<_>>()
             );
             assert_eq!(t.first_decrease(), v.windows(2).position(|w| w[1] < w[0]));
+            check_readers(t.view(), v);
         }
         // the clock correction's re-encoding: any map reads back as the map of the times
         for f in [
@@ -659,6 +797,67 @@ mod tests {
                     v.partition_point(|&t| t < probe)
                 );
             }
+        }
+    }
+
+    /// The sequential readers of `t` (whose times are `v`): ranges, both ends of an
+    /// iterator at once, a cursor forwards, backwards and jumping.
+    fn check_readers(t: TimesRef<'_>, v: &[u64]) {
+        let n = v.len();
+        let cuts = [
+            0,
+            1,
+            2,
+            BLOCK - 1,
+            BLOCK,
+            BLOCK + 1,
+            n / 2,
+            n.saturating_sub(1),
+            n,
+            n + 3,
+        ];
+        for from in cuts {
+            for to in cuts {
+                let want: Vec<u64> = v.get(from..to.min(n)).unwrap_or(&[]).to_vec();
+                let it = t.range(from, to);
+                assert_eq!(it.len(), want.len(), "{from}..{to}");
+                assert_eq!(it.collect::<Vec<_>>(), want, "{from}..{to}");
+                // from both ends, by turns (one, then one from the back, ...)
+                let (mut it, mut got_front, mut got_back) = (t.range(from, to), vec![], vec![]);
+                let mut k = 0;
+                loop {
+                    let x = if k % 3 == 2 {
+                        it.next_back().map(|x| got_back.push(x))
+                    } else {
+                        it.next().map(|x| got_front.push(x))
+                    };
+                    if x.is_none() {
+                        break;
+                    }
+                    assert_eq!(it.len(), want.len() - got_front.len() - got_back.len());
+                    k += 1;
+                }
+                got_back.reverse();
+                got_front.extend(got_back);
+                assert_eq!(got_front, want, "{from}..{to} from both ends");
+            }
+        }
+        let mut seen = Vec::with_capacity(n);
+        t.for_each(|i, x| seen.push((i, x)));
+        assert_eq!(seen, v.iter().copied().enumerate().collect::<Vec<_>>());
+        let mut c = t.cursor();
+        for (i, &x) in v.iter().enumerate() {
+            assert_eq!(c.get(i), x, "cursor at {i}");
+        }
+        for (i, &x) in v.iter().enumerate().rev() {
+            assert_eq!(c.try_get(i), Some(x), "cursor back at {i}");
+        }
+        assert_eq!(c.try_get(n), None);
+        assert_eq!(c.try_get(usize::MAX), None);
+        for i in (0..n).step_by(BLOCK / 2 + 3) {
+            assert_eq!(c.get(i), v[i]);
+            assert_eq!(c.try_get(n + i), None);
+            assert_eq!(c.get(n - 1 - i), v[n - 1 - i]);
         }
     }
 
@@ -739,6 +938,45 @@ mod tests {
                 v.push(t);
             }
             check(&v);
+        }
+    }
+
+    /// A cursor's random walks against a plain vector: steps near the last read (either
+    /// way, across block edges), jumps anywhere, reads past the end; narrow and wide blocks.
+    #[test]
+    fn cursor_random_walks() {
+        let mut r = Rng(0x2545_f491_4f6c_dd1d);
+        for round in 0..100 {
+            let n = 1 + (r.next() % 3000) as usize;
+            let mut t = r.next() >> (1 + round % 3);
+            let v: Vec<u64> = (0..n)
+                .map(|_| {
+                    let x = r.next();
+                    t = match x % 50 {
+                        0 => t.wrapping_add(1 << 33),
+                        1 => t.wrapping_sub(x % 100),
+                        _ => t.wrapping_add(x % 1000),
+                    };
+                    t
+                })
+                .collect();
+            let times = Times::from(&v[..]);
+            let mut c = times.view().cursor();
+            let mut i = (r.next() as usize) % n;
+            for _ in 0..4000 {
+                let x = r.next();
+                i = match x % 10 {
+                    0 => (x >> 8) as usize % (n + 2),
+                    1..=3 => i.saturating_sub((x >> 8) as usize % 4),
+                    _ => i + (x >> 8) as usize % 4,
+                };
+                assert_eq!(c.try_get(i), v.get(i).copied(), "round {round}, at {i}");
+                if i < n {
+                    assert_eq!(c.get(i), v[i]);
+                } else {
+                    i = (x >> 16) as usize % n;
+                }
+            }
         }
     }
 
