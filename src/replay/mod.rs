@@ -8,6 +8,7 @@ pub mod matching;
 pub mod omp;
 
 use crate::model::spill::Column;
+use crate::model::times::Cursor;
 use crate::model::{EventKind, Events, RegionIdx, TimesRef, Trace};
 use calltree::{CallTree, CnodeIdx, LocalTree, NO_CNODE};
 use rayon::prelude::*;
@@ -404,12 +405,17 @@ enum Leaf {
     No,
 }
 
-/// Whether ENTER `i` opens a leaf instance: its LEAVE next, or after one point-to-point
-/// record (MPI_SEND ..= MPI_REQUEST_CANCELLED), its events' times in order.
+/// Whether ENTER `i` (of region `arg`, at time `t`) opens a leaf instance: its LEAVE next,
+/// or after one point-to-point record (MPI_SEND ..= MPI_REQUEST_CANCELLED), its events'
+/// times in order (the next events' times read through `times`, the walk's cursor).
 #[inline(always)]
-fn leaf((times, kinds, args): (TimesRef<'_>, &[EventKind], &[u32]), i: usize) -> Leaf {
-    let at = |j: usize| Some((*kinds.get(j)?, *args.get(j)?, times.try_get(j)?));
-    let (Some((_, arg, t)), Some((k1, a1, t1))) = (at(i), at(i + 1)) else {
+fn leaf(
+    times: &mut Cursor<'_>,
+    (kinds, args): (&[EventKind], &[u32]),
+    (i, arg, t): (usize, u32, u64),
+) -> Leaf {
+    let mut at = |j: usize| Some((*kinds.get(j)?, *args.get(j)?, times.try_get(j)?));
+    let Some((k1, a1, t1)) = at(i + 1) else {
         return Leaf::No;
     };
     if t1 < t {
@@ -521,7 +527,9 @@ impl<'w> Walk<'w> {
         let n = (times.len().min(kinds.len()).min(args.len()))
             .min(self.ptr.len())
             .min(cn.len());
-        let (times, kinds, args) = (times.prefix(n), &kinds[..n], &args[..n]);
+        let (kinds, args) = (&kinds[..n], &args[..n]);
+        // the times read in order (and a leaf's next one or two ahead): a block's base held
+        let mut times = times.prefix(n).cursor();
         let (cn, ptr) = (&mut cn[..n], &mut self.ptr[..n]);
         // the counts of every local call path (the recent lookups give no other)
         let nodes = self.time.len().min(self.visits.len());
@@ -556,7 +564,7 @@ impl<'w> Walk<'w> {
                     tick(c_top);
                     // a leaf instance whole (the top unchanged after it): what the ENTER, a
                     // point-to-point record in it and its LEAVE would do one by one
-                    match leaf((times, kinds, args), i) {
+                    match leaf(&mut times, (kinds, args), (i, arg, t)) {
                         Leaf::Pair(t1) => {
                             if let Some(x) = time.get_mut(c as usize) {
                                 *x += t1 - t;
