@@ -2,6 +2,7 @@
 //! operations (§5.2): `sendptr`/`recvptr`, `completion(S)` and `request(R)`.
 
 use super::{LocationState, NONE};
+use crate::model::times::Cursor;
 use crate::model::{CommIdx, EventKind, Events, KindsIn, LocIdx, TimesRef, Trace};
 use rayon::prelude::*;
 use std::collections::{BTreeSet, HashMap};
@@ -217,6 +218,11 @@ trait Read: Copy {
     fn at(&self, j: usize) -> Side;
     fn tag(&self, s: Side) -> u32;
     fn time(&self, s: Side) -> u64;
+    /// A reader of sides' times read in event order (a location's block held: `Cursor`).
+    type Clock;
+    fn clock(&self) -> Self::Clock;
+    /// `time(s)` through `c`, a clock of this `Read`.
+    fn time_in(&self, c: &mut Self::Clock, s: Side) -> u64;
     /// The side's payload index (a side of a process read here).
     fn msg(&self, s: Side) -> usize;
     /// The slot of the side's location among `locs`, its process's locations.
@@ -254,7 +260,7 @@ fn one<'a>(trace: &'a Trace, s: &'a Sides) -> Option<One<'a>> {
     })
 }
 
-impl Read for One<'_> {
+impl<'a> Read for One<'a> {
     #[inline(always)]
     fn at(&self, j: usize) -> Side {
         (self.l, self.event[j], j)
@@ -268,6 +274,18 @@ impl Read for One<'_> {
     #[inline(always)]
     fn time(&self, s: Side) -> u64 {
         self.time.get(s.1 as usize)
+    }
+
+    type Clock = Cursor<'a>;
+
+    #[inline(always)]
+    fn clock(&self) -> Cursor<'a> {
+        self.time.cursor()
+    }
+
+    #[inline(always)]
+    fn time_in(&self, c: &mut Cursor<'a>, s: Side) -> u64 {
+        c.get(s.1 as usize)
     }
 
     #[inline(always)]
@@ -296,6 +314,16 @@ impl Read for Any<'_> {
     #[inline(always)]
     fn time(&self, s: Side) -> u64 {
         self.s.time(self.trace, s)
+    }
+
+    type Clock = ();
+
+    #[inline(always)]
+    fn clock(&self) {}
+
+    #[inline(always)]
+    fn time_in(&self, _: &mut (), s: Side) -> u64 {
+        self.time(s)
     }
 
     #[inline(always)]
@@ -1380,21 +1408,29 @@ struct Receives<'p, 'a>(&'p mut Pass<'a>);
 
 impl RunPass for Receives<'_, '_> {
     fn run<S: Read, R: Read>(&mut self, sends: S, recvs: R) {
-        self.0.each_pair(sends, recvs, |p, pair| match pair {
-            (Some(s), Some(r)) => {
-                let (ts, tr) = (sends.time(s), recvs.time(r));
-                if ts > tr {
-                    p.f.violation(s.0, r.0, ts - tr);
+        // the sides' times in event order (each run's sides are)
+        let (mut cs, mut cr) = (sends.clock(), recvs.clock());
+        // (inlined at each of `each_pair`'s calls, as it was while times were plain u64s)
+        self.0.each_pair(
+            sends,
+            recvs,
+            #[inline(always)]
+            |p, pair| match pair {
+                (Some(s), Some(r)) => {
+                    let (ts, tr) = (sends.time_in(&mut cs, s), recvs.time_in(&mut cr, r));
+                    if ts > tr {
+                        p.f.violation(s.0, r.0, ts - tr);
+                    }
+                    p.link(recvs, r, s);
+                    p.f.stats.messages += 1;
                 }
-                p.link(recvs, r, s);
-                p.f.stats.messages += 1;
-            }
-            (None, Some(r)) => {
-                p.f.stats.unmatched_receives += 1;
-                p.f.unmatched.insert(r.0);
-            }
-            _ => {}
-        });
+                (None, Some(r)) => {
+                    p.f.stats.unmatched_receives += 1;
+                    p.f.unmatched.insert(r.0);
+                }
+                _ => {}
+            },
+        );
     }
 }
 
