@@ -210,6 +210,23 @@ impl Engine<'_> {
         if (code.guard.as_ref()).is_some_and(|g| !g.may_keep(ctx, env, first)) {
             return;
         }
+        self.fire_kept(k, code, when, env, pass, fr, ctx);
+    }
+
+    /// `fire_when` where the rule's guard (if any) held: out of line, the walks' loops
+    /// small (the guard fails on most triggers of most walks).
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn fire_kept(
+        &self,
+        k: usize,
+        code: &RuleCode,
+        when: Option<&Code>,
+        env: &mut [Value],
+        pass: &mut LocPass,
+        fr: &Frame,
+        ctx: &Ctx,
+    ) {
         if !self.prelude_code(code, when, ctx, env) {
             return;
         }
