@@ -1,6 +1,6 @@
 //! Evaluation of compiled rule expressions against the replay state.
 
-use crate::model::{EventKind, Events, Trace};
+use crate::model::{EventKind, Events, Times, Trace};
 use crate::replay::{LocView, Replay, NONE};
 use crate::rules::compile::{Agg, BinOp, Expr, Field, Func, Value};
 
@@ -35,6 +35,25 @@ pub fn ptr(replay: &Replay, p: Ptr, l: u32, i: u32) -> u32 {
 #[inline(always)]
 pub fn ptrs(replay: &Replay, l: u32) -> LocView<'_> {
     replay.locations[l as usize].view()
+}
+
+/// A location's pointer columns and times as slices (`Ctx::cols`): what the severity
+/// guards read of any location's events, without the location looked up in the replay
+/// and in the trace on each read.
+#[derive(Clone, Copy)]
+pub(crate) struct LocCols<'a> {
+    pub(crate) ptrs: LocView<'a>,
+    pub(crate) time: &'a Times,
+}
+
+/// Every location's `LocCols`, in location order.
+pub(crate) fn loc_cols<'a>(trace: &'a Trace, replay: &'a Replay) -> Vec<LocCols<'a>> {
+    (trace.events.iter().zip(&replay.locations))
+        .map(|(ev, st)| LocCols {
+            ptrs: st.view(),
+            time: &ev.time,
+        })
+        .collect()
 }
 
 /// The region of the call around event `i` of location `l`; `None` outside any call.
@@ -86,6 +105,9 @@ pub struct Ctx<'a> {
     /// The trace's global offset and timer resolution as `f64` (`clock_of`), what
     /// `seconds` converts every tick with: converted once, not per event read.
     pub clock: [f64; 2],
+    /// Per location, its `LocCols` (`loc_cols`); empty where the context has none (the
+    /// columns are then looked up as `ptr` does).
+    pub(crate) cols: &'a [LocCols<'a>],
 }
 
 /// `Ctx::clock` of `trace`.
@@ -123,6 +145,7 @@ impl<'a> Ctx<'a> {
             metric: &no_metric,
             shared: &[],
             clock: clock_of(trace),
+            cols: &[],
         }
     }
 }

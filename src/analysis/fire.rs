@@ -3,7 +3,7 @@
 //! into the pass's own accumulator or its list (`LocPass`).
 
 use crate::analysis::cube::{CausedWait, Contribution, Instance};
-use crate::analysis::eval::{self, ptr, Code, Ctx, Member, Ptr};
+use crate::analysis::eval::{self, ptr, Code, Ctx, LocCols, Member, Ptr};
 use crate::analysis::pass::location::LocPass;
 use crate::analysis::plan::{Plan, Prefilter, RuleCode};
 use crate::model::Trace;
@@ -18,6 +18,8 @@ pub(crate) struct Engine<'a> {
     pub(crate) trace: &'a Trace,
     pub(crate) replay: &'a Replay,
     pub(crate) plan: &'a Plan,
+    /// Every location's columns as the severity guards read them (`Ctx::cols`).
+    cols: Vec<LocCols<'a>>,
 }
 
 /// A trigger slot's call region not looked up yet (`Engine::prefiltered_when`).
@@ -47,6 +49,18 @@ impl<'b> Frame<'b> {
     }
 }
 
+impl<'a> Engine<'a> {
+    /// The plan on its trace, every location's columns taken once (`eval::loc_cols`).
+    pub(crate) fn new(trace: &'a Trace, replay: &'a Replay, plan: &'a Plan) -> Engine<'a> {
+        Engine {
+            trace,
+            replay,
+            plan,
+            cols: eval::loc_cols(trace, replay),
+        }
+    }
+}
+
 impl Engine<'_> {
     pub(crate) fn ctx<'b>(
         &'b self,
@@ -70,6 +84,7 @@ impl Engine<'_> {
             metric,
             shared: &[],
             clock: eval::clock_of(self.trace),
+            cols: &self.cols,
         }
     }
 
@@ -195,6 +210,23 @@ impl Engine<'_> {
         if (code.guard.as_ref()).is_some_and(|g| !g.may_keep(ctx, env, first)) {
             return;
         }
+        self.fire_kept(k, code, when, env, pass, fr, ctx);
+    }
+
+    /// `fire_when` where the rule's guard (if any) held: out of line, the walks' loops
+    /// small (the guard fails on most triggers of most walks).
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn fire_kept(
+        &self,
+        k: usize,
+        code: &RuleCode,
+        when: Option<&Code>,
+        env: &mut [Value],
+        pass: &mut LocPass,
+        fr: &Frame,
+        ctx: &Ctx,
+    ) {
         if !self.prelude_code(code, when, ctx, env) {
             return;
         }

@@ -96,11 +96,7 @@ pub(crate) fn analyse_with(
     bounds: &[u64],
 ) -> Analysis {
     let plan = Plan::new(trace, replay, &orig);
-    let eng = Engine {
-        trace,
-        replay,
-        plan: &plan,
-    };
+    let eng = Engine::new(trace, replay, &plan);
     let mut cube = Cube::new(trace, replay, &plan.rs.rules);
     cube.set_windows(bounds);
     // Call paths: class time, visits.

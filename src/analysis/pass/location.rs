@@ -331,8 +331,17 @@ fn walk_on<const T: u8>(
     };
     let mut own = side(pr, had, &cells[..]);
     let mut riding = rider.map(|r| side(&r.rules, &r.had[..], &rcells[..]));
+    // per kind: whether the pass has rules for it (`OWN`), whether riding rules do
+    // (`RIDES`), one byte read per event
+    let mut looks = [0u8; 256];
     let rider_kinds: &[Vec<usize>] = rider.map_or(&[], |r| &r.rules.by_kind);
-    let by_kind = &pr.by_kind;
+    for (bit, table) in [(OWN, &pr.by_kind[..]), (RIDES, rider_kinds)] {
+        for (x, rules) in looks.iter_mut().zip(table) {
+            if !rules.is_empty() {
+                *x |= bit;
+            }
+        }
+    }
     let here = Here {
         l: l as u32,
         ev,
@@ -356,20 +365,19 @@ fn walk_on<const T: u8>(
             let fr = Frame::events(&taken, had);
             eng.flush_groups(Some(i as u32), &mut pass, fr);
         }
-        let rides = rider_kinds
-            .get(kind as usize)
-            .is_some_and(|r| !r.is_empty());
-        if by_kind[kind as usize].is_empty() && !rides {
+        let look = looks[kind as usize];
+        if look == 0 {
             continue;
         }
         // slot 0 holds the event itself in every pass: the rules that can fire in its
         // call's region (`PassRules::list_for`), the region looked up once
         let region = here.call_region(i);
-        if let Some(r) = riding.as_mut().filter(|_| rides) {
+        let word = kind_region(kind, region);
+        if let Some(r) = riding.as_mut().filter(|_| look & RIDES != 0) {
             // the riding event-pass rules first, on `E` alone
             let mut at = (&mut env_buf[..], &mut pass, &mut taken);
-            ride(eng, r, &here, &mut at, (kind, region, i));
-            if by_kind[kind as usize].is_empty() {
+            ride(eng, r, &here, &mut at, (kind, region, word, i));
+            if look & OWN == 0 {
                 continue;
             }
         }
@@ -384,7 +392,7 @@ fn walk_on<const T: u8>(
             _ => None,
         };
         let Some(bind) = bind else { continue };
-        let list = own.lists.get(pr, kind, region);
+        let list = own.lists.get(pr, kind, region, word);
         if list.1.is_empty() {
             continue;
         }
@@ -404,7 +412,7 @@ fn walk_on<const T: u8>(
             env_buf[3] = bind[3];
         }
         let mut at = (&mut env_buf[..], &mut regions, &mut pass, &mut taken);
-        try_list(eng, &mut own, list, &mut at, &here, (kind, region, i));
+        try_list(eng, &mut own, list, &mut at, &here, (kind, word, i));
     }
     eng.flush_groups(None, &mut pass, Frame::events(&taken, had));
     pass
@@ -458,44 +466,69 @@ struct Side<'a> {
 }
 
 /// The riding rules (`side`, the event pass's) on trigger event `i` here (of `kind`, in a
-/// call of `region`), on `E` alone.
+/// call of `region`; `word` their `kind_region`), on `E` alone.
 #[inline(always)]
 fn ride(
     eng: &Engine,
     side: &mut Side,
     here: &Here,
     (env, pass, taken): &mut (&mut [Value], &mut LocPass, &mut Vec<Vec<Value>>),
-    (kind, region, i): (EventKind, Option<u32>, usize),
+    (kind, region, word, i): (EventKind, Option<u32>, u64, usize),
 ) {
-    let list = side.lists.get(side.rules, kind, region);
+    let list = side.lists.get(side.rules, kind, region, word);
     if list.1.is_empty() {
         return;
     }
     let mut regions = [region.unwrap_or(NO_CALL), UNSEEN, UNSEEN, UNSEEN];
     env[0] = Value::Event(here.l, i as u32);
     let mut at = (&mut **env, &mut regions, &mut **pass, &mut **taken);
-    try_list(eng, side, list, &mut at, here, (kind, region, i));
+    try_list(eng, side, list, &mut at, here, (kind, word, i));
 }
+
+/// `walk_on`'s per-kind bits: the pass has rules for the kind, riding rules do.
+const OWN: u8 = 1;
+const RIDES: u8 = 2;
+
+/// A trigger event's kind and call region (`None`: outside any call) in one word: the key
+/// of `Lists` and the first word of a memo key (`pass::memo`).
+#[inline(always)]
+pub(crate) fn kind_region(kind: EventKind, region: Option<u32>) -> u64 {
+    kind as u64 | region.map_or(u64::MAX << 8, |r| (r as u64) << 8)
+}
+
+/// A word `kind_region` never gives (its bits 8 to 62 all set or all clear with bit 63).
+const NO_KIND_REGION: u64 = 1 << 63;
 
 /// `PassRules::list_for` of the last (kind, region) asked for, kept: consecutive
 /// triggers of a walk are mostly of one kind in calls of one region.
-#[derive(Default)]
 struct Lists<'a> {
-    key: Option<(EventKind, Option<u32>)>,
+    /// The (kind, region) as `kind_region` gives it (`NO_KIND_REGION`: none yet).
+    key: u64,
     /// The list's index in `PassRules::lists`, and the list.
     list: (usize, &'a [usize]),
 }
 
+impl Default for Lists<'_> {
+    fn default() -> Self {
+        Lists {
+            key: NO_KIND_REGION,
+            list: (0, &[]),
+        }
+    }
+}
+
 impl<'a> Lists<'a> {
+    /// The list of (`kind`, `region`), `word` their `kind_region`.
     #[inline(always)]
     fn get(
         &mut self,
         pr: &'a PassRules,
         kind: EventKind,
         region: Option<u32>,
+        word: u64,
     ) -> (usize, &'a [usize]) {
-        if self.key != Some((kind, region)) {
-            self.key = Some((kind, region));
+        if self.key != word {
+            self.key = word;
             let id = pr.list_for(kind as usize, region);
             self.list = (id, &pr.lists[id]);
         }
@@ -513,7 +546,7 @@ type Trial<'a> = (
 );
 
 /// The list `id` (`rules_here`) of `side`'s table tried on event `i` here (of `kind`, in a
-/// call of `region`) bound in `at`'s environment: from the side's memo when the list is
+/// call of the region `word` gives with it, `kind_region`) bound in `at`'s environment: from the side's memo when the list is
 /// memoised (`plan::memo`), else rule by rule (`try_rules`).
 #[inline(always)]
 fn try_list(
@@ -522,12 +555,12 @@ fn try_list(
     (id, rules_here): (usize, &[usize]),
     at: &mut Trial,
     here: &Here,
-    (kind, region, i): (EventKind, Option<u32>, usize),
+    (kind, word, i): (EventKind, u64, usize),
 ) {
     let table = side.rules;
     match &table.memo[id] {
         Some(spec) => {
-            let key = (kind as u8, region, i as u32);
+            let key = (word, i as u32);
             let env = (&mut *at.0, &mut *at.2);
             let ctx = (&side.ctx, &mut side.memo);
             try_memo(eng, &table.folded, spec, rules_here, env, ctx, here, key);

@@ -19,9 +19,12 @@ const MAX_KEYS: usize = 1 << 14;
 const TRIAL: u32 = 512;
 const MOSTLY: u32 = 4;
 
-/// A key: kind and region, call path, the inputs' tags (4 bits each), their bits (unused
-/// words 0).
-type Key = [u64; 3 + MAX_INPUTS];
+/// A key: kind and region (`location::kind_region`), call path with the inputs' tags (4
+/// bits each) above it, their bits (unused words 0).
+type Key = [u64; 2 + MAX_INPUTS];
+
+/// A key no trigger has (its first word no `kind_region`): `Memo::last` before the first.
+const NO_KEY: Key = [1 << 63; 2 + MAX_INPUTS];
 
 /// Triggers whose key was met before (`try_memo`).
 #[cfg(test)]
@@ -44,16 +47,28 @@ struct Entry {
 /// instances are offered as before).
 const NOT_REFUSED: u64 = u64::MAX;
 
-#[derive(Default)]
 pub(crate) struct Memo {
     map: HashMap<Key, u32>,
     entries: Vec<Entry>,
-    /// The last key met and its entry.
-    last: Option<(Key, u32)>,
+    /// The last key met and its entry (`NO_KEY` before the first).
+    last: (Key, u32),
     /// Keys met again, new keys; `off`: the rules are tried on every trigger.
     hits: u32,
     misses: u32,
     off: bool,
+}
+
+impl Default for Memo {
+    fn default() -> Self {
+        Memo {
+            map: HashMap::new(),
+            entries: Vec::new(),
+            last: (NO_KEY, 0),
+            hits: 0,
+            misses: 0,
+            off: false,
+        }
+    }
 }
 
 /// Whether two keys are equal (every word compared, no early exit).
@@ -66,13 +81,11 @@ impl Memo {
     /// The entry of `key`.
     #[inline(always)]
     fn find(&mut self, key: &Key) -> Option<usize> {
-        if let Some((k, e)) = &self.last {
-            if same(k, key) {
-                return Some(*e as usize);
-            }
+        if same(&self.last.0, key) {
+            return Some(self.last.1 as usize);
         }
         let e = *self.map.get(key)?;
-        self.last = Some((*key, e));
+        self.last = (*key, e);
         Some(e as usize)
     }
 
@@ -88,12 +101,12 @@ impl Memo {
         self.map.insert(key, e);
         let own = books.iter().all(|b| b.2 != 0);
         self.entries.push(Entry { own, books });
-        self.last = Some((key, e));
+        self.last = (key, e);
     }
 }
 
-/// The trigger event (event `i` of the walk's location `here`, of `kind` in a call of
-/// `region`) of the list `rules_here` (indices into `folded`) with spec `spec`, its bindings in `env`:
+/// The trigger event (event `i` of the walk's location `here`, its kind and call region
+/// `word`, `location::kind_region`) of the list `rules_here` (indices into `folded`) with spec `spec`, its bindings in `env`:
 /// what the list's rules book there, from the memo when the key was met before, else by
 /// trying them (`Engine::plain_sev`, as `fire_plain` does) and kept.
 #[allow(clippy::too_many_arguments)]
@@ -106,7 +119,7 @@ pub(crate) fn try_memo(
     (env, pass): (&mut [Value], &mut super::location::LocPass),
     (ctx, memo): (&Ctx, &mut Memo),
     here: &super::location::Here,
-    (kind, region, i): (u8, Option<u32>, u32),
+    (word, i): (u64, u32),
 ) {
     // an event outside any call: every instance at it is dropped
     let l = here.l;
@@ -123,13 +136,13 @@ pub(crate) fn try_memo(
     if spec.shared {
         ctx.shared.iter().for_each(|c| c.set(None));
     }
-    let mut key: Key = [0; 3 + MAX_INPUTS];
-    key[0] = kind as u64 | region.map_or(u64::MAX << 8, |r| (r as u64) << 8);
+    let mut key: Key = [0; 2 + MAX_INPUTS];
+    key[0] = word;
     key[1] = cnode as u64;
     for (n, c) in spec.inputs.iter().enumerate() {
         let (tag, bits) = c.bits_at(ctx, env, (here.ev, l, i));
-        key[2] |= tag << (4 * n);
-        key[3 + n] = bits;
+        key[1] |= tag << (32 + 4 * n);
+        key[2 + n] = bits;
     }
     if let Some(e) = memo.find(&key) {
         memo.hits += 1;

@@ -133,11 +133,7 @@ pub fn share_passes(
     exchange: HadExchange,
 ) -> Result<ShareFound, String> {
     let plan = Plan::new(trace, replay, rules);
-    let eng = Engine {
-        trace,
-        replay,
-        plan: &plan,
-    };
+    let eng = Engine::new(trace, replay, &plan);
     let locs: Vec<usize> = (0..trace.events.len())
         .filter(|&l| owned.get(l) == Some(&true))
         .collect();
@@ -427,11 +423,7 @@ pub fn assemble(
         }
     }
     let violations = Violations::of(trace, replay, &violators);
-    let eng = Engine {
-        trace,
-        replay,
-        plan: &plan,
-    };
+    let eng = Engine::new(trace, replay, &plan);
     derived::run(&eng, &mut cube);
     let order = cube::report_order(trace, &plan.rs.rules, &plan.children);
     Ok(cube.finish(order, violations, rules))

@@ -175,6 +175,22 @@ fn tick(c: &Ctx, env: &[Value], (s, at): (u16, At)) -> Option<u64> {
     let Value::Event(l, i) = env[s as usize] else {
         return None;
     };
+    // the location's columns taken from the context's table (`Ctx::cols`), as `ptr` and
+    // `Times::get` read them
+    if let Some(col) = c.cols.get(l as usize) {
+        let e = match at {
+            At::Event => i,
+            At::Enter | At::Leave => match col.ptrs.enterptr(i as usize) {
+                NONE => return None,
+                e if at == At::Enter => e,
+                e => match col.ptrs.exitptr(e as usize) {
+                    NONE => return None,
+                    x => x,
+                },
+            },
+        };
+        return Some(col.time.get(e as usize));
+    }
     let e = match at {
         At::Event => i,
         At::Enter | At::Leave => match ptr(c.replay, Ptr::Enter, l, i) {

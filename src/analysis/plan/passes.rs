@@ -98,8 +98,9 @@ pub(crate) struct Skip {
     /// Per kind byte: whether the pass looks at it, without and with LEAVE events.
     looks: [[bool; 256]; 2],
     /// Without and with LEAVE events: the bytes looked at, each repeated over a word (the
-    /// first again where there are fewer than three), none if there are none.
-    words: [Option<[u64; 3]>; 2],
+    /// first again where there are fewer than three), none if there are none; and whether
+    /// there is one byte alone (one word compared).
+    words: [Option<([u64; 3], bool)>; 2],
 }
 
 /// The bytes of `x` that are zero, as their high bit (exact: no carry between bytes).
@@ -135,7 +136,7 @@ impl Skip {
         .map(|b| {
             let first = *b.first()?;
             let at = |j: usize| word(b.get(j).copied().unwrap_or(first));
-            Some([at(0), at(1), at(2)])
+            Some(([at(0), at(1), at(2)], b.len() == 1))
         });
         (kinds.len() <= 2).then_some(Skip {
             kinds,
@@ -149,7 +150,7 @@ impl Skip {
     /// then `memchr`.
     #[inline(always)]
     pub(crate) fn find(&self, kinds: &[u8], leave: bool) -> Option<usize> {
-        let Some(words) = &self.words[leave as usize] else {
+        let Some((words, one)) = &self.words[leave as usize] else {
             return None;
         };
         let near = kinds.len().min(NEAR);
@@ -158,7 +159,11 @@ impl Skip {
             let mut w = [0u8; 8];
             w.copy_from_slice(b);
             let x = u64::from_le_bytes(w);
-            let hits = words.iter().fold(0, |h, &p| h | zero_bytes(x ^ p));
+            let hits = if *one {
+                zero_bytes(x ^ words[0])
+            } else {
+                words.iter().fold(0, |h, &p| h | zero_bytes(x ^ p))
+            };
             if hits != 0 {
                 return Some(d + hits.trailing_zeros() as usize / 8);
             }

@@ -77,6 +77,7 @@ impl Specialised {
             metric,
             shared: &[],
             clock: crate::analysis::eval::clock_of(&self.trace),
+            cols: &[],
         }
     }
 }
