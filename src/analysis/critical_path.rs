@@ -48,6 +48,7 @@
 //! event's distance is the best over its edges whatever order the locations go in, so the
 //! path is the serial one).
 
+use crate::model::times::{Block, BLOCK, SHIFT};
 use crate::model::{EventKind, KindsIn, Times, TimesRef, Trace};
 use crate::replay::calltree::{Callee, CnodeIdx, NO_CNODE};
 use crate::replay::matching::EventRef;
@@ -261,11 +262,57 @@ impl<'w> WindowCursor<'w> {
     }
 }
 
-/// The weight of the local edge into event `i > 0` of a location whose (clamped) times are
-/// `t` (time spent waiting taken out); `wc` is at `i` (called for increasing `i`).
+/// A location's times read forward a block at a time (`times::Block`): the block's base
+/// and its offsets held, so a read in the same block is a compare, a load and an add, not
+/// `TimesRef::get`'s base word read and tested each time. Any index may be read (another
+/// block is taken when it lies outside the one held); one past the events panics, as
+/// `get` does.
+#[derive(Clone, Copy)]
+struct Ahead<'a> {
+    t: TimesRef<'a>,
+    /// The first event of the block held.
+    from: usize,
+    block: Block<'a>,
+}
+
+impl<'a> Ahead<'a> {
+    fn new(t: TimesRef<'a>) -> Ahead<'a> {
+        let block = if t.is_empty() {
+            Block::Wide(&[])
+        } else {
+            t.block(0)
+        };
+        Ahead { t, from: 0, block }
+    }
+
+    /// The time of event `i`.
+    #[inline(always)]
+    fn at(&mut self, i: usize) -> u64 {
+        let j = i.wrapping_sub(self.from);
+        if j >= BLOCK {
+            return self.enter(i);
+        }
+        match self.block {
+            Block::Narrow(b, offs) => b + offs[j] as u64,
+            Block::Wide(ts) => ts[j],
+        }
+    }
+
+    /// `at` of an event outside the block held: its block taken.
+    #[inline(never)]
+    fn enter(&mut self, i: usize) -> u64 {
+        let k = i >> SHIFT;
+        self.block = self.t.block(k);
+        self.from = k << SHIFT;
+        self.at(i)
+    }
+}
+
+/// The weight of the local edge into event `i > 0` of a location, from the time `t0` of
+/// the event before to its time `t1` (clamped times; time spent waiting taken out); `wc`
+/// is at `i` (called for increasing `i`).
 #[inline(always)]
-fn local_weight_in(t: TimesRef<'_>, i: usize, wc: &mut WindowCursor) -> u64 {
-    let (t0, t1) = (t.get(i - 1), t.get(i));
+fn local_weight(t0: u64, t1: u64, i: usize, wc: &mut WindowCursor) -> u64 {
     let mut w = t1 - t0;
     if let Some(until) = wc.until(i as u32) {
         if until > t0 {
@@ -987,6 +1034,7 @@ impl<'g> Part<'_, 'g> {
     ) {
         let t = g.time[l].view();
         let n = t.len();
+        let mut at = Ahead::new(t);
         let deps = &g.deps[l];
         let srcs = &g.src_events[l];
         let me = l - self.first;
@@ -998,19 +1046,26 @@ impl<'g> Part<'_, 'g> {
             &shared.reached[l],
         );
         let mut c = self.cur[me];
+        // the time of the event before the cursor's (read once: each event's time is the
+        // next one's time before)
+        let mut tp = match c.pos {
+            p @ 1.. if p <= n => at.at(p - 1),
+            _ => 0,
+        };
         while c.pos < n {
             let i = c.pos;
+            let ti = at.at(i);
             // the dependency of event i, if its sources are all done
             let mut remote: Option<Remote> = None;
             if c.dpos < deps.len() && deps[c.dpos].event as usize == i {
-                match self.dependency(g, t, l, i, deps[c.dpos], zero) {
+                match self.dependency(g, (tp, ti), l, i, deps[c.dpos], zero) {
                     Some(r) => remote = r,
                     None => break,
                 }
                 c.dpos += 1;
             }
             if i > 0 {
-                let mut w = local_weight_in(t, i, &mut self.wcs[me]);
+                let mut w = local_weight(tp, ti, i, &mut self.wcs[me]);
                 if let Some(zero) = zero {
                     let cn = g.active(l, i - 1);
                     if cn != NO_CNODE && zero(cn) {
@@ -1046,6 +1101,7 @@ impl<'g> Part<'_, 'g> {
                 c.spos += 1;
             }
             c.pos += 1;
+            tp = ti;
             if zero.is_none() && c.pos < n {
                 // events up to the next one that matters: their local edges are their
                 // elapsed time
@@ -1054,7 +1110,8 @@ impl<'g> Part<'_, 'g> {
                     .min(self.wcs[me].covered_from(c.pos as u32) as usize)
                     .min(n);
                 if next > c.pos {
-                    c.dist += t.get(next - 1) - t.get(c.pos - 1);
+                    tp = at.at(next - 1);
+                    c.dist += tp - ti;
                     c.pos = next;
                 }
             }
@@ -1070,14 +1127,14 @@ impl<'g> Part<'_, 'g> {
     fn dependency(
         &mut self,
         g: &Graph,
-        t: TimesRef<'_>,
+        (tp, ti): (u64, u64),
         l: usize,
         i: usize,
         d: Dep,
         zero: Option<&dyn Fn(CnodeIdx) -> bool>,
     ) -> Option<Option<Remote>> {
         if let Source::Msg(s) = d.source {
-            return self.msg_dependency(g, t, l, i, s, zero);
+            return self.msg_dependency(g, (tp, ti), l, i, s, zero);
         }
         let mut remote: Option<Remote> = None;
         g.sources(l, &d, &mut self.sched.src);
@@ -1100,15 +1157,11 @@ impl<'g> Part<'_, 'g> {
         let ready = (s.src.iter())
             .map(|s| g.time[s.loc as usize].get(s.event as usize))
             .max()
-            .unwrap_or(t.get(i));
+            .unwrap_or(ti);
         // the part of the target's last edge after it and its sources were ready: the same
         // on the local edge (the wait window) and from any source
-        let after = if i > 0 {
-            ready.max(t.get(i - 1))
-        } else {
-            ready
-        };
-        let lat = t.get(i).saturating_sub(after);
+        let after = if i > 0 { ready.max(tp) } else { ready };
+        let lat = ti.saturating_sub(after);
         let w = if z { 0 } else { lat };
         for src in &s.src {
             let sl = src.loc as usize;
@@ -1125,13 +1178,13 @@ impl<'g> Part<'_, 'g> {
     }
 
     /// `dependency` of a receive, whose one source is the ENTER of its send's call `s`
-    /// (the common case, without the list of sources `Graph::sources` makes); `t` is
-    /// location `l`'s times.
+    /// (the common case, without the list of sources `Graph::sources` makes); `tp` and
+    /// `ti` are the times of events `i - 1` (when `i > 0`) and `i` of location `l`.
     #[inline(always)]
     fn msg_dependency(
         &mut self,
         g: &Graph,
-        t: TimesRef<'_>,
+        (tp, ti): (u64, u64),
         l: usize,
         i: usize,
         s: EventRef,
@@ -1143,7 +1196,7 @@ impl<'g> Part<'_, 'g> {
             return Some(None);
         }
         let ready = g.time[sl].get(s.event as usize);
-        if ready > t.get(i) {
+        if ready > ti {
             return Some(None);
         }
         if self.shared.reached(sl) <= s.event as usize {
@@ -1154,12 +1207,8 @@ impl<'g> Part<'_, 'g> {
             let cn = cnode(g.replay, l, i);
             cn != NO_CNODE && zero(cn)
         });
-        let after = if i > 0 {
-            ready.max(t.get(i - 1))
-        } else {
-            ready
-        };
-        let w = if z { 0 } else { t.get(i).saturating_sub(after) };
+        let after = if i > 0 { ready.max(tp) } else { ready };
+        let w = if z { 0 } else { ti.saturating_sub(after) };
         let Some(k) = find_from(&g.src_events[sl], &mut self.sched.hint[sl], s.event) else {
             return Some(None);
         };
@@ -1452,15 +1501,17 @@ impl<'a> Graph<'a> {
                 let mut waits: Vec<(u32, u32, u64)> = Vec::new();
                 // per enclosing call: the end of the wait already counted (multi-wait calls)
                 let mut counted: (u32, u64) = (NONE, 0);
-                let t = self.time[l].view();
+                // (`Times::get`: the times' columns read in place, no copy of a view)
+                let t: &Times = &self.time[l];
                 let st = &self.replay.locations[l];
                 for d in &self.deps[l] {
+                    let td = t.get(d.event as usize);
                     // the latest source and its time (a receive's one source read directly:
                     // `sources`' test)
                     let (latest, ready) = match d.source {
                         Source::Msg(s) => {
                             let ts = self.time[s.loc as usize].get(s.event as usize);
-                            if s.loc == l as u32 || ts > t.get(d.event as usize) {
+                            if s.loc == l as u32 || ts > td {
                                 continue;
                             }
                             (s, ts)
@@ -1492,7 +1543,7 @@ impl<'a> Graph<'a> {
                     } else {
                         te
                     };
-                    let until = ready.min(t.get(d.event as usize));
+                    let until = ready.min(td);
                     let startup = matches!(d.source, Source::Coll { inst, .. }
                         if self.inst_startup.get(inst as usize) == Some(&true));
                     if until > from {
@@ -1645,12 +1696,11 @@ impl<'a> Graph<'a> {
             if let Some(e) = entry {
                 f(e);
             }
-            let t = self.time[s.loc as usize].view();
-            for (i, w, c) in local {
+            for (w, c, [from, to]) in local {
                 f(Step {
                     loc: s.loc,
-                    from: t.get(i - 1),
-                    to: t.get(i),
+                    from,
+                    to,
                     weight: w,
                     cnode: c,
                     via: Via::Local,
@@ -1691,16 +1741,13 @@ impl<'a> Graph<'a> {
                     via: if coll { Via::Collective } else { Via::Message },
                 }),
             };
-            let local = LocalEdges {
-                g: self,
-                t,
-                st: &self.replay.locations[l],
-                kind: &self.trace.events[l].kind[..],
-                wc: wcs[l].get_or_insert_with(|| WindowCursor::new(&self.windows[l])),
-                next: s.first as usize + 1,
-                last: s.last as usize,
+            let local = LocalEdges::new(
+                self,
+                l,
+                wcs[l].get_or_insert_with(|| WindowCursor::new(&self.windows[l])),
+                (s.first as usize + 1, s.last as usize),
                 zero,
-            };
+            );
             f(s, entry, local);
         }
     }
@@ -1720,18 +1767,9 @@ impl<'a> Graph<'a> {
             let first = pieces.first().map_or(0, |p| p.1);
             let mut wc = WindowCursor::at(&self.windows[l], first as u32);
             for &(k, from, to) in pieces {
-                let local = LocalEdges {
-                    g: self,
-                    t: self.time[l].view(),
-                    st: &self.replay.locations[l],
-                    kind: &self.trace.events[l].kind[..],
-                    wc: &mut wc,
-                    next: from,
-                    last: to,
-                    zero: &zero,
-                };
+                let local = LocalEdges::new(self, l, &mut wc, (from, to), &zero);
                 let mut total = 0u64;
-                for (_, w, c) in local {
+                for (w, c, _) in local {
                     if let Some(x) = by.get_mut(slot_of(c, ncnode)) {
                         *x += w;
                     }
@@ -1824,12 +1862,14 @@ impl<'a> Graph<'a> {
 /// its local edges).
 type Piece = (usize, usize, usize);
 
-/// The local edges of a stretch of the path on location `l`, in order, as (event the edge
-/// leads to, weight, call path active on it) (`Graph::for_each_stretch`).
+/// The local edges of a stretch of the path on location `l`, in order, as (weight, call
+/// path active on it, times of its two events) (`Graph::for_each_stretch`).
 struct LocalEdges<'g, 'w, Z: ?Sized> {
     g: &'g Graph<'g>,
     /// The location's (clamped) times.
-    t: TimesRef<'g>,
+    at: Ahead<'g>,
+    /// The time of event `next - 1`.
+    prev: u64,
     st: &'g LocationState,
     kind: &'g [EventKind],
     wc: &'w mut WindowCursor<'g>,
@@ -1838,22 +1878,50 @@ struct LocalEdges<'g, 'w, Z: ?Sized> {
     zero: &'w Z,
 }
 
+impl<'g, 'w, Z: Fn(CnodeIdx) -> bool + ?Sized> LocalEdges<'g, 'w, Z> {
+    /// The edges into events `next..=last` (`next > 0`) of location `l`, `wc` at `next`.
+    fn new(
+        g: &'g Graph<'g>,
+        l: usize,
+        wc: &'w mut WindowCursor<'g>,
+        (next, last): (usize, usize),
+        zero: &'w Z,
+    ) -> LocalEdges<'g, 'w, Z> {
+        let mut at = Ahead::new(g.time[l].view());
+        // (none when `next` is past the events: `last` is before it then)
+        let prev = if next > last { 0 } else { at.at(next - 1) };
+        LocalEdges {
+            g,
+            at,
+            prev,
+            st: &g.replay.locations[l],
+            kind: &g.trace.events[l].kind[..],
+            wc,
+            next,
+            last,
+            zero,
+        }
+    }
+}
+
 impl<Z: Fn(CnodeIdx) -> bool + ?Sized> Iterator for LocalEdges<'_, '_, Z> {
-    type Item = (usize, u64, CnodeIdx);
+    type Item = (u64, CnodeIdx, [u64; 2]);
 
     #[inline]
-    fn next(&mut self) -> Option<(usize, u64, CnodeIdx)> {
+    fn next(&mut self) -> Option<(u64, CnodeIdx, [u64; 2])> {
         let i = self.next;
         if i > self.last {
             return None;
         }
         self.next += 1;
-        let mut w = local_weight_in(self.t, i, self.wc);
+        let (t0, t1) = (self.prev, self.at.at(i));
+        self.prev = t1;
+        let mut w = local_weight(t0, t1, i, self.wc);
         let c = self.g.active_in(self.st, self.kind, i - 1);
         if c != NO_CNODE && (self.zero)(c) {
             w = 0;
         }
-        Some((i, w, c))
+        Some((w, c, [t0, t1]))
     }
 }
 

@@ -6,7 +6,8 @@
 
 use super::{ClassRule, LocationRow, COMPUTATION, MPI, MPI_SYNC, OPENMP, OPENMP_SYNC};
 use crate::analysis::{trunc_usize, Analysis};
-use crate::model::{classify::classify, EventKind, Paradigm, RegionRole, Trace};
+use crate::model::times::{Block, BLOCK};
+use crate::model::{classify::classify, EventKind, Paradigm, RegionRole, TimesRef, Trace};
 use crate::replay::calltree::{Callee, NO_CNODE};
 use crate::replay::Replay;
 use rayon::prelude::*;
@@ -303,15 +304,14 @@ impl<'a> Timeline<'a> {
         if fj.is_empty() {
             // no team: every stretch is the active call path's (the common case, walked
             // without the fork and join bookkeeping)
-            for (i, w) in time.pairs().enumerate() {
-                let (a, b) = (w[0], w[1]);
+            for_pairs(time, |i, a, b| {
                 if b > a {
                     let c = active(i);
                     if c != NO_CNODE {
                         f.on(a, b, c);
                     }
                 }
-            }
+            });
             return;
         }
         let mut emit = |a: u64, b: u64, c: u32| {
@@ -320,10 +320,9 @@ impl<'a> Timeline<'a> {
             }
         };
         let mut cur = 0;
-        for i in 0..time.len().saturating_sub(1) {
-            let (mut a, b) = (time.get(i), time.get(i + 1));
+        for_pairs(time, |i, mut a, b| {
             if b <= a {
-                continue;
+                return;
             }
             let c = active(i);
             while cur < fj.len() && fj[cur].1 <= a {
@@ -343,7 +342,7 @@ impl<'a> Timeline<'a> {
                     }
                 }
             }
-        }
+        });
         for (s, e, pc) in fj {
             emit(s, e, pc);
         }
@@ -465,7 +464,9 @@ impl Timeline<'_> {
         }
         let (ncls, t0) = (self.ncls, self.t0);
         let ev = &self.trace.events[l];
-        let (time, kind) = (ev.time.view(), &ev.kind[..]);
+        // (the pairs of the events that have a kind: the times' pairs zipped with the kinds)
+        let kind = &ev.kind[..];
+        let time = ev.time.view().prefix(kind.len().saturating_add(1));
         let ls = &self.replay.locations[l];
         let act = &self.act[..];
         let mut ticks = Ticks::new(self.windows, t0);
@@ -479,19 +480,18 @@ impl Timeline<'_> {
         // the column the last stretch ended in (`Col`)
         let mut col = Col::NONE;
         let (inv, width, nf) = (acc.inv, acc.width, col_f64(acc.fine.len()));
-        for ((i, w), &kd) in time.pairs().enumerate().zip(kind) {
-            let (a0, b0) = (w[0], w[1]);
+        for_pairs(time, |i, a0, b0| {
             if b0 <= a0 {
-                continue;
+                return;
             }
             // the call path active from event `i` on (`stretches`) and its class
             let c = ls.cnode(i);
             if c == NO_CNODE {
-                continue;
+                return;
             }
-            let (c, k) = act[c as usize][usize::from(kd == EventKind::Leave)];
+            let (c, k) = act[c as usize][usize::from(kind[i] == EventKind::Leave)];
             if c == NO_CNODE {
-                continue;
+                return;
             }
             let k = usize::from(k & 15);
             let (a, b) = ticks.add(a0, b0, k);
@@ -517,7 +517,7 @@ impl Timeline<'_> {
                 acc.add_whole((x0, x1), c, k);
                 col = Col::of(x1, acc.fine.len());
             }
-        }
+        });
         let (by_class, win) = ticks.sums(ncls)?;
         let nwin = win.len();
         let states = (0..nwin)
@@ -641,6 +641,37 @@ impl<'t> Ticks<'t> {
             return None;
         }
         Some((by_class, win))
+    }
+}
+
+/// `f(i, t[i], t[i + 1])` for each event `i` but the last of a location whose times are
+/// `t`, in order (`TimesRef::pairs`), read a block at a time (`times::Block`: the block's
+/// base held and its offsets as a slice, not `TimesRef::get`'s base word read and tested
+/// for each time).
+#[inline(always)]
+fn for_pairs(t: TimesRef<'_>, mut f: impl FnMut(usize, u64, u64)) {
+    let Some(mut prev) = t.first() else {
+        return;
+    };
+    let mut i = 0usize;
+    for k in 0..t.len().div_ceil(BLOCK) {
+        // the first block's first time is `prev` already
+        let skip = usize::from(k == 0);
+        match t.block(k) {
+            Block::Narrow(b, offs) => {
+                for &o in offs.get(skip..).unwrap_or(&[]) {
+                    let x = b + o as u64;
+                    f(i, prev, x);
+                    (prev, i) = (x, i + 1);
+                }
+            }
+            Block::Wide(ts) => {
+                for &x in ts.get(skip..).unwrap_or(&[]) {
+                    f(i, prev, x);
+                    (prev, i) = (x, i + 1);
+                }
+            }
+        }
     }
 }
 
@@ -1132,6 +1163,7 @@ fn next_bit(m: &mut u16) -> Option<usize> {
 
 /// A finest column `col` with its edges as column fractions `[lo, hi]` (`Acc::span`); a
 /// span within them lies in that column alone (`Acc::add_whole`'s one column).
+#[derive(Clone, Copy)]
 struct Col {
     col: usize,
     lo: f64,
