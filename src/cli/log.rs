@@ -123,10 +123,19 @@ impl Visit for Fields {
 struct Say(Option<indicatif::ProgressBar>);
 
 impl Say {
+    /// `s` and a newline on stderr in one write (stderr is unbuffered: `eprintln!` of the
+    /// arguments writes each piece and padding apart, ~60 writes a `--timings` line).
     fn line(&self, s: std::fmt::Arguments<'_>) {
+        let mut text = s.to_string();
+        text.push('\n');
+        let put = || {
+            use std::io::Write;
+            // a diagnostic line: nothing to do if stderr is gone
+            let _ = std::io::stderr().lock().write_all(text.as_bytes());
+        };
         match &self.0 {
-            Some(pb) if !pb.is_finished() => pb.suspend(|| eprintln!("{s}")),
-            _ => eprintln!("{s}"),
+            Some(pb) if !pb.is_finished() => pb.suspend(put),
+            _ => put(),
         }
     }
 }
