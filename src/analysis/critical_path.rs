@@ -262,49 +262,69 @@ impl<'w> WindowCursor<'w> {
     }
 }
 
-/// A location's times read forward a block at a time (`times::Block`): the block's base
-/// and its offsets held, so a read in the same block is a compare, a load and an add, not
-/// `TimesRef::get`'s base word read and tested each time. Any index may be read (another
-/// block is taken when it lies outside the one held); one past the events panics, as
-/// `get` does.
+/// A location's times read forward a block at a time (`times::Block`): a narrow block's
+/// base and offsets held, so a read in it is a compare, a load and an add (`offs.get`), not
+/// `TimesRef::get`'s base word read and tested each time; a wide block's times held for
+/// the reads that miss the offsets. Any index may be read (another block is taken when it
+/// lies outside the one held); one past the events panics, as `get` does.
 #[derive(Clone, Copy)]
 struct Ahead<'a> {
     t: TimesRef<'a>,
     /// The first event of the block held.
     from: usize,
-    block: Block<'a>,
+    /// A narrow block's base and offsets (no offsets for a wide one).
+    base: u64,
+    offs: &'a [u32],
+    /// A wide block's times (none for a narrow one).
+    wide: &'a [u64],
 }
 
 impl<'a> Ahead<'a> {
     fn new(t: TimesRef<'a>) -> Ahead<'a> {
-        let block = if t.is_empty() {
-            Block::Wide(&[])
-        } else {
-            t.block(0)
+        let mut a = Ahead {
+            t,
+            from: 0,
+            base: 0,
+            offs: &[],
+            wide: &[],
         };
-        Ahead { t, from: 0, block }
+        if !t.is_empty() {
+            a.take(0);
+        }
+        a
     }
 
     /// The time of event `i`.
     #[inline(always)]
     fn at(&mut self, i: usize) -> u64 {
-        let j = i.wrapping_sub(self.from);
-        if j >= BLOCK {
-            return self.enter(i);
-        }
-        match self.block {
-            Block::Narrow(b, offs) => b + offs[j] as u64,
-            Block::Wide(ts) => ts[j],
+        match self.offs.get(i.wrapping_sub(self.from)) {
+            Some(&o) => self.base + o as u64,
+            None => self.enter(i),
         }
     }
 
-    /// `at` of an event outside the block held: its block taken.
+    /// `at` of an event in a wide block or outside the block held: its block taken
+    /// where it is another.
     #[inline(never)]
     fn enter(&mut self, i: usize) -> u64 {
-        let k = i >> SHIFT;
-        self.block = self.t.block(k);
+        let j = i.wrapping_sub(self.from);
+        if j >= BLOCK {
+            self.take(i >> SHIFT);
+        }
+        let j = i - self.from;
+        match self.offs.get(j) {
+            Some(&o) => self.base + o as u64,
+            None => self.wide[j],
+        }
+    }
+
+    /// Block `k` held.
+    fn take(&mut self, k: usize) {
         self.from = k << SHIFT;
-        self.at(i)
+        (self.base, self.offs, self.wide) = match self.t.block(k) {
+            Block::Narrow(b, offs) => (b, offs, &[][..]),
+            Block::Wide(ts) => (0, &[][..], ts),
+        };
     }
 }
 
@@ -964,17 +984,6 @@ impl<'g> Part<'_, 'g> {
         }
     }
 
-    /// Location `l` waits for location `sl` to move.
-    #[inline]
-    fn wait_for(&mut self, sl: usize, l: usize) {
-        if sl.wrapping_sub(self.first) < self.cur.len() {
-            self.sched.waiters[sl].push(l);
-        } else {
-            let seen = self.shared.reached(sl);
-            self.sched.remote.push((sl, seen, l));
-        }
-    }
-
     /// The locations waiting for the other half whose location waited for has moved
     /// become runnable; whether any did.
     fn poll_remote(&mut self) -> bool {
@@ -1035,62 +1044,101 @@ impl<'g> Part<'_, 'g> {
         let t = g.time[l].view();
         let n = t.len();
         let mut at = Ahead::new(t);
-        let deps = &g.deps[l];
-        let srcs = &g.src_events[l];
+        let deps = &g.deps[l][..];
+        let srcs = &g.src_events[l][..];
         let me = l - self.first;
+        // the part's fields taken apart once: the loop keeps its own in registers, and a
+        // dependency target reads only the scheduling and the shared values
+        let held = (self.first, self.cur.len());
+        let Part {
+            cur,
+            jumps,
+            wcs,
+            sched,
+            shared,
+            ..
+        } = self;
+        let shared: &Shared = shared;
+        let (wc, jumps) = (&mut wcs[me], &mut jumps[me]);
+        let mut reads = Reads {
+            sched,
+            shared,
+            held,
+        };
         // this location's values other locations read (one index each, not two a source)
-        let shared = self.shared;
         let (sdist, shops, reached) = (
             &shared.sdist[l][..],
             &shared.shops[l][..],
             &shared.reached[l],
         );
-        let mut c = self.cur[me];
+        let mut c = cur[me];
         // the time of the event before the cursor's (read once: each event's time is the
         // next one's time before)
         let mut tp = match c.pos {
             p @ 1.. if p <= n => at.at(p - 1),
             _ => 0,
         };
+        // the events of the next dependency target and of the next source (`n` past the
+        // last: never an event of the walk)
+        let dep_at = |k: usize| deps.get(k).map_or(n, |d| d.event as usize);
+        let src_at = |k: usize| srcs.get(k).map_or(n, |&e| e as usize);
+        let (mut next_dep, mut next_src) = (dep_at(c.dpos), src_at(c.spos));
+        // the first event from the cursor on that a wait window may cover: the local edges
+        // into the events before it are their elapsed time (`wc` asked only from there)
+        let mut next_win = wc.covered_from(c.pos as u32) as usize;
         while c.pos < n {
             let i = c.pos;
             let ti = at.at(i);
-            // the dependency of event i, if its sources are all done
-            let mut remote: Option<Remote> = None;
-            if c.dpos < deps.len() && deps[c.dpos].event as usize == i {
-                match self.dependency(g, (tp, ti), l, i, deps[c.dpos], zero) {
-                    Some(r) => remote = r,
-                    None => break,
-                }
-                c.dpos += 1;
-            }
+            // the local edge into event i (none into the first); `wc` may be asked again
+            // at `i` if the dependency below is not ready: its answer depends on `i` only
+            let mut w = 0;
             if i > 0 {
-                let mut w = local_weight(tp, ti, i, &mut self.wcs[me]);
+                w = if i < next_win {
+                    ti - tp
+                } else {
+                    let w = local_weight(tp, ti, i, wc);
+                    next_win = wc.covered_from((i as u32).saturating_add(1)) as usize;
+                    w
+                };
                 if let Some(zero) = zero {
                     let cn = g.active(l, i - 1);
                     if cn != NO_CNODE && zero(cn) {
                         w = 0;
                     }
                 }
-                c.dist += w;
             }
-            // a tie keeps the local edge: the location was not waiting
-            if let Some((v, h, s, coll, w)) = remote {
-                if v > c.dist || (v == c.dist && h < c.hops) {
-                    c.dist = v;
-                    c.hops = h;
-                    if trace_back {
-                        self.jumps[me].push(Jump {
-                            event: i as u32,
-                            from: s,
-                            weight: w,
-                            coll,
-                        });
+            if next_dep == i {
+                // the dependency of event i, if its sources are all done
+                let mut remote: Option<Remote> = None;
+                if let Some(&d) = deps.get(c.dpos) {
+                    match reads.dependency(g, (tp, ti), l, i, d, zero) {
+                        Some(r) => remote = r,
+                        None => break,
                     }
                 }
+                c.dpos += 1;
+                next_dep = dep_at(c.dpos);
+                c.dist += w;
+                // a tie keeps the local edge: the location was not waiting
+                if let Some((v, h, s, coll, w)) = remote {
+                    if v > c.dist || (v == c.dist && h < c.hops) {
+                        c.dist = v;
+                        c.hops = h;
+                        if trace_back {
+                            jumps.push(Jump {
+                                event: i as u32,
+                                from: s,
+                                weight: w,
+                                coll,
+                            });
+                        }
+                    }
+                }
+            } else {
+                c.dist += w;
             }
-            while let Some(&e) = srcs.get(c.spos).filter(|&&e| e as usize <= i) {
-                if e as usize == i {
+            while next_src <= i {
+                if next_src == i {
                     if let (Some(d), Some(h)) = (sdist.get(c.spos), shops.get(c.spos)) {
                         d.store(c.dist, Ordering::Relaxed);
                         h.store(c.hops, Ordering::Relaxed);
@@ -1099,16 +1147,14 @@ impl<'g> Part<'_, 'g> {
                     reached.store(i + 1, Ordering::Release);
                 }
                 c.spos += 1;
+                next_src = src_at(c.spos);
             }
             c.pos += 1;
             tp = ti;
             if zero.is_none() && c.pos < n {
                 // events up to the next one that matters: their local edges are their
                 // elapsed time
-                let next = (deps.get(c.dpos).map_or(n, |d| d.event as usize))
-                    .min(srcs.get(c.spos).map_or(n, |&s| s as usize))
-                    .min(self.wcs[me].covered_from(c.pos as u32) as usize)
-                    .min(n);
+                let next = next_dep.min(next_src).min(next_win).min(n);
                 if next > c.pos {
                     tp = at.at(next - 1);
                     c.dist += tp - ti;
@@ -1116,8 +1162,30 @@ impl<'g> Part<'_, 'g> {
                 }
             }
         }
-        self.cur[me] = c;
+        cur[me] = c;
         reached.store(c.pos, Ordering::Release);
+    }
+}
+
+/// What a dependency target reads and changes of a walk's part: its scheduling (a location
+/// that must wait is queued there) and the values every part shares; `held` the part's
+/// locations, `first..first + len` (`Part::advance` keeps the rest of the part to itself).
+struct Reads<'a> {
+    sched: &'a mut Sched,
+    shared: &'a Shared,
+    held: (usize, usize),
+}
+
+impl Reads<'_> {
+    /// Location `l` waits for location `sl` to move.
+    #[inline]
+    fn wait_for(&mut self, sl: usize, l: usize) {
+        if sl.wrapping_sub(self.held.0) < self.held.1 {
+            self.sched.waiters[sl].push(l);
+        } else {
+            let seen = self.shared.reached(sl);
+            self.sched.remote.push((sl, seen, l));
+        }
     }
 
     /// Dependency `d` of event `i` of location `l`: `None` if a source is not reached yet
@@ -1501,11 +1569,11 @@ impl<'a> Graph<'a> {
                 let mut waits: Vec<(u32, u32, u64)> = Vec::new();
                 // per enclosing call: the end of the wait already counted (multi-wait calls)
                 let mut counted: (u32, u64) = (NONE, 0);
-                // (`Times::get`: the times' columns read in place, no copy of a view)
-                let t: &Times = &self.time[l];
+                // (the targets in order: their times and their calls' read a block at a time)
+                let mut t = Ahead::new(self.time[l].view());
                 let st = &self.replay.locations[l];
                 for d in &self.deps[l] {
-                    let td = t.get(d.event as usize);
+                    let td = t.at(d.event as usize);
                     // the latest source and its time (a receive's one source read directly:
                     // `sources`' test)
                     let (latest, ready) = match d.source {
@@ -1537,7 +1605,7 @@ impl<'a> Graph<'a> {
                         _ => NONE,
                     };
                     let e = if e == NONE { d.event } else { e };
-                    let te = t.get(e as usize);
+                    let te = t.at(e as usize);
                     let from = if counted.0 == e {
                         te.max(counted.1)
                     } else {
@@ -1760,21 +1828,21 @@ impl<'a> Graph<'a> {
     fn local_sums(&self, path: &Path, ncnode: usize) -> (Vec<u64>, Vec<u64>) {
         use rayon::prelude::*;
         let nslot = ncnode + 2;
-        let zero = |_: CnodeIdx| false;
+        // per call path, the slot of the time after an event of it: its own after an ENTER
+        // or any other event, its parent's after a LEAVE (`active_in`, `slot_of`)
+        let slots: Vec<[u32; 2]> = (self.replay.tree.nodes.iter().enumerate())
+            .map(|(c, node)| {
+                let parent = node.parent.unwrap_or(NO_CNODE);
+                [c, slot_of(parent, ncnode)].map(|s| s as u32)
+            })
+            .collect();
         let walk = |(mut by, mut totals): (Vec<u64>, Vec<(usize, u64)>),
                     (l, pieces): &(usize, Vec<Piece>)| {
             let l = *l;
             let first = pieces.first().map_or(0, |p| p.1);
             let mut wc = WindowCursor::at(&self.windows[l], first as u32);
             for &(k, from, to) in pieces {
-                let local = LocalEdges::new(self, l, &mut wc, (from, to), &zero);
-                let mut total = 0u64;
-                for (w, c, _) in local {
-                    if let Some(x) = by.get_mut(slot_of(c, ncnode)) {
-                        *x += w;
-                    }
-                    total += w;
-                }
+                let total = self.piece_sums(l, &mut wc, (from, to), (&slots, ncnode), &mut by);
                 totals.push((k, total));
             }
             (by, totals)
@@ -1794,6 +1862,54 @@ impl<'a> Graph<'a> {
             totals[k] += t;
         }
         (by_cnode, totals)
+    }
+
+    /// The local edges into events `from..=to` (`0 < from`) of location `l` added to `by`
+    /// per call path (`local_sums`: `slots` per call path its slots, `ncnode` as there),
+    /// their sum returned; `wc` is at `from`. The same weights and slots as `LocalEdges`
+    /// with no weight set to zero; before the next event a wait window may cover
+    /// (`WindowCursor::covered_from`) an edge's weight is its elapsed time.
+    fn piece_sums(
+        &self,
+        l: usize,
+        wc: &mut WindowCursor,
+        (from, to): (usize, usize),
+        (slots, ncnode): (&[[u32; 2]], usize),
+        by: &mut [u64],
+    ) -> u64 {
+        if from > to {
+            return 0;
+        }
+        let state = &self.replay.locations[l];
+        let (st, len) = (state.view(), state.len());
+        let kind = &self.trace.events[l].kind[..];
+        let mut at = Ahead::new(self.time[l].view());
+        let mut prev = at.at(from - 1);
+        let mut covered = wc.covered_from(from as u32) as usize;
+        let mut total = 0u64;
+        for i in from..=to {
+            let t1 = at.at(i);
+            let w = if i < covered {
+                t1 - prev
+            } else {
+                let w = local_weight(prev, t1, i, wc);
+                covered = wc.covered_from((i as u32).saturating_add(1)) as usize;
+                w
+            };
+            prev = t1;
+            // the call path active on the edge (`active_in` of event `i - 1`)
+            let j = i - 1;
+            let c = if j < len { st.cnode(j) } else { NO_CNODE };
+            let slot = match slots.get(c as usize) {
+                Some(s) => s[(kind[j] == EventKind::Leave) as usize] as usize,
+                None => slot_of(self.active_in(state, kind, j), ncnode),
+            };
+            if let Some(x) = by.get_mut(slot) {
+                *x += w;
+            }
+            total += w;
+        }
+        total
     }
 
     /// The local edges of the path as runs of pieces on one location each, in event order:
