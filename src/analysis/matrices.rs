@@ -5,6 +5,7 @@
 
 use super::critical_path::{enterptr, exitptr, Graph};
 use crate::model::{EventKind, KindsIn, Trace};
+use crate::replay::matching::EventRef;
 use crate::replay::{Replay, NONE};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -177,49 +178,91 @@ pub fn traffic_rows(
             let links = &replay.msg_links[l];
             // the columns read per send, each looked up once
             let (time, arg) = (ev.time.view(), &ev.arg[..]);
-            let (partner, peer, comms) = (&links.partner[..], &ev.msg.peer[..], &ev.msg.comm[..]);
-            let mut acc: Vec<((u32, u32), Acc)> = Vec::new();
-            let mut index: std::collections::HashMap<(u32, u32), usize> = Default::default();
-            let mut last = 0usize;
+            let (partner, peer) = (&links.partner[..], &ev.msg.peer[..]);
+            let mut row = RowAcc::new(trace, replay, l);
             for i in KindsIn::new(&ev.kind, 0, EventKind::MpiSend, EventKind::MpiIsend) {
                 let k = arg[i] as usize;
-                let Some(p) = partner.get(k).filter(|p| p.is_some()) else {
+                let Some(&p) = partner.get(k).filter(|p| p.is_some()) else {
                     continue;
                 };
                 // the payload read as `Events::msg` does, without its request lookup
-                let Some(&comm) = comms.get(k).filter(|_| k < peer.len()) else {
+                if k >= peer.len() {
                     continue; // freed (`free_msg_payloads`)
-                };
+                }
                 let bytes = ev.msg.bytes.get(k);
                 let Some(b) = trace.defs.locations[p.loc as usize].rank else {
                     continue;
                 };
-                // send call entered → receive call left
+                // send call entered
                 let start = match enterptr(replay, l, i) {
                     NONE => time.get(i),
                     e => time.get(e as usize),
                 };
-                let (rl, rev) = (p.loc as usize, &trace.events[p.loc as usize]);
-                let re = enterptr(replay, rl, p.event as usize);
-                let end = match (re != NONE).then(|| exitptr(replay, rl, re as usize)) {
-                    Some(x) if x != NONE => rev.time.get(x as usize),
-                    _ => rev.time.get(p.event as usize),
-                };
-                let key = (comm, b);
-                if acc.get(last).is_none_or(|x| x.0 != key) {
-                    last = *index.entry(key).or_insert_with(|| {
-                        acc.push((key, Acc::default()));
-                        acc.len() - 1
-                    });
-                }
-                let x = &mut acc[last].1;
-                x.count += 1;
-                x.bytes += bytes;
-                x.ticks += end.saturating_sub(start);
+                row.add(k, p, b, bytes, start);
             }
-            Some((a, acc))
+            Some((a, row.finish()))
         })
         .collect()
+}
+
+/// One sending location's row of the traffic matrix as its matched sends come
+/// (`traffic_rows`, or the views' walk over the same sends, `views::traffic_and_matrix`).
+pub(crate) struct RowAcc<'a> {
+    trace: &'a Trace,
+    replay: &'a Replay,
+    comms: &'a [u32],
+    acc: Vec<((u32, u32), Acc)>,
+    index: std::collections::HashMap<(u32, u32), usize>,
+    /// The entry of `acc` the last send went to.
+    last: usize,
+}
+
+impl<'a> RowAcc<'a> {
+    pub(crate) fn new(trace: &'a Trace, replay: &'a Replay, l: usize) -> RowAcc<'a> {
+        RowAcc {
+            trace,
+            replay,
+            comms: &trace.events[l].msg.comm[..],
+            acc: Vec::new(),
+            index: Default::default(),
+            last: 0,
+        }
+    }
+
+    /// The send of payload `k` (not freed), matched with receive `p` on a location of rank
+    /// `b`, of `bytes`, its call entered at `start`: counted (none when its communicator is
+    /// not known, a freed payload). Inlined into the walks over the sends (issue 26).
+    #[inline(always)]
+    pub(crate) fn add(&mut self, k: usize, p: EventRef, b: u32, bytes: u64, start: u64) {
+        let Some(&comm) = self.comms.get(k) else {
+            return;
+        };
+        let (trace, replay) = (self.trace, self.replay);
+        // → receive call left
+        let (rl, rev) = (p.loc as usize, &trace.events[p.loc as usize]);
+        let re = enterptr(replay, rl, p.event as usize);
+        let end = match (re != NONE).then(|| exitptr(replay, rl, re as usize)) {
+            Some(x) if x != NONE => rev.time.get(x as usize),
+            _ => rev.time.get(p.event as usize),
+        };
+        let key = (comm, b);
+        let acc = &mut self.acc;
+        if acc.get(self.last).is_none_or(|x| x.0 != key) {
+            self.last = *self.index.entry(key).or_insert_with(|| {
+                acc.push((key, Acc::default()));
+                acc.len() - 1
+            });
+        }
+        if let Some((_, x)) = acc.get_mut(self.last) {
+            x.count += 1;
+            x.bytes += bytes;
+            x.ticks += end.saturating_sub(start);
+        }
+    }
+
+    pub(crate) fn finish(self) -> Vec<((u32, u32), Acc)> {
+        self.acc
+    }
 }
 
 /// The traffic matrix from the rows of every sending location (the sums are integers, so

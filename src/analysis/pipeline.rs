@@ -183,6 +183,13 @@ pub fn analyse_trace<V: Send>(
             rayon::join(
                 || super::rootcause::wrong_order_differences(trace_r, replay_r),
                 || {
+                    if opts.views && want_structure {
+                        // both from one walk over the sends
+                        let _s = tracing::info_span!("views of the run, traffic").entered();
+                        let (part, matrix) =
+                            super::views::views_traffic_with_matrix(trace_r, replay_r, found);
+                        return (Some(part), Some(matrix));
+                    }
                     rayon::join(
                         || {
                             opts.views.then(|| {

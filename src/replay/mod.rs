@@ -108,10 +108,21 @@ pub struct LocView<'a> {
     cnode: CnodeSlice<'a>,
 }
 
+/// The call-path column as it is stored (`LocView::cnodes`, for a walk's own loop over
+/// it): 2 bytes an event, `NO_CNODE` stored as `u16::MAX` (a narrow column's call tree has
+/// fewer than 65,535 call paths, so that is no call path's index), or 4 bytes.
 #[derive(Clone, Copy, Debug)]
-enum CnodeSlice<'a> {
+pub enum CnodeSlice<'a> {
     Narrow(&'a [u16]),
     Wide(&'a [u32]),
+}
+
+impl<'a> LocView<'a> {
+    /// The call-path column as it is stored (`cnode(i)` reads it).
+    #[inline]
+    pub fn cnodes(&self) -> CnodeSlice<'a> {
+        self.cnode
+    }
 }
 
 impl LocView<'_> {

@@ -126,6 +126,24 @@ pub fn views_traffic(
     TrafficPart { win, tr }
 }
 
+/// `views_traffic` and the traffic matrix (`matrices::traffic_matrix`), from one walk over
+/// each location's messages (the matrix's rows made with the views' sums,
+/// `traffic::compute_with_rows`).
+pub fn views_traffic_with_matrix(
+    trace: &Trace,
+    replay: &Replay,
+    phases: &[super::phases::Phase],
+) -> (TrafficPart, super::matrices::TrafficMatrix) {
+    let (t0, t1) = trace.time_span().unwrap_or((0, 0));
+    let win = traffic::windows(phases, t0, t1);
+    let (tr, rows) = traffic::compute_with_rows(trace, replay, t0, &win.bounds);
+    let matrix = {
+        let _s = tracing::info_span!("traffic matrix").entered();
+        super::matrices::traffic_from_rows(trace, rows)
+    };
+    (TrafficPart { win, tr }, matrix)
+}
+
 /// The views of the run (only when the HTML report is written): the timeline, which reads
 /// no message payload, and `part` (`views_traffic`).
 pub fn views_rest(trace: &Trace, replay: &Replay, a: &Analysis, part: TrafficPart) -> Views {

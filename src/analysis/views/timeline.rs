@@ -9,7 +9,7 @@ use crate::analysis::{trunc_usize, Analysis};
 use crate::model::times::{Block, BLOCK};
 use crate::model::{classify::classify, EventKind, Paradigm, RegionRole, TimesRef, Trace};
 use crate::replay::calltree::{Callee, NO_CNODE};
-use crate::replay::Replay;
+use crate::replay::{CnodeSlice, Replay};
 use rayon::prelude::*;
 
 // `Acc::levels` takes a location's classes as bits of a `u16`.
@@ -464,60 +464,18 @@ impl Timeline<'_> {
         }
         let (ncls, t0) = (self.ncls, self.t0);
         let ev = &self.trace.events[l];
-        // (the pairs of the events that have a kind: the times' pairs zipped with the kinds)
-        let kind = &ev.kind[..];
-        let time = ev.time.view().prefix(kind.len().saturating_add(1));
-        let ls = &self.replay.locations[l];
-        let act = &self.act[..];
         let mut ticks = Ticks::new(self.windows, t0);
         let mut acc = Acc::new(
             ncls,
             self.finest as usize,
             self.span as f64 / self.finest as f64,
         );
-        // the column fraction of the last stretch's end (the next one's start, mostly)
-        let mut last = (u64::MAX, 0.0f64);
-        // the column the last stretch ended in (`Col`)
-        let mut col = Col::NONE;
-        let (inv, width, nf) = (acc.inv, acc.width, col_f64(acc.fine.len()));
-        for_pairs(time, |i, a0, b0| {
-            if b0 <= a0 {
-                return;
-            }
-            // the call path active from event `i` on (`stretches`) and its class
-            let c = ls.cnode(i);
-            if c == NO_CNODE {
-                return;
-            }
-            let (c, k) = act[c as usize][usize::from(kind[i] == EventKind::Leave)];
-            if c == NO_CNODE {
-                return;
-            }
-            let k = usize::from(k & 15);
-            let (a, b) = ticks.add(a0, b0, k);
-            let x0 = if a == last.0 {
-                last.1
-            } else {
-                f64_of(a - t0) * inv
-            };
-            let x1 = f64_of(b - t0) * inv;
-            last = (b, x1);
-            if x0 >= col.lo && x1 <= col.hi {
-                // within the last stretch's column: `add_whole`'s one column, its overlap
-                // `x1 - x0` (`overlap` of fractions within the column's edges)
-                let d = x1 - x0;
-                if d > 0.0 && d * width > 0.0 {
-                    acc.fine[col.col].put(k, d * width, c);
-                }
-            } else if x0 >= col.lo && x0 < col.hi && x1 < nf {
-                // from the last stretch's column on into a later one (`add_whole`'s
-                // columns: `first` is `col.col`, `last` before the end)
-                col = acc.cross(col, (x0, x1), c, k);
-            } else {
-                acc.add_whole((x0, x1), c, k);
-                col = Col::of(x1, acc.fine.len());
-            }
-        });
+        // the call-path column as stored: the walk made for each width
+        let (time, kind) = (ev.time.view(), &ev.kind[..]);
+        match self.replay.locations[l].view().cnodes() {
+            CnodeSlice::Narrow(cn) => self.whole_walk(time, kind, cn, &mut ticks, &mut acc),
+            CnodeSlice::Wide(cn) => self.whole_walk(time, kind, cn, &mut ticks, &mut acc),
+        }
         let (by_class, win) = ticks.sums(ncls)?;
         let nwin = win.len();
         let states = (0..nwin)
@@ -536,6 +494,126 @@ impl Timeline<'_> {
             pieces: Vec::new(),
             used,
         })
+    }
+}
+
+impl Timeline<'_> {
+    /// `walk_whole`'s walk: each stretch from event `i` to the next (the pairs of the events
+    /// that have a kind and a call path) with the call path active from `i` on (`stretches`)
+    /// and its class, added to `ticks` and `acc`. A block's times are decoded first into a
+    /// buffer after the last time before it, then its pairs walked zipped with the kinds
+    /// and call paths: one loop, no bounds check an event, its state in registers
+    /// (issue 26).
+    #[inline(always)]
+    fn whole_walk<C: RawCnode>(
+        &self,
+        time: TimesRef<'_>,
+        kind: &[EventKind],
+        cn: &[C],
+        ticks: &mut Ticks<'_>,
+        acc: &mut Acc,
+    ) {
+        let (t0, act) = (self.t0, &self.act[..]);
+        // the pairs walked: event `i` and the next, for each `i` below `n`
+        let n = (kind.len().min(cn.len())).min(time.len().saturating_sub(1));
+        let Some(mut prev) = time.first() else {
+            return;
+        };
+        // the column fraction of the last stretch's end (the next one's start, mostly)
+        let mut last = (u64::MAX, 0.0f64);
+        // the column the last stretch ended in (`Col`)
+        let mut col = Col::NONE;
+        let (inv, width, nf) = (acc.inv, acc.width, col_f64(acc.fine.len()));
+        // `buf[0]` the time before the block's (`prev`), then the block's
+        let mut buf = [0u64; BLOCK + 1];
+        let mut i = 0usize;
+        let mut k = 0usize;
+        while i < n {
+            // the block's times after `prev` (the first block's first time is `prev`)
+            let skip = usize::from(k == 0);
+            let m = match time.block(k) {
+                Block::Narrow(b, offs) => {
+                    let offs = offs.get(skip..).unwrap_or(&[]);
+                    for (x, &o) in buf[1..].iter_mut().zip(offs) {
+                        *x = b + o as u64;
+                    }
+                    offs.len().min(BLOCK)
+                }
+                Block::Wide(ts) => {
+                    let ts = ts.get(skip..).unwrap_or(&[]);
+                    let m = ts.len().min(BLOCK);
+                    buf[1..=m].copy_from_slice(&ts[..m]);
+                    m
+                }
+            };
+            k += 1;
+            buf[0] = prev;
+            prev = buf[m];
+            let m = m.min(n - i);
+            let (ks, cs) = (&kind[i..i + m], &cn[i..i + m]);
+            i += m;
+            for ((w, &kd), &c) in buf[..=m].windows(2).zip(ks).zip(cs) {
+                let (a0, b0) = (w[0], w[1]);
+                if b0 <= a0 {
+                    continue;
+                }
+                // the call path active from the event on and its class (no call path: past
+                // the table, `RawCnode`)
+                let Some(pair) = act.get(c.index()) else {
+                    continue;
+                };
+                let (c, k) = pair[usize::from(kd == EventKind::Leave)];
+                if c == NO_CNODE {
+                    continue;
+                }
+                let k = usize::from(k & 15);
+                let (a, b) = ticks.add(a0, b0, k);
+                let x0 = if a == last.0 {
+                    last.1
+                } else {
+                    f64_of(a - t0) * inv
+                };
+                let x1 = f64_of(b - t0) * inv;
+                last = (b, x1);
+                if x0 >= col.lo && x1 <= col.hi {
+                    // within the last stretch's column: `add_whole`'s one column, its overlap
+                    // `x1 - x0` (`overlap` of fractions within the column's edges), put
+                    // without `overlap`'s test of it: `b > a`, so `x1 >= x0` (the conversion
+                    // and the product by `inv > 0` keep the order) and `d * width` is +0.0
+                    // where not positive, which adds nothing to a cell (a sum of such
+                    // terms, never -0.0) and is no longest stretch (`Fine::longest`)
+                    acc.fine[col.col].put(k, (x1 - x0) * width, c);
+                } else if x0 >= col.lo && x0 < col.hi && x1 < nf {
+                    // from the last stretch's column on into a later one (`add_whole`'s
+                    // columns: `first` is `col.col`, `last` before the end)
+                    col = acc.cross(col, (x0, x1), c, k);
+                } else {
+                    acc.add_whole((x0, x1), c, k);
+                    col = Col::of(x1, acc.fine.len());
+                }
+            }
+        }
+    }
+}
+
+/// A call-path column's word (`replay::CnodeSlice`) as an index into `Timeline::act`: a
+/// call path's own index; no call path (`NO_CNODE`, or a narrow column's `u16::MAX`, whose
+/// call tree has fewer call paths) past the table's end.
+trait RawCnode: Copy {
+    fn index(self) -> usize;
+}
+
+impl RawCnode for u16 {
+    #[inline(always)]
+    fn index(self) -> usize {
+        usize::from(self)
+    }
+}
+
+impl RawCnode for u32 {
+    #[inline(always)]
+    fn index(self) -> usize {
+        self as usize
     }
 }
 
@@ -645,34 +723,20 @@ impl<'t> Ticks<'t> {
 }
 
 /// `f(i, t[i], t[i + 1])` for each event `i` but the last of a location whose times are
-/// `t`, in order (`TimesRef::pairs`), read a block at a time (`times::Block`: the block's
-/// base held and its offsets as a slice, not `TimesRef::get`'s base word read and tested
-/// for each time).
+/// `t`, in order (`TimesRef::pairs`), read a run at a time (`TimesRef::for_each`: a narrow
+/// block's base held and its offsets read in a tight loop). `f` has one call site, so it is
+/// inlined into the loop and its captured state stays in registers (issue 26).
 #[inline(always)]
 fn for_pairs(t: TimesRef<'_>, mut f: impl FnMut(usize, u64, u64)) {
     let Some(mut prev) = t.first() else {
         return;
     };
-    let mut i = 0usize;
-    for k in 0..t.len().div_ceil(BLOCK) {
-        // the first block's first time is `prev` already
-        let skip = usize::from(k == 0);
-        match t.block(k) {
-            Block::Narrow(b, offs) => {
-                for &o in offs.get(skip..).unwrap_or(&[]) {
-                    let x = b + o as u64;
-                    f(i, prev, x);
-                    (prev, i) = (x, i + 1);
-                }
-            }
-            Block::Wide(ts) => {
-                for &x in ts.get(skip..).unwrap_or(&[]) {
-                    f(i, prev, x);
-                    (prev, i) = (x, i + 1);
-                }
-            }
+    t.for_each(|j, x| {
+        if j != 0 {
+            f(j - 1, prev, x);
         }
-    }
+        prev = x;
+    });
 }
 
 /// What is done with each stretch of a location (`Timeline::stretches`): a trait, not a

@@ -7,9 +7,11 @@
 //! and the mapping of ranks onto the nodes of the system tree.
 
 use crate::analysis::critical_path::enterptr;
+use crate::analysis::matrices::{RowAcc, TrafficRow};
 use crate::analysis::phases;
 use crate::model::{collective_op_name, EventKind, Events, KindsIn, Trace};
 use crate::replay::collectives::Instance;
+use crate::replay::matching::EventRef;
 use crate::replay::{Replay, NONE};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
@@ -312,6 +314,13 @@ impl<'a> Traffic<'a> {
 
     /// Location `l`'s part: every `stride`-th message it sent as a line, its sums.
     pub(crate) fn location(&self, l: usize, stride: u64) -> LocTraffic {
+        self.location_in(l, stride, &mut ())
+    }
+
+    /// `location`, each matched send also given to `row` (the traffic matrix's row of the
+    /// location, `matrices::RowAcc`, made on the same walk).
+    #[inline]
+    fn location_in(&self, l: usize, stride: u64, row: &mut impl OnSend) -> LocTraffic {
         let mut out = LocTraffic::default();
         let ev = &self.trace.events[l];
         let Some(me) = self.rank(l as u32) else {
@@ -360,6 +369,7 @@ impl<'a> Traffic<'a> {
             let (pl, pe) = (p.loc as usize, p.event as usize);
             if send {
                 let t = own(i);
+                row.send(arg[i] as usize, p, other, bytes, t);
                 sent.add((self.frame_near(t, &mut hint_s), me, other), (bytes, 1));
                 if nth % stride == 0 {
                     out.lines.push(MessageLine {
@@ -443,7 +453,49 @@ impl<'a> Traffic<'a> {
     }
 }
 
+/// What `Traffic::location_in` does with each matched send of its location besides the
+/// views' sums: nothing, or the traffic matrix's row (`matrices::RowAcc`).
+trait OnSend {
+    /// The send of payload `k` (not freed), matched with receive `p` on a location of rank
+    /// `other`, of `bytes`, its call entered at `start`.
+    fn send(&mut self, k: usize, p: EventRef, other: u32, bytes: u64, start: u64);
+}
+
+impl OnSend for () {
+    #[inline(always)]
+    fn send(&mut self, _: usize, _: EventRef, _: u32, _: u64, _: u64) {}
+}
+
+impl OnSend for RowAcc<'_> {
+    #[inline(always)]
+    fn send(&mut self, k: usize, p: EventRef, other: u32, bytes: u64, start: u64) {
+        self.add(k, p, other, bytes, start);
+    }
+}
+
 pub(super) fn compute(trace: &Trace, replay: &Replay, t0: u64, bounds: &[u64]) -> Out {
+    compute_in(trace, replay, t0, bounds, false).0
+}
+
+/// `compute` and the traffic matrix's rows (`matrices::traffic_rows` of every location) from
+/// the same walk over each location's messages.
+pub(super) fn compute_with_rows(
+    trace: &Trace,
+    replay: &Replay,
+    t0: u64,
+    bounds: &[u64],
+) -> (Out, Vec<TrafficRow>) {
+    compute_in(trace, replay, t0, bounds, true)
+}
+
+/// `compute`, with the matrix's rows where `rows` (else none).
+fn compute_in(
+    trace: &Trace,
+    replay: &Replay,
+    t0: u64,
+    bounds: &[u64],
+    rows: bool,
+) -> (Out, Vec<TrafficRow>) {
     let ctx = Traffic::new(trace, replay, t0, bounds);
     let nloc = trace.events.len();
     let total: u64 = (0..nloc)
@@ -451,9 +503,26 @@ pub(super) fn compute(trace: &Trace, replay: &Replay, t0: u64, bounds: &[u64]) -
         .map(|l| sends(trace, replay, l))
         .sum();
     let message_stride = stride(total, MESSAGE_LIMIT);
-    let per_loc: Vec<LocTraffic> = (0..nloc)
+    let per_loc: Vec<(LocTraffic, Option<TrafficRow>)> = (0..nloc)
         .into_par_iter()
-        .map(|l| ctx.location(l, message_stride))
+        .map(|l| {
+            // a row for each location with a rank (`traffic_rows`)
+            match trace.defs.locations[l].rank.filter(|_| rows) {
+                Some(a) => {
+                    let mut row = RowAcc::new(trace, replay, l);
+                    let lt = ctx.location_in(l, message_stride, &mut row);
+                    (lt, Some((a, row.finish())))
+                }
+                None => (ctx.location(l, message_stride), None),
+            }
+        })
+        .collect();
+    let mut matrix_rows = Vec::new();
+    let per_loc: Vec<LocTraffic> = (per_loc.into_iter())
+        .map(|(lt, row)| {
+            matrix_rows.extend(row);
+            lt
+        })
         .collect();
     let mut sums = Sums::default();
     let mut messages = Vec::new();
@@ -473,7 +542,7 @@ pub(super) fn compute(trace: &Trace, replay: &Replay, t0: u64, bounds: &[u64]) -
         collectives,
         collectives_total: all.len() as u64,
     };
-    finish(trace, bounds, sampled, sums)
+    (finish(trace, bounds, sampled, sums), matrix_rows)
 }
 
 /// The sampled message lines and collective marks of a run, with their totals.
