@@ -206,7 +206,7 @@ pub fn traffic_rows(
 }
 
 /// One sending location's row of the traffic matrix as its matched sends come
-/// (`traffic_rows`, or the views' walk over the same sends, `views::traffic_and_matrix`).
+/// (`traffic_rows`, or the views' walk over the same sends, `views::views_traffic_with_matrix`).
 pub(crate) struct RowAcc<'a> {
     trace: &'a Trace,
     replay: &'a Replay,
