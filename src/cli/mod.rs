@@ -54,7 +54,8 @@ pub enum Command {
     Compare(compare::CompareArgs),
 }
 
-/// Run a parsed command, writing to `out`.
+/// Run a parsed command, writing to `out`: the binary's body, whose process ends when it
+/// returns (`run` leaves the analysed trace's memory to that exit, `Working::leave`).
 pub fn run(cli: Cli, out: &mut dyn std::io::Write) -> crate::Result<()> {
     let (timings, progress) = match &cli.command {
         Command::Run(args) => (args.timings, log::Progress::new(args.quiet)),

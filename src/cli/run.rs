@@ -2,7 +2,7 @@
 //! reports.
 
 use super::log::Progress;
-use crate::analysis::pipeline::{analyse_trace, Options, Refusal};
+use crate::analysis::pipeline::{analyse_trace, Options, Refusal, Working};
 use crate::error::{Error, Result};
 use crate::model::Trace;
 use crate::report::cubex::Cube;
@@ -83,6 +83,7 @@ pub struct RunArgs {
     pub mpi: bool,
 }
 
+/// `perfexpert run`; called last in the process (see `cli::run`).
 pub fn run(args: &RunArgs, progress: &Progress, out: &mut dyn Write) -> Result<()> {
     if args.mpi {
         return run_mpi(args, out);
@@ -96,10 +97,12 @@ pub fn run(args: &RunArgs, progress: &Progress, out: &mut dyn Write) -> Result<(
     check(args, &rules)?;
     let spill = spill_for(args)?;
     let trace = crate::formats::open_with(&args.trace, spill.as_ref())?;
-    let (report, cube) = analyse(args, trace, rules)?;
+    let (report, cube, working) = analyse(args, trace, rules)?;
     write_matrices(args, &report)?;
     progress.finish();
     tracing::info_span!("written").in_scope(|| write(args, &report, cube.as_ref(), out))?;
+    // the binary exits after this command (`main`): the trace's memory is left to the exit
+    working.leave();
     if let Some(s) = &spill {
         // `--timings` shows it as its last line
         tracing::info!(
@@ -174,8 +177,12 @@ fn archive_time() -> Result<u64> {
 }
 
 /// The analysis the report and options ask for, as the report (and the Cube archive when
-/// one is written).
-fn analyse(args: &RunArgs, trace: Trace, rules: RuleSet) -> Result<(Report, Option<Cube>)> {
+/// one is written), with what the analysis worked on (`Working`).
+fn analyse(
+    args: &RunArgs,
+    trace: Trace,
+    rules: RuleSet,
+) -> Result<(Report, Option<Cube>, Working)> {
     let structure = structure(args);
     let opts = Options {
         phase: args.phase,
@@ -194,7 +201,7 @@ fn analyse(args: &RunArgs, trace: Trace, rules: RuleSet) -> Result<(Report, Opti
     .map_err(|e| refused(args, e))?;
     let (mut report, cube) = outcome.view;
     report.add_extras(outcome.extras);
-    Ok((report, cube))
+    Ok((report, cube, outcome.working))
 }
 
 /// A refused analysis as the command's one line (with and without `--mpi`).
