@@ -192,11 +192,12 @@ fn verbose_prints_the_stages_on_stderr_and_leaves_stdout_alone() {
 #[test]
 fn timings_and_verbose_are_views_of_the_same_stages() {
     let (out, err) = run_with_log(&["run", "-q", "-v", "--timings", LS], None);
-    let timed: Vec<&str> = err
-        .lines()
-        .filter_map(|l| l.strip_prefix("timings: "))
-        .map(|l| l.split("  ").next().unwrap().trim())
-        .collect();
+    let timed = common::stages_in_order(
+        err.lines()
+            .filter_map(|l| l.strip_prefix("timings: "))
+            .map(|l| l.split("  ").next().unwrap().trim().to_string())
+            .collect(),
+    );
     assert_eq!(
         timed,
         [

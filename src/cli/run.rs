@@ -88,15 +88,30 @@ pub fn run(args: &RunArgs, progress: &Progress, out: &mut dyn Write) -> Result<(
     if args.mpi {
         return run_mpi(args, out);
     }
-    let rules = {
+    let load = || {
         let s = tracing::info_span!("rules", rules = Empty).entered();
         let rules = RuleSet::load(&args.rules)?;
         s.record("rules", rules.rules.len());
-        rules
+        Ok::<_, Error>(rules)
     };
-    check(args, &rules)?;
-    let spill = spill_for(args)?;
-    let trace = crate::formats::open_with(&args.trace, spill.as_ref())?;
+    check(args)?;
+    let (rules, trace, spill) = if args.rules.is_empty() && args.metric.is_none() {
+        // The built-in rules alone cannot fail to load (and no option names a metric):
+        // they are parsed and compiled beside the reading of the trace, whose first steps
+        // (the anchor, the definitions) leave a core idle.
+        let spill = spill_for(args)?;
+        let (rules, trace) = rayon::join(load, || {
+            crate::formats::open_with(&args.trace, spill.as_ref())
+        });
+        (rules?, trace?, spill)
+    } else {
+        // rule files and `--metric` are checked before the trace is read
+        let rules = load()?;
+        check_metric(args, &rules)?;
+        let spill = spill_for(args)?;
+        let trace = crate::formats::open_with(&args.trace, spill.as_ref())?;
+        (rules, trace, spill)
+    };
     let (report, cube, working) = analyse(args, trace, rules)?;
     write_matrices(args, &report)?;
     progress.finish();
@@ -137,8 +152,8 @@ fn write_matrices(args: &RunArgs, report: &Report) -> Result<()> {
     Ok(())
 }
 
-/// The options that cannot work together, before the trace is read.
-fn check(args: &RunArgs, rules: &RuleSet) -> Result<()> {
+/// `--metric` names a metric of the rules.
+fn check_metric(args: &RunArgs, rules: &RuleSet) -> Result<()> {
     if let Some(m) = &args.metric {
         if rules.index_of(m).is_none() {
             return Err(Error::Usage(format!(
@@ -146,6 +161,12 @@ fn check(args: &RunArgs, rules: &RuleSet) -> Result<()> {
             )));
         }
     }
+    Ok(())
+}
+
+/// The options that cannot work together, before the trace is read (`--metric` aside:
+/// `check_metric`, once the rules are loaded).
+fn check(args: &RunArgs) -> Result<()> {
     if args.format.contains(&Format::Cubex) {
         if args.output.is_none() {
             return Err(Error::Usage(
@@ -478,8 +499,9 @@ fn mpi_job(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let (rank, p) = (mpi.rank(), mpi.size());
     let pick = |defs: &crate::model::Definitions| d::partition::share(defs, p, rank);
     let read = || -> Result<(Trace, Vec<bool>, RuleSet)> {
+        check(args)?;
         let rules = RuleSet::load(&args.rules)?;
-        check(args, &rules)?;
+        check_metric(args, &rules)?;
         // a rule reading deeper through a partner than the ghost events carry is refused
         d::ghost::needs(&rules).map_err(Error::Usage)?;
         let spill = spill_for(args)?;

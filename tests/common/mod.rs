@@ -309,10 +309,16 @@ pub fn converted_reports(
 /// The stage names of a run's `-v` or `--timings` lines in their one documented order:
 /// stages that run side by side end in either order, so each pair or group is put back in
 /// that order here (each side keeps its own order):
+/// - the built-in rules' loading and the reading of the trace;
 /// - the replay and the phase detection;
 /// - after the rules, the payload readers (the traffic matrix) and the root causes, the
 ///   scores and the phase summaries.
 pub fn stages_in_order(mut s: Vec<String>) -> Vec<String> {
+    if let Some(k) = s.iter().position(|x| x == "read") {
+        if s.get(k + 1).is_some_and(|x| x == "rules") {
+            s.swap(k, k + 1);
+        }
+    }
     if let Some(k) = s.iter().position(|x| x == "phase detection") {
         if s.get(k + 1).is_some_and(|x| x == "replay") {
             s.swap(k, k + 1);
