@@ -412,7 +412,7 @@ fn walk_on<const T: u8>(
             env_buf[3] = bind[3];
         }
         let mut at = (&mut env_buf[..], &mut regions, &mut pass, &mut taken);
-        try_list(eng, &mut own, list, &mut at, &here, (kind, word, i));
+        try_list(eng, &mut own, list, &mut at, &here, (word, i));
     }
     eng.flush_groups(None, &mut pass, Frame::events(&taken, had));
     pass
@@ -437,18 +437,14 @@ impl Here<'_> {
         }
     }
 
-    /// `Engine::at_of` of event `i` here.
+    /// `Engine::at_of` of event `i` here, read without asking `pass.at` first (a memoised
+    /// list's trigger is mostly a new event: the two reads cost less than the comparison
+    /// that would spare them) and kept there for the rules fired after it.
     #[inline(always)]
     pub(crate) fn at_of(&self, i: u32, pass: &mut LocPass) -> Option<(u32, u64)> {
-        let (cnode, time) = match pass.at {
-            (l, e, c, t) if (l, e) == (self.l, i) => (c, t),
-            _ => {
-                let c = self.ptrs.cnode(i as usize);
-                let t = self.ev.time.get(i as usize);
-                pass.at = (self.l, i, c, t);
-                (c, t)
-            }
-        };
+        let cnode = self.ptrs.cnode(i as usize);
+        let time = self.ev.time.get(i as usize);
+        pass.at = (self.l, i, cnode, time);
         (cnode != NO_CNODE).then_some((cnode, time))
     }
 }
@@ -479,10 +475,18 @@ fn ride(
     if list.1.is_empty() {
         return;
     }
-    let mut regions = [region.unwrap_or(NO_CALL), UNSEEN, UNSEEN, UNSEEN];
     env[0] = Value::Event(here.l, i as u32);
+    // a memoised list (the riders' usual case) reads no call region of a slot
+    if let Some(spec) = &side.rules.memo[list.0] {
+        let key = (word, i as u32);
+        let ctx = (&side.ctx, &mut side.memo);
+        let env = (&mut **env, &mut **pass);
+        try_memo(eng, &side.rules.folded, spec, list.1, env, ctx, here, key);
+        return;
+    }
+    let mut regions = [region.unwrap_or(NO_CALL), UNSEEN, UNSEEN, UNSEEN];
     let mut at = (&mut **env, &mut regions, &mut **pass, &mut **taken);
-    try_list(eng, side, list, &mut at, here, (kind, word, i));
+    try_list(eng, side, list, &mut at, here, (word, i));
 }
 
 /// `walk_on`'s per-kind bits: the pass has rules for the kind, riding rules do.
@@ -506,6 +510,8 @@ struct Lists<'a> {
     key: u64,
     /// The list's index in `PassRules::lists`, and the list.
     list: (usize, &'a [usize]),
+    /// How many shared values the rules of the kind read (`PassRules::shared`).
+    shared: usize,
 }
 
 impl Default for Lists<'_> {
@@ -513,6 +519,7 @@ impl Default for Lists<'_> {
         Lists {
             key: NO_KIND_REGION,
             list: (0, &[]),
+            shared: 0,
         }
     }
 }
@@ -531,6 +538,7 @@ impl<'a> Lists<'a> {
             self.key = word;
             let id = pr.list_for(kind as usize, region);
             self.list = (id, &pr.lists[id]);
+            self.shared = pr.shared[kind as usize] as usize;
         }
         self.list
     }
@@ -545,9 +553,9 @@ type Trial<'a> = (
     &'a mut Vec<Vec<Value>>,
 );
 
-/// The list `id` (`rules_here`) of `side`'s table tried on event `i` here (of `kind`, in a
-/// call of the region `word` gives with it, `kind_region`) bound in `at`'s environment: from the side's memo when the list is
-/// memoised (`plan::memo`), else rule by rule (`try_rules`).
+/// The list `id` (`rules_here`) of `side`'s table tried on event `i` here (its kind and
+/// call region `word`, `kind_region`) bound in `at`'s environment: from the side's memo
+/// when the list is memoised (`plan::memo`), else rule by rule (`try_rules`).
 #[inline(always)]
 fn try_list(
     eng: &Engine,
@@ -555,7 +563,7 @@ fn try_list(
     (id, rules_here): (usize, &[usize]),
     at: &mut Trial,
     here: &Here,
-    (kind, word, i): (EventKind, u64, usize),
+    (word, i): (u64, usize),
 ) {
     let table = side.rules;
     match &table.memo[id] {
@@ -568,7 +576,8 @@ fn try_list(
         None => {
             // a new event: its shared values are still to be evaluated (a memoised list's
             // rules start from fresh ones where they are tried)
-            for c in &side.ctx.shared[..table.shared[kind as usize] as usize] {
+            // (`Lists::shared` cells: the pass's cells are as many as its kinds need most)
+            for c in side.ctx.shared.iter().take(side.lists.shared) {
                 c.set(None);
             }
             let (fr, ctx) = (&side.fr, &side.ctx);

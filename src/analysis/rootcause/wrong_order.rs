@@ -151,8 +151,10 @@ fn location(trace: &Trace, replay: &Replay, classes: &[&'static str], l: usize) 
         if !p.is_some() {
             continue;
         }
-        let ts = trace.events[p.loc as usize].time.get(p.event as usize);
-        let instance = || -> Buffered {
+        // the send's time, read only where an instance is made or the buffer holds some
+        // (most receives do neither)
+        let ts = || trace.events[p.loc as usize].time.get(p.event as usize);
+        let instance = |ts: u64| -> Buffered {
             let (comm, bytes) = (ev.msg.comm[k], ev.msg.bytes.get(k));
             (ts, proc(p.loc), peer, comm, st.cnode(i), bytes == 0)
         };
@@ -170,18 +172,22 @@ fn location(trace: &Trace, replay: &Replay, classes: &[&'static str], l: usize) 
                         if multi.is_none() {
                             events = scan(i + 1, true);
                         }
-                        multi = Some((e, waited, instance()));
+                        multi = Some((e, waited, instance(ts())));
                     }
                 } else {
-                    buf.push(instance());
+                    buf.push(instance(ts()));
                 }
             }
         }
+        if buf.q.is_empty() {
+            continue;
+        }
+        let ts = ts();
         let hit = buf.take_later(ts);
         if hit.is_empty() {
             continue;
         }
-        let me = instance();
+        let me = instance(ts);
         // scout books the split and the counts of all at the first one's call path, by the
         // first one's source and size: those that differ from it are booked differently
         let first = hit[0];
