@@ -3,10 +3,10 @@
 //! message-traffic matrices, from the matched messages (patterns.md §5.3). Rows and columns
 //! are MPI ranks (a location's `rank`; the locations of one process are summed).
 
-use super::critical_path::{enterptr, exitptr, Graph};
-use crate::model::{EventKind, KindsIn, Trace};
+use super::critical_path::Graph;
+use crate::model::{EventKind, KindsIn, TimesRef, Trace};
 use crate::replay::matching::EventRef;
-use crate::replay::{Replay, NONE};
+use crate::replay::{LocView, Replay, NONE};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -177,8 +177,9 @@ pub fn traffic_rows(
             let ev = &trace.events[l];
             let links = &replay.msg_links[l];
             // the columns read per send, each looked up once
-            let (time, arg) = (ev.time.view(), &ev.arg[..]);
+            let arg = &ev.arg[..];
             let (partner, peer) = (&links.partner[..], &ev.msg.peer[..]);
+            let own = Cols::new(trace, replay, l);
             let mut row = RowAcc::new(trace, replay, l);
             for i in KindsIn::new(&ev.kind, 0, EventKind::MpiSend, EventKind::MpiIsend) {
                 let k = arg[i] as usize;
@@ -194,10 +195,7 @@ pub fn traffic_rows(
                     continue;
                 };
                 // send call entered
-                let start = match enterptr(replay, l, i) {
-                    NONE => time.get(i),
-                    e => time.get(e as usize),
-                };
+                let start = own.entered(i);
                 row.add(k, p, b, bytes, start);
             }
             Some((a, row.finish()))
@@ -205,11 +203,91 @@ pub fn traffic_rows(
         .collect()
 }
 
+/// One location's pointer column and times, looked up once for the reads of many of its
+/// events (`enterptr`, `exitptr`, as `critical_path`'s readers give them).
+#[derive(Clone, Copy)]
+pub(crate) struct Cols<'a> {
+    loc: usize,
+    len: usize,
+    view: LocView<'a>,
+    pub(crate) time: TimesRef<'a>,
+}
+
+impl<'a> Cols<'a> {
+    pub(crate) fn new(trace: &'a Trace, replay: &'a Replay, l: usize) -> Cols<'a> {
+        let st = &replay.locations[l];
+        Cols {
+            loc: l,
+            len: st.len(),
+            view: st.view(),
+            time: trace.events[l].time.view(),
+        }
+    }
+
+    /// `critical_path::enterptr` of event `i` here.
+    #[inline(always)]
+    pub(crate) fn enterptr(&self, i: usize) -> u32 {
+        if i < self.len {
+            self.view.enterptr(i)
+        } else {
+            NONE
+        }
+    }
+
+    /// The time the call around event `i` here was entered (the event's own if none).
+    #[inline(always)]
+    pub(crate) fn entered(&self, i: usize) -> u64 {
+        match self.enterptr(i) {
+            NONE => self.time.get(i),
+            e => self.time.get(e as usize),
+        }
+    }
+
+    /// `critical_path::exitptr` of event `i` here.
+    #[inline(always)]
+    pub(crate) fn exitptr(&self, i: usize) -> u32 {
+        if i < self.len {
+            self.view.exitptr(i)
+        } else {
+            NONE
+        }
+    }
+}
+
+/// The columns (`Cols`) of the location last asked for, kept for the next asks of the same
+/// location: a location's messages mostly go to one partner after another.
+pub(crate) struct Near<'a> {
+    trace: &'a Trace,
+    replay: &'a Replay,
+    cur: Option<Cols<'a>>,
+}
+
+impl<'a> Near<'a> {
+    pub(crate) fn new(trace: &'a Trace, replay: &'a Replay) -> Near<'a> {
+        Near {
+            trace,
+            replay,
+            cur: None,
+        }
+    }
+
+    /// Location `l`'s columns (a reference: they are a dozen words).
+    #[inline(always)]
+    pub(crate) fn of(&mut self, l: usize) -> &Cols<'a> {
+        let (trace, replay) = (self.trace, self.replay);
+        let c = self.cur.get_or_insert_with(|| Cols::new(trace, replay, l));
+        if c.loc != l {
+            *c = Cols::new(trace, replay, l);
+        }
+        c
+    }
+}
+
 /// One sending location's row of the traffic matrix as its matched sends come
 /// (`traffic_rows`, or the views' walk over the same sends, `views::views_traffic_with_matrix`).
 pub(crate) struct RowAcc<'a> {
-    trace: &'a Trace,
-    replay: &'a Replay,
+    /// The receivers' columns.
+    far: Near<'a>,
     comms: &'a [u32],
     acc: Vec<((u32, u32), Acc)>,
     index: std::collections::HashMap<(u32, u32), usize>,
@@ -220,8 +298,7 @@ pub(crate) struct RowAcc<'a> {
 impl<'a> RowAcc<'a> {
     pub(crate) fn new(trace: &'a Trace, replay: &'a Replay, l: usize) -> RowAcc<'a> {
         RowAcc {
-            trace,
-            replay,
+            far: Near::new(trace, replay),
             comms: &trace.events[l].msg.comm[..],
             acc: Vec::new(),
             index: Default::default(),
@@ -237,13 +314,12 @@ impl<'a> RowAcc<'a> {
         let Some(&comm) = self.comms.get(k) else {
             return;
         };
-        let (trace, replay) = (self.trace, self.replay);
         // → receive call left
-        let (rl, rev) = (p.loc as usize, &trace.events[p.loc as usize]);
-        let re = enterptr(replay, rl, p.event as usize);
-        let end = match (re != NONE).then(|| exitptr(replay, rl, re as usize)) {
-            Some(x) if x != NONE => rev.time.get(x as usize),
-            _ => rev.time.get(p.event as usize),
+        let r = self.far.of(p.loc as usize);
+        let re = r.enterptr(p.event as usize);
+        let end = match (re != NONE).then(|| r.exitptr(re as usize)) {
+            Some(x) if x != NONE => r.time.get(x as usize),
+            _ => r.time.get(p.event as usize),
         };
         let key = (comm, b);
         let acc = &mut self.acc;

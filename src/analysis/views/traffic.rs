@@ -7,7 +7,7 @@
 //! and the mapping of ranks onto the nodes of the system tree.
 
 use crate::analysis::critical_path::enterptr;
-use crate::analysis::matrices::{RowAcc, TrafficRow};
+use crate::analysis::matrices::{Cols, Near, RowAcc, TrafficRow};
 use crate::analysis::phases;
 use crate::model::{collective_op_name, EventKind, Events, KindsIn, Trace};
 use crate::replay::collectives::Instance;
@@ -331,25 +331,17 @@ impl<'a> Traffic<'a> {
             Batch::new(&mut out.sums.waits),
         );
         // the frame last found for a send and for a receive, tried first (`frame_near`:
-        // messages come in time order)
-        let (mut nth, mut hint_s, mut hint_r) = (0u64, 0usize, 0usize);
-        // `entered` of this location's events, its columns looked up once
-        let (time, st) = (ev.time.view(), &self.replay.locations[l]);
-        let entered = |i: usize| match st.enterptr(i) {
-            NONE => time.get(i),
-            e => time.get(e as usize),
-        };
-        let own = |i: usize| {
-            if i < st.len() {
-                entered(i)
-            } else {
-                time.get(i)
-            }
-        };
+        // messages come in time order), and `left`, the sends before the next sampled one
+        // (every `stride`-th from the first: a count down, not a division a send)
+        let (mut left, mut hint_s, mut hint_r) = (0u64, 0usize, 0usize);
+        // this location's columns looked up once (`Cols::entered` of its events)
+        let (time, mine) = (ev.time.view(), Cols::new(self.trace, self.replay, l));
         // `partner` and `rank`, their columns looked up once
         let (arg, links) = (&ev.arg[..], &self.replay.msg_links[l].partner[..]);
         let partner = |i: usize| (links.get(arg[i] as usize).copied()).filter(|p| p.is_some());
         let locations = &self.trace.defs.locations[..];
+        // the senders' columns (`entered` of a receive's partner)
+        let mut far = Near::new(self.trace, self.replay);
         // the sends and the receives in order (each adds to sums of its own, integer sums
         // by key, and to its own frame hint: the same sums and lines as the sends walked
         // first, then the receives)
@@ -368,10 +360,11 @@ impl<'a> Traffic<'a> {
             };
             let (pl, pe) = (p.loc as usize, p.event as usize);
             if send {
-                let t = own(i);
+                let t = mine.entered(i);
                 row.send(arg[i] as usize, p, other, bytes, t);
                 sent.add((self.frame_near(t, &mut hint_s), me, other), (bytes, 1));
-                if nth % stride == 0 {
+                if left == 0 {
+                    left = stride.saturating_sub(1);
                     out.lines.push(MessageLine {
                         from: l as u32,
                         to: p.loc,
@@ -379,12 +372,13 @@ impl<'a> Traffic<'a> {
                         recv_s: self.sec(self.trace.events[pl].time.get(pe)),
                         bytes,
                     });
+                } else {
+                    left -= 1;
                 }
-                nth += 1;
             } else {
                 // late sender: the receive call waited from its start until the send began
-                let r = own(i);
-                let s = self.entered(pl, pe).min(time.get(i));
+                let r = mine.entered(i);
+                let s = far.of(pl).entered(pe).min(time.get(i));
                 self.spread(&mut waits, (r, s), (me, other), &mut hint_r);
             }
         }
